@@ -1,0 +1,3 @@
+module github.com/rpcbench/rpcbench
+
+go 1.26

@@ -1,0 +1,165 @@
+package proto
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FaultKind is one kind of misbehaviour the server can inject.
+type FaultKind uint8
+
+// Fault kinds. Each fires on a business request after the server has
+// decided to serve it (so never on an expired one).
+const (
+	// FaultLate executes, then writes the response only after the
+	// request's budget plus Delay has passed since it arrived.
+	FaultLate FaultKind = iota + 1
+	// FaultSleep sleeps Delay in the worker before executing.
+	FaultSleep
+	// FaultUnavailable answers UNAVAILABLE without executing.
+	FaultUnavailable
+	// FaultNoReply executes and never answers.
+	FaultNoReply
+	// FaultClose executes, then closes the connection without answering.
+	FaultClose
+	// FaultPartial executes, writes the first half of the response frame,
+	// then closes the connection.
+	FaultPartial
+	// FaultBadMagic executes, then answers with a frame whose magic is
+	// 0xdead.
+	FaultBadMagic
+)
+
+var faultNames = map[FaultKind]string{
+	FaultLate:        "late",
+	FaultSleep:       "sleep",
+	FaultUnavailable: "unavailable",
+	FaultNoReply:     "noreply",
+	FaultClose:       "close",
+	FaultPartial:     "partial",
+	FaultBadMagic:    "badmagic",
+}
+
+func (k FaultKind) String() string {
+	if n, ok := faultNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("unknown_fault_%d", uint8(k))
+}
+
+// Fault is one injection rule.
+type Fault struct {
+	Kind FaultKind
+	// Method restricts the rule to one method; empty matches every
+	// business method.
+	Method string
+	// Count is how many matching requests the rule fires on before it is
+	// spent; zero means every matching request.
+	Count int
+	// Delay is the extra lateness for FaultLate and the pause for
+	// FaultSleep; unused by the others.
+	Delay time.Duration
+}
+
+func (f Fault) String() string {
+	s := "kind=" + f.Kind.String()
+	if f.Method != "" {
+		s += " method=" + f.Method
+	}
+	if f.Count > 0 {
+		s += " count=" + strconv.Itoa(f.Count)
+	}
+	if f.Delay > 0 {
+		s += " delay=" + f.Delay.String()
+	}
+	return s
+}
+
+// ParseFault parses the text form used by the -fault flag and the
+// ctl.fault method: space-separated key=value pairs, for example
+// "kind=late method=get count=1 delay=150ms". kind is required.
+func ParseFault(s string) (Fault, error) {
+	var f Fault
+	for _, field := range strings.Fields(s) {
+		k, v, ok := strings.Cut(field, "=")
+		if !ok {
+			return f, fmt.Errorf("proto: fault %q: %q is not key=value", s, field)
+		}
+		switch k {
+		case "kind":
+			for kind, name := range faultNames {
+				if name == v {
+					f.Kind = kind
+				}
+			}
+			if f.Kind == 0 {
+				return f, fmt.Errorf("proto: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial or badmagic)", s, v)
+			}
+		case "method":
+			f.Method = v
+		case "count":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return f, fmt.Errorf("proto: fault %q: count %q is not a whole number >= 0", s, v)
+			}
+			f.Count = n
+		case "delay":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return f, fmt.Errorf("proto: fault %q: delay %q is not a duration >= 0", s, v)
+			}
+			f.Delay = d
+		default:
+			return f, fmt.Errorf("proto: fault %q: unknown key %q (want kind, method, count, delay)", s, k)
+		}
+	}
+	if f.Kind == 0 {
+		return f, fmt.Errorf("proto: fault %q: kind is required", s)
+	}
+	return f, nil
+}
+
+// faultTable holds the active rules; the first unspent matching rule fires.
+type faultTable struct {
+	mu    sync.Mutex // guards rules
+	rules []faultRule
+}
+
+type faultRule struct {
+	Fault
+	fired int
+}
+
+func (t *faultTable) add(f Fault) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rules = append(t.rules, faultRule{Fault: f})
+}
+
+func (t *faultTable) clear() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rules = nil
+}
+
+// take returns the rule that fires for method, if any, and spends one use
+// of it.
+func (t *faultTable) take(method string) (Fault, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.rules {
+		r := &t.rules[i]
+		if r.Method != "" && r.Method != method {
+			continue
+		}
+		if r.Count > 0 && r.fired >= r.Count {
+			continue
+		}
+		r.fired++
+		return r.Fault, true
+	}
+	return Fault{}, false
+}

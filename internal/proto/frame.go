@@ -1,0 +1,229 @@
+package proto
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Wire constants. See SPEC.md for the frame layout.
+const (
+	Magic   uint16 = 0x5243 // "RC"
+	Version uint8  = 1
+
+	// MinFrameLen and MaxFrameLen bound frameLen, the number of bytes that
+	// follow the 4-byte length prefix.
+	MinFrameLen = 24
+	MaxFrameLen = 65536
+
+	// MaxMethodLen and MaxKeyLen bound the method name and idempotency key.
+	MaxMethodLen = 32
+	MaxKeyLen    = 64
+
+	lenPrefix = 4
+	// fixedLen is every byte after the length prefix that is not method,
+	// key or payload: magic 2, version 1, type 1, id 8, budget 4, status 1,
+	// methodLen 1, keyLen 1, payloadLen 4.
+	fixedLen = 23
+	// headLen is the fixed part that precedes the method name.
+	headLen = fixedLen - 4
+)
+
+// Frame is one decoded or to-be-encoded message.
+type Frame struct {
+	Type Type
+	// ID identifies one attempt of a call; never zero.
+	ID uint64
+	// BudgetMs is, in a request, what is left of the attempt's budget in
+	// milliseconds, relative to the moment the server receives the frame.
+	// Zero in responses.
+	BudgetMs uint32
+	// Status is the outcome in a response; zero in requests.
+	Status  Status
+	Method  string
+	Key     string
+	Payload []byte
+}
+
+// ErrInvalidFrame is wrapped by every error AppendFrame returns: the frame
+// breaks a wire rule and nothing was encoded. Calls that fail this way end
+// with StatusInvalidArgument.
+var ErrInvalidFrame = errors.New("proto: invalid frame")
+
+// ProtocolError is returned by a Decoder for bytes that are not a valid
+// frame. After one, nothing more on that connection can be interpreted.
+type ProtocolError struct {
+	Reason string
+}
+
+func (e *ProtocolError) Error() string { return "proto: " + e.Reason }
+
+func protocolErrorf(format string, args ...any) error {
+	return &ProtocolError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// EncodedLen returns the number of bytes f occupies on the wire, including
+// the length prefix.
+func (f *Frame) EncodedLen() int {
+	return lenPrefix + fixedLen + len(f.Method) + len(f.Key) + len(f.Payload)
+}
+
+// AppendFrame appends the encoding of f to dst and returns the extended
+// slice. It checks every rule a decoder checks, so a frame it accepts is one
+// a peer accepts; on error dst is returned unchanged.
+func AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+	if err := f.check(); err != nil {
+		return dst, err
+	}
+	n := fixedLen + len(f.Method) + len(f.Key) + len(f.Payload)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	dst = binary.BigEndian.AppendUint16(dst, Magic)
+	dst = append(dst, Version, byte(f.Type))
+	dst = binary.BigEndian.AppendUint64(dst, f.ID)
+	dst = binary.BigEndian.AppendUint32(dst, f.BudgetMs)
+	dst = append(dst, byte(f.Status), byte(len(f.Method)), byte(len(f.Key)))
+	dst = append(dst, f.Method...)
+	dst = append(dst, f.Key...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(f.Payload)))
+	dst = append(dst, f.Payload...)
+	return dst, nil
+}
+
+func (f *Frame) check() error {
+	n := fixedLen + len(f.Method) + len(f.Key) + len(f.Payload)
+	switch {
+	case n > MaxFrameLen:
+		return fmt.Errorf("%w: frame length %d outside [%d,%d]", ErrInvalidFrame, n, MinFrameLen, MaxFrameLen)
+	case f.Type != TypeRequest && f.Type != TypeResponse:
+		return fmt.Errorf("%w: type %v", ErrInvalidFrame, f.Type)
+	case f.ID == 0:
+		return fmt.Errorf("%w: request id 0", ErrInvalidFrame)
+	case len(f.Method) < 1 || len(f.Method) > MaxMethodLen:
+		return fmt.Errorf("%w: method length %d outside [1,%d]", ErrInvalidFrame, len(f.Method), MaxMethodLen)
+	case len(f.Key) > MaxKeyLen:
+		return fmt.Errorf("%w: key length %d outside [0,%d]", ErrInvalidFrame, len(f.Key), MaxKeyLen)
+	case !f.Status.onWire():
+		return fmt.Errorf("%w: status %v does not travel", ErrInvalidFrame, f.Status)
+	case f.Type == TypeRequest && f.Status != StatusOK:
+		return fmt.Errorf("%w: request with status %v", ErrInvalidFrame, f.Status)
+	}
+	return nil
+}
+
+// A Decoder turns a byte stream into frames. Feed it whatever a read
+// returned; it returns every frame completed so far and keeps the rest.
+//
+// The length prefix is checked as soon as its 4 bytes arrive, before any
+// memory is sized from it. After the first error the Decoder is dead: every
+// later Feed returns the same error and interprets nothing.
+type Decoder struct {
+	buf []byte // unconsumed bytes; never holds a complete frame between calls
+	err error
+}
+
+// Feed appends p to the stream and decodes every complete frame in it. The
+// returned frames own their memory: nothing in them aliases p or the
+// Decoder's buffer. p is not retained.
+func (d *Decoder) Feed(p []byte) ([]Frame, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	var frames []Frame
+	data := p
+	if len(d.buf) > 0 {
+		d.buf = append(d.buf, p...)
+		data = d.buf
+	}
+	off := 0
+	for len(data)-off >= lenPrefix {
+		n := int(binary.BigEndian.Uint32(data[off:]))
+		if n < MinFrameLen || n > MaxFrameLen {
+			d.fail(protocolErrorf("frame length %d outside [%d,%d]", uint32(n), MinFrameLen, MaxFrameLen))
+			return frames, d.err
+		}
+		if len(data)-off-lenPrefix < n {
+			break
+		}
+		f, err := parseBody(data[off+lenPrefix : off+lenPrefix+n])
+		if err != nil {
+			d.fail(err)
+			return frames, d.err
+		}
+		frames = append(frames, f)
+		off += lenPrefix + n
+	}
+	rest := data[off:]
+	switch {
+	case len(rest) == 0:
+		d.buf = d.buf[:0]
+	case len(d.buf) > 0:
+		d.buf = append(d.buf[:0], rest...) // copy within: rest is a suffix of d.buf
+	default:
+		d.buf = append(d.buf, rest...)
+	}
+	return frames, nil
+}
+
+// Buffered returns how many bytes of an incomplete frame the Decoder holds.
+func (d *Decoder) Buffered() int { return len(d.buf) }
+
+// Err returns the error that killed the Decoder, or nil.
+func (d *Decoder) Err() error { return d.err }
+
+func (d *Decoder) fail(err error) {
+	d.err = err
+	d.buf = nil
+}
+
+// parseBody parses the n bytes that follow a length prefix.
+func parseBody(b []byte) (Frame, error) {
+	var f Frame
+	if m := binary.BigEndian.Uint16(b); m != Magic {
+		return f, protocolErrorf("bad magic %#04x", m)
+	}
+	if v := b[2]; v != Version {
+		return f, protocolErrorf("unsupported version %d", v)
+	}
+	f.Type = Type(b[3])
+	if f.Type != TypeRequest && f.Type != TypeResponse {
+		return f, protocolErrorf("bad frame type %d", b[3])
+	}
+	f.ID = binary.BigEndian.Uint64(b[4:])
+	if f.ID == 0 {
+		return f, protocolErrorf("request id 0")
+	}
+	f.BudgetMs = binary.BigEndian.Uint32(b[12:])
+	f.Status = Status(b[16])
+	if !f.Status.onWire() {
+		return f, protocolErrorf("bad status %d", b[16])
+	}
+	if f.Type == TypeRequest && f.Status != StatusOK {
+		return f, protocolErrorf("request with status %d", b[16])
+	}
+	ml, kl := int(b[17]), int(b[18])
+	if ml < 1 || ml > MaxMethodLen {
+		return f, protocolErrorf("method length %d outside [1,%d]", ml, MaxMethodLen)
+	}
+	if kl > MaxKeyLen {
+		return f, protocolErrorf("key length %d outside [0,%d]", kl, MaxKeyLen)
+	}
+	// len(b) >= MinFrameLen = fixedLen+1, so the method's first byte exists;
+	// the rest is checked against the declared total.
+	if headLen+ml+kl+4 > len(b) {
+		return f, protocolErrorf("method and key (%d bytes) overrun frame length %d", ml+kl, len(b))
+	}
+	p := headLen
+	f.Method = string(b[p : p+ml])
+	p += ml
+	f.Key = string(b[p : p+kl])
+	p += kl
+	pl := int(binary.BigEndian.Uint32(b[p:]))
+	p += 4
+	if pl != len(b)-p {
+		return f, protocolErrorf("frame length %d does not match its parts (payload %d)", len(b), pl)
+	}
+	if pl > 0 {
+		f.Payload = append([]byte(nil), b[p:]...)
+	}
+	return f, nil
+}

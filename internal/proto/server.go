@@ -1,0 +1,514 @@
+package proto
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Method names the server knows. Control methods start with "ctl." and are
+// answered by the connection's reader without queueing, so they work even
+// while every worker is busy.
+const (
+	MethodGet   = "get"
+	MethodDebit = "debit"
+
+	MethodStats = "ctl.stats" // answers the counters as Fields
+	MethodFault = "ctl.fault" // payload: a fault in ParseFault's form
+	MethodClear = "ctl.clear" // removes every fault rule
+	MethodPing  = "ctl.ping"  // answers OK, empty payload
+)
+
+// DefaultBalance is every account's balance before its first debit.
+const DefaultBalance = 1000
+
+// ErrKeyReused is the text of the INVALID_ARGUMENT answer to a request
+// that reuses an idempotency key with a different method or payload.
+const ErrKeyReused = "idempotency key reused with different request"
+
+// ServerConfig tunes a Server. Start from DefaultServerConfig.
+type ServerConfig struct {
+	// Workers is the number of goroutines executing business requests.
+	// Must be at least 1. Default 4.
+	Workers int
+	// QueueSize bounds business requests waiting for a worker; a request
+	// that finds the queue full is answered UNAVAILABLE unexecuted. Must be
+	// at least 1. Default 1024.
+	QueueSize int
+	// Chunk turns on chunk mode: responses written within ChunkWindow of
+	// each other are coalesced and written in random 1-13 byte pieces, one
+	// write call each.
+	Chunk bool
+	// ChunkWindow is how long the writer gathers responses in chunk mode.
+	// Must be positive when Chunk is set. Default 2ms.
+	ChunkWindow time.Duration
+	// Faults are rules active from the start.
+	Faults []Fault
+	// Log receives one line per event (connections, protocol errors,
+	// expired requests, faults fired). Nil discards.
+	Log *log.Logger
+}
+
+// DefaultServerConfig returns the documented defaults.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{Workers: 4, QueueSize: 1024, ChunkWindow: 2 * time.Millisecond}
+}
+
+// Validate reports the first field that is out of range.
+func (c *ServerConfig) Validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("%w: Workers %d must be at least 1", ErrConfig, c.Workers)
+	case c.QueueSize < 1:
+		return fmt.Errorf("%w: QueueSize %d must be at least 1", ErrConfig, c.QueueSize)
+	case c.Chunk && c.ChunkWindow <= 0:
+		return fmt.Errorf("%w: ChunkWindow %v must be positive in chunk mode", ErrConfig, c.ChunkWindow)
+	}
+	return nil
+}
+
+// Server serves get and debit over the wire protocol, injecting faults on
+// request. State is in memory only.
+type Server struct {
+	cfg    ServerConfig
+	log    *log.Logger
+	faults faultTable
+	queue  chan job
+	done   chan struct{}
+	wg     sync.WaitGroup // workers, connection goroutines, Serve
+
+	mu       sync.Mutex // guards accounts, dedup, conns, ln, closed
+	accounts map[string]*account
+	dedup    map[string]*dedupEntry
+	conns    map[*serverConn]struct{}
+	ln       net.Listener
+	closed   bool
+
+	counters serverCounters
+}
+
+type account struct {
+	balance int64
+	debits  int64 // debit executions on this account
+}
+
+// dedupEntry is the stored outcome of the first request with a key.
+type dedupEntry struct {
+	fingerprint [sha256.Size]byte
+	done        chan struct{} // closed once res is set
+	res         execResult
+}
+
+type execResult struct {
+	status  Status
+	fields  Fields // response fields; nil when msg is set
+	msg     string // error text for a non-OK status
+	execute bool   // false: rejected before executing
+}
+
+type job struct {
+	c       *serverConn
+	f       Frame
+	arrival time.Time
+}
+
+type serverCounters struct {
+	requestsGet, requestsDebit, requestsCtl, requestsOther atomic.Int64
+	execGet, execDebit                                     atomic.Int64
+	expired, unavailable, queueFull                        atomic.Int64
+	dedupHits, keyConflicts                                atomic.Int64
+	protocolErrors, connsAccepted                          atomic.Int64
+	framesSent, writeChunks, faultsFired                   atomic.Int64
+}
+
+// NewServer validates cfg and starts the worker pool.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = log.New(io.Discard, "", 0)
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      lg,
+		queue:    make(chan job, cfg.QueueSize),
+		done:     make(chan struct{}),
+		accounts: make(map[string]*account),
+		dedup:    make(map[string]*dedupEntry),
+		conns:    make(map[*serverConn]struct{}),
+	}
+	for _, f := range cfg.Faults {
+		s.faults.add(f)
+	}
+	s.wg.Add(cfg.Workers)
+	for range cfg.Workers {
+		go s.worker()
+	}
+	return s, nil
+}
+
+// AddFault activates a fault rule.
+func (s *Server) AddFault(f Fault) {
+	s.faults.add(f)
+	s.log.Printf("FAULT_SET %v", f)
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("proto: server closed")
+
+// Serve accepts connections on ln until Close. It always returns a non-nil
+// error; after Close it is ErrServerClosed.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return ErrServerClosed
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.counters.connsAccepted.Add(1)
+		s.log.Printf("CONN_OPEN remote=%v", nc.RemoteAddr())
+		c := newServerConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(2)
+		s.mu.Unlock()
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+// Close stops accepting, closes every connection, stops the workers and
+// waits for all of the server's goroutines to exit.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	conns := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) forget(c *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Counters returns the server's counters by name (see SPEC.md).
+func (s *Server) Counters() Fields {
+	c := &s.counters
+	n := func(v *atomic.Int64) string { return strconv.FormatInt(v.Load(), 10) }
+	return Fields{
+		"requests.get":    n(&c.requestsGet),
+		"requests.debit":  n(&c.requestsDebit),
+		"requests.ctl":    n(&c.requestsCtl),
+		"requests.other":  n(&c.requestsOther),
+		"exec.get":        n(&c.execGet),
+		"exec.debit":      n(&c.execDebit),
+		"expired":         n(&c.expired),
+		"unavailable":     n(&c.unavailable),
+		"queue_full":      n(&c.queueFull),
+		"dedup_hits":      n(&c.dedupHits),
+		"key_conflicts":   n(&c.keyConflicts),
+		"protocol_errors": n(&c.protocolErrors),
+		"conns_accepted":  n(&c.connsAccepted),
+		"frames_sent":     n(&c.framesSent),
+		"write_chunks":    n(&c.writeChunks),
+		"faults_fired":    n(&c.faultsFired),
+	}
+}
+
+// dispatch handles one decoded request on the reader goroutine: control
+// methods inline, business methods queued.
+func (s *Server) dispatch(c *serverConn, f Frame, arrival time.Time) {
+	switch f.Method {
+	case MethodGet:
+		s.counters.requestsGet.Add(1)
+	case MethodDebit:
+		s.counters.requestsDebit.Add(1)
+	case MethodStats, MethodFault, MethodClear, MethodPing:
+		s.counters.requestsCtl.Add(1)
+		c.send(s.control(&f))
+		return
+	default:
+		s.counters.requestsOther.Add(1)
+		c.send(respond(&f, StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)))
+		return
+	}
+	select {
+	case s.queue <- job{c: c, f: f, arrival: arrival}:
+	default:
+		s.counters.queueFull.Add(1)
+		s.counters.unavailable.Add(1)
+		s.log.Printf("QUEUE_FULL id=%d method=%s", f.ID, f.Method)
+		c.send(respond(&f, StatusUnavailable, "queue full"))
+	}
+}
+
+func (s *Server) control(f *Frame) []byte {
+	switch f.Method {
+	case MethodStats:
+		return respond(f, StatusOK, s.Counters().String())
+	case MethodFault:
+		ft, err := ParseFault(string(f.Payload))
+		if err != nil {
+			return respond(f, StatusInvalidArgument, err.Error())
+		}
+		s.AddFault(ft)
+		return respond(f, StatusOK, ft.String())
+	case MethodClear:
+		s.faults.clear()
+		s.log.Printf("FAULT_CLEAR")
+		return respond(f, StatusOK, "")
+	}
+	return respond(f, StatusOK, "")
+}
+
+func (s *Server) worker() {
+	defer s.wg.Done()
+	for {
+		select {
+		case j := <-s.queue:
+			s.serve(j)
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// serve runs one business request on a worker.
+func (s *Server) serve(j job) {
+	f := &j.f
+	budget := time.Duration(f.BudgetMs) * time.Millisecond
+	if waited := time.Since(j.arrival); waited >= budget {
+		s.counters.expired.Add(1)
+		s.log.Printf("EXPIRED id=%d method=%s budget=%d waited=%d", f.ID, f.Method, f.BudgetMs, waited.Milliseconds())
+		j.c.send(respond(f, StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
+		return
+	}
+	fault, faulty := s.faults.take(f.Method)
+	if faulty {
+		s.counters.faultsFired.Add(1)
+		s.log.Printf("FAULT %v id=%d method=%s", fault.Kind, f.ID, f.Method)
+		switch fault.Kind {
+		case FaultUnavailable:
+			s.counters.unavailable.Add(1)
+			j.c.send(respond(f, StatusUnavailable, "injected unavailable"))
+			return
+		case FaultSleep:
+			s.pause(fault.Delay)
+		}
+	}
+	res := s.execute(f, j.arrival.Add(budget))
+	out := respondResult(f, res)
+	if !faulty {
+		j.c.send(out)
+		return
+	}
+	switch fault.Kind {
+	case FaultLate:
+		at := j.arrival.Add(budget + fault.Delay)
+		j.c.sendAt(out, at)
+	case FaultNoReply:
+	case FaultClose:
+		j.c.sendThenClose(nil)
+	case FaultPartial:
+		j.c.sendThenClose(out[:len(out)/2])
+	case FaultBadMagic:
+		out[4], out[5] = 0xde, 0xad
+		j.c.sendThenClose(out)
+	default:
+		j.c.send(out)
+	}
+}
+
+// pause sleeps d, or less if the server is closing.
+func (s *Server) pause(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.done:
+	}
+}
+
+// execute applies f, deduplicating by idempotency key. expiry is when the
+// request's budget ends; a duplicate waits for its original at most until
+// then.
+func (s *Server) execute(f *Frame, expiry time.Time) execResult {
+	if f.Key == "" {
+		return s.apply(f, expiry)
+	}
+	fp := fingerprint(f)
+	s.mu.Lock()
+	e, seen := s.dedup[f.Key]
+	if !seen {
+		e = &dedupEntry{fingerprint: fp, done: make(chan struct{})}
+		s.dedup[f.Key] = e
+	}
+	s.mu.Unlock()
+	if !seen {
+		e.res = s.apply(f, expiry)
+		close(e.done)
+		return e.res
+	}
+	if e.fingerprint != fp {
+		s.counters.keyConflicts.Add(1)
+		s.log.Printf("KEY_CONFLICT id=%d key=%s", f.ID, f.Key)
+		return execResult{status: StatusInvalidArgument, msg: ErrKeyReused}
+	}
+	t := time.NewTimer(time.Until(expiry))
+	defer t.Stop()
+	select {
+	case <-e.done:
+	case <-t.C:
+		s.log.Printf("DEDUP_WAIT_EXPIRED id=%d key=%s", f.ID, f.Key)
+		return execResult{status: StatusDeadlineExceeded, msg: "original request with this key still executing"}
+	case <-s.done:
+		return execResult{status: StatusUnavailable, msg: "server closing"}
+	}
+	s.counters.dedupHits.Add(1)
+	s.log.Printf("DEDUP_HIT id=%d key=%s", f.ID, f.Key)
+	res := e.res
+	if res.fields != nil {
+		fs := make(Fields, len(res.fields))
+		for k, v := range res.fields {
+			fs[k] = v
+		}
+		fs["replayed"] = "true"
+		res.fields = fs
+	}
+	return res
+}
+
+func fingerprint(f *Frame) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(f.Method))
+	h.Write([]byte{0})
+	h.Write(f.Payload)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// apply executes a get or debit. Payload fields: account (required),
+// amount (debit, > 0), sleep (ms to sleep before executing).
+func (s *Server) apply(f *Frame, expiry time.Time) execResult {
+	fs, err := ParseFields(f.Payload)
+	if err != nil {
+		return execResult{status: StatusInvalidArgument, msg: err.Error()}
+	}
+	name := fs["account"]
+	if name == "" {
+		return execResult{status: StatusInvalidArgument, msg: "account is required"}
+	}
+	sleepMs, err := fs.Int("sleep", 0)
+	if err != nil {
+		return execResult{status: StatusInvalidArgument, msg: err.Error()}
+	}
+	var amount int64
+	if f.Method == MethodDebit {
+		amount, err = fs.Int("amount", 0)
+		if err != nil || amount <= 0 {
+			return execResult{status: StatusInvalidArgument, msg: "amount must be a positive integer"}
+		}
+	}
+	s.pause(time.Duration(sleepMs) * time.Millisecond)
+
+	s.mu.Lock()
+	a := s.accounts[name]
+	if a == nil {
+		a = &account{balance: DefaultBalance}
+		s.accounts[name] = a
+	}
+	if f.Method == MethodDebit {
+		if a.balance < amount {
+			s.mu.Unlock()
+			return execResult{status: StatusAppError, msg: "insufficient funds"}
+		}
+		a.balance -= amount
+		a.debits++
+		s.counters.execDebit.Add(1)
+	} else {
+		s.counters.execGet.Add(1)
+	}
+	balance, debits := a.balance, a.debits
+	s.mu.Unlock()
+
+	return execResult{status: StatusOK, execute: true, fields: Fields{
+		"account":  name,
+		"balance":  strconv.FormatInt(balance, 10),
+		"exec":     strconv.FormatInt(debits, 10),
+		"budget":   strconv.FormatUint(uint64(f.BudgetMs), 10),
+		"replayed": "false",
+	}}
+}
+
+// respond encodes a response to f whose payload is text.
+func respond(f *Frame, st Status, text string) []byte {
+	r := Frame{Type: TypeResponse, ID: f.ID, Status: st, Method: f.Method, Payload: []byte(text)}
+	b, err := AppendFrame(nil, &r)
+	if err != nil {
+		// Only a payload over the frame limit can fail here; answer with
+		// the error instead of the payload.
+		r.Payload, r.Status = []byte("response too large"), StatusAppError
+		b, _ = AppendFrame(nil, &r)
+	}
+	return b
+}
+
+func respondResult(f *Frame, r execResult) []byte {
+	if r.fields != nil {
+		return respond(f, r.status, r.fields.String())
+	}
+	return respond(f, r.status, r.msg)
+}
