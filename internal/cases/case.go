@@ -1,0 +1,142 @@
+// Package cases holds the named scenarios. Each one starts its own
+// rpcserver process, drives it through the client with faults switched on,
+// checks its invariants and reports one CASE line.
+package cases
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// Group names.
+const (
+	// GroupEvidence holds the 20 scenarios whose lines make up
+	// evidence/output.txt.
+	GroupEvidence = "evidence"
+)
+
+// Case is one named scenario.
+type Case struct {
+	// Name is stable snake_case; it doubles as the go test subtest name.
+	Name  string
+	Group string
+	// Doc says in one sentence what the scenario proves.
+	Doc string
+	run func(t *T)
+}
+
+// Env is what scenarios need from their caller.
+type Env struct {
+	// ServerBin is the path of the rpcserver binary.
+	ServerBin string
+	// LogDir receives one server log per server started, named
+	// server-<case>.log (server-<case>-2.log for a second one). Empty
+	// means a fresh temporary directory per run, removed afterwards.
+	LogDir string
+}
+
+// Run executes the scenario and returns its line. It never panics: a
+// scenario that aborts reports FAIL with the reason. Every process and
+// connection the scenario opened is closed before Run returns.
+func (c Case) Run(ctx context.Context, env Env) report.Line {
+	t := &T{ctx: ctx, env: env, name: c.Name}
+	if env.LogDir == "" {
+		dir, err := os.MkdirTemp("", "rpcbench-"+c.Name+"-")
+		if err != nil {
+			return failLine(c.Name, err.Error())
+		}
+		t.env.LogDir = dir
+		t.cleanup(func() { os.RemoveAll(dir) })
+	}
+	func() {
+		defer t.runCleanups()
+		defer func() {
+			switch r := recover().(type) {
+			case nil, abort:
+			default:
+				t.failures = append(t.failures, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+			}
+		}()
+		c.run(t)
+	}()
+	if ctx.Err() != nil {
+		t.failures = append(t.failures, "interrupted: "+ctx.Err().Error())
+	}
+	line := report.Line{Name: c.Name, Pass: len(t.failures) == 0, Fields: t.fields}
+	if !line.Pass {
+		line.Fields = append(line.Fields, report.Field{Key: "why", Value: strings.Join(t.failures, "; ")})
+	}
+	return line
+}
+
+func failLine(name, why string) report.Line {
+	return report.Line{Name: name, Fields: []report.Field{{Key: "why", Value: why}}}
+}
+
+// T is a running scenario: it collects fields and failed checks, and owns
+// the cleanups of what the scenario started.
+type T struct {
+	ctx      context.Context
+	env      Env
+	name     string
+	fields   []report.Field
+	failures []string
+	cleanups []func()
+	servers  int
+}
+
+// abort unwinds a scenario after Fatalf.
+type abort struct{}
+
+// Field adds a stable field: Diff compares it across runs.
+func (t *T) Field(key string, v any) {
+	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(v)})
+}
+
+// Volatile adds a field that legitimately varies between runs.
+func (t *T) Volatile(key string, v any) {
+	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(v), Volatile: true})
+}
+
+// Check records a failure unless ok, and returns ok.
+func (t *T) Check(ok bool, format string, args ...any) bool {
+	if !ok {
+		t.failures = append(t.failures, fmt.Sprintf(format, args...))
+	}
+	return ok
+}
+
+// Fatalf records a failure and stops the scenario.
+func (t *T) Fatalf(format string, args ...any) {
+	t.failures = append(t.failures, fmt.Sprintf(format, args...))
+	panic(abort{})
+}
+
+func (t *T) cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+
+func (t *T) runCleanups() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+	t.cleanups = nil
+}
+
+// logPath returns the log file for the next server this scenario starts.
+func (t *T) logPath() string {
+	t.servers++
+	name := "server-" + t.name
+	if t.servers > 1 {
+		name += fmt.Sprintf("-%d", t.servers)
+	}
+	return filepath.Join(t.env.LogDir, name+".log")
+}
+
+// ms formats a duration as whole milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
