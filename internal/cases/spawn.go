@@ -43,6 +43,9 @@ type server struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when Wait returns
 	lines   chan string   // stdout lines
+	// ctlConns counts connections opened by control calls, so that
+	// counters can report the scenario's own connections apart.
+	ctlConns int64
 }
 
 // startServer starts an rpcserver process that is stopped (SIGTERM, then
@@ -172,15 +175,17 @@ func (t *T) client(addr string, cfg proto.Config) *proto.Client {
 	return c
 }
 
-// control sends a control method to addr over its own connection and
-// returns the answer's fields.
-func (t *T) control(addr, method, payload string) proto.Fields {
-	c, err := proto.NewClient(addr, proto.DefaultConfig())
+// control sends method to the server over a connection of its own and
+// returns the answer's fields. The connection is counted in s.ctlConns so
+// scenarios can tell their own connections from these.
+func (t *T) control(s *server, method, payload string) proto.Fields {
+	c, err := proto.NewClient(s.Addr, proto.DefaultConfig())
 	if err != nil {
 		t.Fatalf("control client: %v", err)
 	}
 	defer c.Close()
 	r := c.Do(t.ctx, proto.Call{Method: method, Idempotent: method != proto.MethodFault, Payload: []byte(payload)})
+	s.ctlConns += c.Stats().ConnsOpened
 	if r.Status != proto.StatusOK {
 		t.Fatalf("%s %q: %v %s (%v)", method, payload, r.Status, r.Payload, r.Err)
 	}
@@ -192,8 +197,8 @@ func (t *T) control(addr, method, payload string) proto.Fields {
 }
 
 // counters returns the server's counters as integers.
-func (t *T) counters(addr string) map[string]int64 {
-	fs := t.control(addr, proto.MethodStats, "")
+func (t *T) counters(s *server) map[string]int64 {
+	fs := t.control(s, proto.MethodStats, "")
 	out := make(map[string]int64, len(fs))
 	for k := range fs {
 		n, err := fs.Int(k, 0)
@@ -202,5 +207,17 @@ func (t *T) counters(addr string) map[string]int64 {
 		}
 		out[k] = n
 	}
+	// Connections the scenario itself opened, not counting control ones.
+	out["conns_scenario"] = out["conns_accepted"] - s.ctlConns
 	return out
+}
+
+// balance reads an account's balance over a control connection.
+func (t *T) balance(s *server, account string) int64 {
+	fs := t.control(s, proto.MethodGet, "account="+account)
+	b, err := fs.Int("balance", -1)
+	if err != nil {
+		t.Fatalf("balance of %s: %v", account, err)
+	}
+	return b
 }

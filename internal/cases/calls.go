@@ -1,0 +1,83 @@
+package cases
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+func getCall(account string) proto.Call {
+	return proto.Call{Method: proto.MethodGet, Idempotent: true, Payload: []byte("account=" + account)}
+}
+
+func debitCall(account string, amount int, key string) proto.Call {
+	return proto.Call{Method: proto.MethodDebit, Key: key, Payload: fmt.Appendf(nil, "account=%s amount=%d", account, amount)}
+}
+
+// fields parses a result's payload; a payload that is not key=value text
+// yields an empty set.
+func fields(r proto.Result) proto.Fields {
+	fs, err := proto.ParseFields(r.Payload)
+	if err != nil {
+		return proto.Fields{}
+	}
+	return fs
+}
+
+// brief renders a result as its status followed by the chosen payload
+// fields, e.g. "OK account=acct-B balance=1000".
+func brief(r proto.Result, keys ...string) string {
+	fs := fields(r)
+	parts := []string{r.Status.String()}
+	for _, k := range keys {
+		if v, ok := fs[k]; ok {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// attemptLog renders every attempt of a result: "a1 TIMEOUT id=1 ..., a2 ...".
+func attemptLog(r proto.Result) string {
+	parts := make([]string, len(r.Log))
+	for i, a := range r.Log {
+		parts[i] = fmt.Sprintf("a%d %v", i+1, a)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// outcomes renders what each attempt met, without the values that vary
+// between runs: "TIMEOUT,RESPONSE/OK".
+func outcomes(r proto.Result) string {
+	parts := make([]string, len(r.Log))
+	for i, a := range r.Log {
+		parts[i] = a.Outcome
+		if a.Outcome == proto.OutcomeResponse {
+			parts[i] += "/" + a.Status.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// waitFor polls cond until it holds or timeout passes, and reports
+// whether it held. It is for counters that change on an event this
+// process cannot otherwise observe, such as a late response being dropped
+// by the client's reader.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// slack is the allowance on top of a call's deadline for it to return
+// on a loaded 2-core machine.
+const slack = 250 * time.Millisecond

@@ -1,0 +1,89 @@
+package cases
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+var serverBin = flag.String("server", "", "rpcserver binary to use (default: build one)")
+
+// env is shared by every test: the rpcserver binary is built once.
+var env Env
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	env.ServerBin = *serverBin
+	if env.ServerBin == "" {
+		dir, err := os.MkdirTemp("", "rpcbench-cases-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		env.ServerBin = filepath.Join(dir, "rpcserver")
+		build := exec.Command("go", "build", "-o", env.ServerBin, "github.com/rpcbench/rpcbench/cmd/rpcserver")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build rpcserver: %v\n", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// TestCases runs every scenario as a subtest of the same name, so
+// go test -run 'TestCases/^NAME$' selects what rpcbench run NAME does.
+func TestCases(t *testing.T) {
+	for _, c := range All() {
+		t.Run(c.Name, func(t *testing.T) {
+			line := c.Run(context.Background(), env)
+			t.Log(report.Format(line))
+			if !line.Pass {
+				t.Errorf("%s", report.Format(line))
+			}
+		})
+	}
+}
+
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+func TestRegistry(t *testing.T) {
+	names := Names()
+	if got, want := len(Group(GroupEvidence)), 20; got != want {
+		t.Errorf("evidence group has %d scenarios, want %d", got, want)
+	}
+	seen := map[string]bool{}
+	for _, c := range All() {
+		if !snakeCase.MatchString(c.Name) {
+			t.Errorf("name %q is not snake_case", c.Name)
+		}
+		if seen[c.Name] {
+			t.Errorf("name %q is used twice", c.Name)
+		}
+		seen[c.Name] = true
+		if c.Doc == "" || c.run == nil {
+			t.Errorf("%s: missing doc or run function", c.Name)
+		}
+		if got, ok := Lookup(c.Name); !ok || got.Name != c.Name {
+			t.Errorf("Lookup(%q) = %q, %v", c.Name, got.Name, ok)
+		}
+	}
+	if _, ok := Lookup("no_such_case"); ok {
+		t.Errorf("Lookup of an unknown name succeeded")
+	}
+	if len(names) != len(seen) {
+		t.Errorf("Names() has %d entries, registry %d", len(names), len(seen))
+	}
+}

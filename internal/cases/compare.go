@@ -1,0 +1,80 @@
+package cases
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+func comparePerRequestVsMultiplex(t *T) {
+	s := t.startServer(serverOpts{})
+	_, portText, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		t.Fatalf("server address %q: %v", s.Addr, err)
+	}
+	port, _ := strconv.ParseUint(portText, 10, 16)
+
+	twBefore, twErr := timeWait(uint16(port))
+	cfg := proto.DefaultConfig()
+	cfg.ConnPerCall = true
+	per := t.client(s.Addr, cfg)
+	pr := t.runLoad(per, false)
+	twAfter, _ := timeWait(uint16(port))
+
+	mux := t.client(s.Addr, proto.DefaultConfig())
+	mr := t.runLoad(mux, false)
+
+	t.Field("calls", loadCalls)
+	t.Field("goroutines", loadGoroutines)
+	t.Field("perRequestOk", pr.ok.Load())
+	t.Field("perRequestNewConnections", per.Stats().ConnsOpened)
+	t.Volatile("clientTimeWaitBefore", twBefore)
+	t.Volatile("clientTimeWaitAfter", twAfter)
+	t.Volatile("perRequestElapsed", ms(pr.elapsed))
+	t.Field("multiplexOk", mr.ok.Load())
+	t.Field("multiplexNewConnections", mux.Stats().ConnsOpened)
+	t.Volatile("multiplexElapsed", ms(mr.elapsed))
+	t.Check(twErr == nil, "reading /proc/net/tcp: %v", twErr)
+	t.Check(pr.ok.Load() == loadCalls && mr.ok.Load() == loadCalls, "ok: per-request %d, multiplex %d, want %d each", pr.ok.Load(), mr.ok.Load(), loadCalls)
+	t.Check(per.Stats().ConnsOpened == loadCalls, "per-request connections=%d, want %d", per.Stats().ConnsOpened, loadCalls)
+	t.Check(mux.Stats().ConnsOpened == 1, "multiplex connections=%d, want 1", mux.Stats().ConnsOpened)
+	t.Check(twAfter > twBefore, "client TIME_WAIT sockets did not grow (%d -> %d)", twBefore, twAfter)
+}
+
+// timeWait counts sockets in TIME_WAIT whose remote port is port, from
+// /proc/net/tcp and /proc/net/tcp6: on loopback these are the client's.
+func timeWait(port uint16) (int, error) {
+	n := 0
+	for _, path := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(path)
+		if err != nil {
+			if os.IsNotExist(err) && path != "/proc/net/tcp" {
+				continue
+			}
+			return n, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Scan() // header
+		for sc.Scan() {
+			// sl local_address rem_address st ...; addresses are HEX_IP:HEX_PORT.
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 4 || fs[3] != "06" {
+				continue
+			}
+			_, rp, ok := strings.Cut(fs[2], ":")
+			if ok && rp == fmt.Sprintf("%04X", port) {
+				n++
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,321 @@
+package cases
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+const (
+	loadGoroutines = 8
+	loadCalls      = 400
+)
+
+// loadResult is what a concurrent workload observed.
+type loadResult struct {
+	ok, mismatch, nonOK, debits atomic.Int64
+	elapsed                     time.Duration
+}
+
+// runLoad makes loadCalls calls from loadGoroutines goroutines over c.
+// Goroutine g uses its own account acct-g<g>; when withDebits is set every
+// second call is a debit of 1. A response naming another account is a
+// mismatch.
+func (t *T) runLoad(c *proto.Client, withDebits bool) *loadResult {
+	var res loadResult
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range loadGoroutines {
+		wg.Go(func() {
+			account := fmt.Sprintf("acct-g%d", g)
+			for i := range loadCalls / loadGoroutines {
+				call := getCall(account)
+				if withDebits && i%2 == 1 {
+					call = debitCall(account, 1, "")
+					res.debits.Add(1)
+				}
+				r := c.Do(t.ctx, call)
+				switch {
+				case r.Status != proto.StatusOK:
+					res.nonOK.Add(1)
+				case fields(r)["account"] != account:
+					res.mismatch.Add(1)
+				default:
+					res.ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	return &res
+}
+
+func normalMultiplex(t *T) {
+	s := t.startServer(serverOpts{})
+	c := t.client(s.Addr, proto.DefaultConfig())
+	res := t.runLoad(c, true)
+	ctr := t.counters(s)
+	t.Field("calls", loadCalls)
+	t.Field("goroutines", loadGoroutines)
+	t.Field("ok", res.ok.Load())
+	t.Field("mismatch", res.mismatch.Load())
+	t.Field("nonOk", res.nonOK.Load())
+	t.Field("clientConns", c.Stats().ConnsOpened)
+	t.Field("serverConns", ctr["conns_scenario"])
+	t.Field("debitsSent", res.debits.Load())
+	t.Field("serverDebitExec", ctr["exec.debit"])
+	t.Volatile("elapsed", ms(res.elapsed))
+	t.Check(res.ok.Load() == loadCalls, "ok=%d, want %d", res.ok.Load(), loadCalls)
+	t.Check(res.mismatch.Load() == 0, "mismatch=%d, want 0", res.mismatch.Load())
+	t.Check(ctr["conns_scenario"] == 1, "server accepted %d connections, want 1", ctr["conns_scenario"])
+	t.Check(ctr["exec.debit"] == res.debits.Load(), "server executed %d debits, client sent %d", ctr["exec.debit"], res.debits.Load())
+	want := int64(proto.DefaultBalance - loadCalls/loadGoroutines/2)
+	for g := range loadGoroutines {
+		account := fmt.Sprintf("acct-g%d", g)
+		if b := t.balance(s, account); !t.Check(b == want, "%s balance=%d, want %d", account, b, want) {
+			break
+		}
+	}
+}
+
+// decoderSplitModel checks the decoder in-process against a model: the
+// same frames, whatever the read boundaries.
+func decoderSplitModel(t *T) {
+	const n = 500
+	rng := rand.New(rand.NewPCG(13, 500))
+	frames := make([]proto.Frame, n)
+	var stream []byte
+	for i := range frames {
+		f := randomFrame(rng, uint64(i+1))
+		var err error
+		if stream, err = proto.AppendFrame(stream, &f); err != nil {
+			t.Fatalf("encode frame %d: %v", i, err)
+		}
+		frames[i] = f
+	}
+	one := func(int) int { return 1 }
+	random := func(int) int { return 1 + rng.IntN(97) }
+	diff1, err1 := decodeInPieces(stream, one, frames)
+	diffR, errR := decodeInPieces(stream, random, frames)
+
+	maxFrame := proto.Frame{Type: proto.TypeRequest, ID: 1, Method: "m"}
+	maxFrame.Payload = make([]byte, proto.MaxFrameLen-maxFrame.EncodedLen()+4)
+	enc, encErr := proto.AppendFrame(nil, &maxFrame)
+	var dec proto.Decoder
+	got, maxErr := dec.Feed(enc)
+	maxAccepted := encErr == nil && maxErr == nil && len(got) == 1 && len(enc) == proto.MaxFrameLen+4
+
+	var early proto.Decoder
+	_, earlyErr := early.Feed(binary.BigEndian.AppendUint32(nil, proto.MaxFrameLen+1))
+	var pe *proto.ProtocolError
+	plusOneRejected := errors.As(earlyErr, &pe)
+
+	t.Field("model", "in-process")
+	t.Field("frames", n)
+	t.Field("bytes", len(stream))
+	t.Field("diff1byte", diff1)
+	t.Field("diffRandom", diffR)
+	t.Field("maxFrameAccepted", maxAccepted)
+	t.Field("maxPlus1Rejected", plusOneRejected)
+	t.Field("early4byte", fmt.Sprint(earlyErr))
+	t.Check(err1 == nil && errR == nil, "decode errors: %v, %v", err1, errR)
+	t.Check(diff1 == 0 && diffR == 0, "frames differ: 1-byte %d, random %d", diff1, diffR)
+	t.Check(maxAccepted, "a %d-byte frame was not accepted: %v %v", proto.MaxFrameLen, encErr, maxErr)
+	t.Check(plusOneRejected, "a %d-byte length prefix alone was not rejected: %v", proto.MaxFrameLen+1, earlyErr)
+}
+
+// decodeInPieces feeds stream to a fresh decoder in pieces of size(i)
+// bytes and counts decoded frames that differ from want (missing or extra
+// frames count too).
+func decodeInPieces(stream []byte, size func(int) int, want []proto.Frame) (int, error) {
+	var dec proto.Decoder
+	var got []proto.Frame
+	for i := 0; len(stream) > 0; i++ {
+		n := min(size(i), len(stream))
+		fs, err := dec.Feed(stream[:n])
+		if err != nil {
+			return len(want), err
+		}
+		got = append(got, fs...)
+		stream = stream[n:]
+	}
+	diff := max(len(want), len(got)) - min(len(want), len(got))
+	for i := range min(len(want), len(got)) {
+		if !cmp.Equal(want[i], got[i]) {
+			diff++
+		}
+	}
+	if dec.Buffered() != 0 {
+		return diff, fmt.Errorf("%d bytes left over", dec.Buffered())
+	}
+	return diff, nil
+}
+
+func randomFrame(rng *rand.Rand, id uint64) proto.Frame {
+	letters := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	f := proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: rng.Uint32(), Method: letters(1 + rng.IntN(proto.MaxMethodLen)), Key: letters(rng.IntN(proto.MaxKeyLen + 1))}
+	if rng.IntN(2) == 0 {
+		f.Type, f.BudgetMs, f.Status = proto.TypeResponse, 0, proto.Status(rng.IntN(5))
+	}
+	if n := rng.IntN(300); n > 0 {
+		f.Payload = make([]byte, n)
+		for i := range f.Payload {
+			f.Payload[i] = byte(rng.Uint32())
+		}
+	}
+	return f
+}
+
+func halfPacketStickyReal(t *T) {
+	s := t.startServer(serverOpts{Chunk: true})
+	c := t.client(s.Addr, proto.DefaultConfig())
+	res := t.runLoad(c, false)
+	ctr := t.counters(s)
+	st := c.Stats()
+	t.Field("ok", res.ok.Load())
+	t.Field("mismatch", res.mismatch.Load())
+	t.Field("nonOk", res.nonOK.Load())
+	t.Volatile("serverChunks", ctr["write_chunks"])
+	t.Field("serverFrames", ctr["frames_sent"])
+	t.Volatile("clientReadsEndingMidFrame", st.ReadsMidFrame)
+	t.Volatile("clientReadsWithMultipleFrames", st.ReadsMultiFrame)
+	t.Field("protocolErrors", ctr["protocol_errors"]+st.ProtocolErrors)
+	t.Field("midFrameSeen", st.ReadsMidFrame > 0)
+	t.Field("multiFrameSeen", st.ReadsMultiFrame > 0)
+	t.Check(res.ok.Load() == loadCalls && res.mismatch.Load() == 0, "ok=%d mismatch=%d, want %d and 0", res.ok.Load(), res.mismatch.Load(), loadCalls)
+	t.Check(ctr["protocol_errors"] == 0 && st.ProtocolErrors == 0, "protocol errors: server %d, client %d", ctr["protocol_errors"], st.ProtocolErrors)
+	t.Check(ctr["write_chunks"] > ctr["frames_sent"], "server wrote %d chunks for %d frames: chunk mode did not split", ctr["write_chunks"], ctr["frames_sent"])
+	t.Check(st.ReadsMidFrame > 0, "no client read ended mid-frame: the case proves nothing")
+	t.Check(st.ReadsMultiFrame > 0, "no client read carried several frames: the case proves nothing")
+}
+
+func serverSplitAndInvalidRequest(t *T) {
+	s := t.startServer(serverOpts{})
+
+	req := proto.Frame{Type: proto.TypeRequest, ID: 7, BudgetMs: 1000, Method: proto.MethodGet, Payload: []byte("account=acct-S")}
+	enc, err := proto.AppendFrame(nil, &req)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	resp, writes, err := byteByByte(s.Addr, enc)
+	splitOK := err == nil && resp.ID == 7 && resp.Status == proto.StatusOK && string(resp.Payload) != "" && fieldOf(resp.Payload, "account") == "acct-S"
+
+	badMagic := append([]byte(nil), enc...)
+	badMagic[4], badMagic[5] = 0xde, 0xad
+	closedMagic, errMagic := closedAfter(s.Addr, badMagic)
+	huge := binary.BigEndian.AppendUint32(nil, 1<<31-1)
+	closedHuge, errHuge := closedAfter(s.Addr, huge)
+
+	c := t.client(s.Addr, proto.DefaultConfig())
+	after := c.Do(t.ctx, getCall("acct-S"))
+	ctr := t.counters(s)
+
+	t.Field("splitRequest", fmt.Sprintf("%v@%dwrites", resp.Status, writes))
+	t.Field("splitOk", splitOK)
+	t.Field("badMagicClosed", closedMagic)
+	t.Field("hugeLengthClosed", closedHuge)
+	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("afterwards", brief(after, "account"))
+	t.Check(splitOK, "request written one byte at a time: %v %v %q", err, resp.Status, resp.Payload)
+	t.Check(closedMagic, "server did not close after bad magic: %v", errMagic)
+	t.Check(closedHuge, "server did not close after a 2^31-1 length: %v", errHuge)
+	t.Check(ctr["protocol_errors"] == 2, "protocol_errors=%d, want 2", ctr["protocol_errors"])
+	t.Check(after.Status == proto.StatusOK, "new connection afterwards: %v", after.Status)
+}
+
+func fieldOf(payload []byte, key string) string {
+	fs, err := proto.ParseFields(payload)
+	if err != nil {
+		return ""
+	}
+	return fs[key]
+}
+
+// byteByByte writes enc to a new connection one byte per write and
+// decodes the single response.
+func byteByByte(addr string, enc []byte) (proto.Frame, int, error) {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return proto.Frame{}, 0, err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	writes := 0
+	for i := range enc {
+		if _, err := nc.Write(enc[i : i+1]); err != nil {
+			return proto.Frame{}, writes, err
+		}
+		writes++
+	}
+	var dec proto.Decoder
+	buf := make([]byte, 4096)
+	for {
+		n, err := nc.Read(buf)
+		fs, derr := dec.Feed(buf[:n])
+		if derr != nil {
+			return proto.Frame{}, writes, derr
+		}
+		if len(fs) > 0 {
+			return fs[0], writes, nil
+		}
+		if err != nil {
+			return proto.Frame{}, writes, err
+		}
+	}
+}
+
+// closedAfter writes b to a new connection and reports whether the server
+// then closed it (EOF or reset) rather than leaving it open.
+func closedAfter(addr string, b []byte) (bool, error) {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return false, err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write(b); err != nil {
+		return false, err
+	}
+	_, err = io.Copy(io.Discard, nc)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false, err
+	}
+	return true, err
+}
+
+func clientOversizeRejectedLocally(t *T) {
+	s := t.startServer(serverOpts{})
+	c := t.client(s.Addr, proto.DefaultConfig())
+	call := debitCall("acct-O", 1, "")
+	call.Payload = append(call.Payload, make([]byte, proto.MaxFrameLen)...)
+	r := c.Do(t.ctx, call)
+	ctr := t.counters(s)
+	requests := ctr["requests.get"] + ctr["requests.debit"] + ctr["requests.other"]
+	t.Field("payloadBytes", len(call.Payload))
+	t.Field("status", r.Status)
+	t.Field("attempts", r.Attempts)
+	t.Field("err", fmt.Sprint(r.Err))
+	t.Field("clientConns", c.Stats().ConnsOpened)
+	t.Field("serverRequests", requests)
+	t.Check(r.Status == proto.StatusInvalidArgument, "status=%v, want INVALID_ARGUMENT", r.Status)
+	t.Check(errors.Is(r.Err, proto.ErrInvalidFrame), "err=%v, want ErrInvalidFrame", r.Err)
+	t.Check(r.Attempts == 0, "attempts=%d, want 0", r.Attempts)
+	t.Check(requests == 0, "server saw %d requests, want 0", requests)
+}

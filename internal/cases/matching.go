@@ -1,0 +1,124 @@
+package cases
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// The A/B/C timeline: A's response is held until its budget plus
+// lateDelay has passed, so it arrives while B (which sleeps bSleep on the
+// server) is still waiting.
+const (
+	aTimeout  = 200 * time.Millisecond
+	lateDelay = 150 * time.Millisecond
+	bSleep    = 400 * time.Millisecond
+	bTimeout  = 2 * time.Second
+)
+
+var lateGetFault = fmt.Sprintf("kind=late method=get count=1 delay=%v", lateDelay)
+
+func lateResponseDroppedByID(t *T) {
+	s := t.startServer(serverOpts{Faults: []string{lateGetFault}})
+	c := t.client(s.Addr, proto.DefaultConfig())
+
+	a := getCall("acct-A")
+	a.Timeout, a.AttemptTimeout = aTimeout, aTimeout
+	ra := c.Do(t.ctx, a)
+
+	b := getCall("acct-B")
+	b.Payload = fmt.Appendf(b.Payload, " sleep=%d", bSleep.Milliseconds())
+	b.Timeout, b.AttemptTimeout = bTimeout, bTimeout
+	rb := c.Do(t.ctx, b)
+	droppedDuringB := c.Stats().LateDropped
+
+	rc := c.Do(t.ctx, getCall("acct-C"))
+	st := c.Stats()
+
+	t.Field("A", ra.Status)
+	t.Volatile("aElapsed", ms(ra.Elapsed))
+	t.Field("B", brief(rb, "account", "balance"))
+	t.Volatile("bBudget", fields(rb)["budget"])
+	t.Field("C", brief(rc, "account", "balance"))
+	t.Field("lateDropped", st.LateDropped)
+	t.Field("clientConns", st.ConnsOpened)
+	t.Check(ra.Status == proto.StatusDeadlineExceeded, "A=%v, want DEADLINE_EXCEEDED", ra.Status)
+	t.Check(ra.Elapsed <= aTimeout+slack, "A returned after %v, deadline %v", ra.Elapsed, aTimeout)
+	t.Check(rb.Status == proto.StatusOK && fields(rb)["account"] == "acct-B", "B got %q (%v), want acct-B", rb.Payload, rb.Status)
+	t.Check(rc.Status == proto.StatusOK && fields(rc)["account"] == "acct-C", "C got %q (%v), want acct-C", rc.Payload, rc.Status)
+	t.Check(droppedDuringB == 1, "late responses dropped while B waited: %d, want 1", droppedDuringB)
+	t.Check(st.LateDropped == 1, "lateDropped=%d, want 1", st.LateDropped)
+	t.Check(st.ConnsOpened == 1, "client opened %d connections, want 1", st.ConnsOpened)
+}
+
+// negativeControlFIFOCrosstalk runs the same timeline through the FIFO
+// client. It passes only if B really received A's answer with no error.
+func negativeControlFIFOCrosstalk(t *T) {
+	s := t.startServer(serverOpts{Faults: []string{lateGetFault}})
+	c, err := proto.DialFIFO(t.ctx, s.Addr)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.cleanup(func() { c.Close() })
+
+	_, errA := c.Do(t.ctx, proto.MethodGet, []byte("account=acct-A"), aTimeout)
+	fb, errB := c.Do(t.ctx, proto.MethodGet, fmt.Appendf(nil, "account=acct-B sleep=%d", bSleep.Milliseconds()), bTimeout)
+	fc, errC := c.Do(t.ctx, proto.MethodGet, []byte("account=acct-C"), bTimeout)
+
+	crosstalk := 0
+	for _, x := range []struct {
+		want string
+		f    proto.Frame
+		err  error
+	}{{"acct-B", fb, errB}, {"acct-C", fc, errC}} {
+		if x.err == nil && fieldOf(x.f.Payload, "account") != x.want {
+			crosstalk++
+		}
+	}
+	t.Field("expectCrosstalk", true)
+	t.Field("A", errText(errA))
+	t.Field("B", fmt.Sprintf("%v account=%s", fb.Status, fieldOf(fb.Payload, "account")))
+	t.Field("bError", errText(errB))
+	t.Field("C", fmt.Sprintf("%v account=%s", fc.Status, fieldOf(fc.Payload, "account")))
+	t.Field("crosstalk", crosstalk)
+	t.Check(errA != nil, "A did not time out")
+	t.Check(errB == nil && fb.Status == proto.StatusOK && fieldOf(fb.Payload, "account") == "acct-A",
+		"expected B to receive acct-A's answer with no error signal; got %v %q err=%v", fb.Status, fb.Payload, errB)
+	t.Check(crosstalk >= 1, "no crosstalk observed: the negative control did not reproduce the defect")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
+}
+
+func lateThenRetryNewRequestID(t *T) {
+	s := t.startServer(serverOpts{Faults: []string{lateGetFault}})
+	c := t.client(s.Addr, proto.DefaultConfig())
+	r := c.Do(t.ctx, getCall("acct-L"))
+	// The first attempt's answer is due at its budget plus lateDelay; wait
+	// for the reader to see and drop it.
+	dropped := waitFor(proto.DefaultConfig().AttemptTimeout+lateDelay+2*time.Second, func() bool { return c.Stats().LateDropped >= 1 })
+	ids := make([]uint64, len(r.Log))
+	idText := make([]string, len(r.Log))
+	for i, a := range r.Log {
+		ids[i] = a.ID
+		idText[i] = strconv.FormatUint(a.ID, 10)
+	}
+	t.Field("status", brief(r, "account"))
+	t.Field("attempts", r.Attempts)
+	t.Field("ids", strings.Join(idText, ","))
+	t.Field("outcomes", outcomes(r))
+	t.Volatile("log", attemptLog(r))
+	t.Field("lateDropped", c.Stats().LateDropped)
+	t.Check(r.Status == proto.StatusOK && fields(r)["account"] == "acct-L", "status %v %q, want OK acct-L", r.Status, r.Payload)
+	t.Check(r.Attempts == 2, "attempts=%d, want 2", r.Attempts)
+	t.Check(len(ids) == 2 && ids[0] != ids[1], "attempt IDs %v, want two distinct", ids)
+	t.Check(len(r.Log) > 0 && r.Log[0].Outcome == proto.OutcomeTimeout, "first attempt %v, want TIMEOUT", outcomes(r))
+	t.Check(dropped && c.Stats().LateDropped == 1, "lateDropped=%d, want 1", c.Stats().LateDropped)
+}
