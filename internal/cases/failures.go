@@ -25,7 +25,8 @@ func execThenFail(t *T, kind string) (get, debit proto.Result, c *proto.Client, 
 
 	t.Field("get", brief(get, "account"))
 	t.Field("getAttempts", get.Attempts)
-	t.Field("getLog", attemptLog(get))
+	t.Field("getOutcomes", outcomes(get))
+	t.Volatile("getLog", attemptLog(get))
 	t.Field("debit", debit.Status)
 	t.Field("debitAttempts", debit.Attempts)
 	t.Field("debitLog", attemptLog(debit))

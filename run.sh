@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds rpcbench and rpcserver into bin/ and runs the evidence suite,
+# writing evidence/ (output.txt, env.txt, logs/). Extra arguments go to
+# `rpcbench all`, e.g. ./run.sh --json evidence/results.json
+set -euo pipefail
+cd "$(dirname "$0")"
+go build -o bin/ ./cmd/...
+exec bin/rpcbench all "$@"
