@@ -3,11 +3,15 @@
 package report
 
 import (
+	"strconv"
 	"strings"
 )
 
 // Field is one key=value of a CASE line.
 type Field struct {
+	// Key must be non-empty and hold no white space or '=', and must not
+	// end in '~': Format writes it verbatim and Parse splits on the first
+	// '='.
 	Key   string
 	Value string
 	// Volatile marks a value that legitimately differs between runs
@@ -31,8 +35,17 @@ func (l Line) Verdict() string {
 	return "FAIL"
 }
 
-// Format renders l as one line without a trailing newline. A value that
-// is empty, holds white space or starts with '[' is wrapped in [...].
+// Format renders l as one line without a trailing newline; Parse reads it
+// back. Name must be non-empty and hold no white space.
+//
+// Newlines in a value become spaces, so a CASE line is always one line;
+// everything else survives Parse(Format(l)). A value is written
+//   - bare, when it is non-empty, holds no space or control character and
+//     starts with neither '[' nor '"';
+//   - as [value], when its square brackets balance and it holds no control
+//     character other than tab;
+//   - Go-quoted ("...", strconv.Quote) otherwise: only a value with an
+//     unbalanced bracket or a control character, which [...] cannot hold.
 func Format(l Line) string {
 	var b strings.Builder
 	b.WriteString("CASE ")
@@ -52,8 +65,46 @@ func Format(l Line) string {
 }
 
 func quote(v string) string {
-	if v == "" || strings.ContainsAny(v, " \t\n") || strings.HasPrefix(v, "[") {
-		return "[" + strings.ReplaceAll(v, "\n", " ") + "]"
+	v = strings.ReplaceAll(v, "\n", " ")
+	switch {
+	case v != "" && v[0] != '[' && v[0] != '"' && !hasSpaceOrControl(v, false):
+		return v
+	case balanced(v) && !hasSpaceOrControl(v, true):
+		return "[" + v + "]"
+	default:
+		return strconv.Quote(v)
 	}
-	return v
+}
+
+// hasSpaceOrControl reports whether v holds an ASCII space or control
+// character; with inBrackets, space and tab are allowed.
+func hasSpaceOrControl(v string, inBrackets bool) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if inBrackets && (c == ' ' || c == '\t') {
+			continue
+		}
+		if c <= ' ' || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// balanced reports whether every ']' in v closes an earlier '[' and every
+// '[' is closed, which is what lets Parse find the end of [v].
+func balanced(v string) bool {
+	depth := 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
 }
