@@ -1,0 +1,53 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The JSON document WriteJSON writes. Its field names are a stable
+// interface for scripts; add to them, never rename.
+type (
+	jsonResults struct {
+		Cases   []jsonCase `json:"cases"`
+		Passed  int        `json:"passed"`
+		Failed  int        `json:"failed"`
+		Summary string     `json:"summary"`
+	}
+	jsonCase struct {
+		Name   string      `json:"name"`
+		Pass   bool        `json:"pass"`
+		Fields []jsonField `json:"fields"`
+	}
+	jsonField struct {
+		Key      string `json:"key"`
+		Value    string `json:"value"`
+		Volatile bool   `json:"volatile"`
+	}
+)
+
+// WriteJSON writes lines as one indented JSON object:
+//
+//	{"cases": [{"name": ..., "pass": ..., "fields": [{"key": ..., "value": ..., "volatile": ...}]}],
+//	 "passed": N, "failed": M, "summary": "N passed, M failed"}
+//
+// cases and fields are arrays, never null. Values are written as given,
+// newlines included.
+func WriteJSON(w io.Writer, lines []Line) error {
+	r := jsonResults{Cases: make([]jsonCase, len(lines)), Summary: Summary(lines)}
+	r.Passed, r.Failed = Tally(lines)
+	for i, l := range lines {
+		c := jsonCase{Name: l.Name, Pass: l.Pass, Fields: make([]jsonField, len(l.Fields))}
+		for j, f := range l.Fields {
+			c.Fields[j] = jsonField(f)
+		}
+		r.Cases[i] = c
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("report: write json: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWriteJSON(t *testing.T) {
+	lines := []Line{
+		{Name: "a", Pass: true, Fields: []Field{{Key: "n", Value: "1"}, {Key: "t", Value: "2ms", Volatile: true}}},
+		{Name: "b", Fields: nil},
+	}
+	var b strings.Builder
+	if err := WriteJSON(&b, lines); err != nil {
+		t.Fatal(err)
+	}
+	var got any
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, b.String())
+	}
+	want := map[string]any{
+		"cases": []any{
+			map[string]any{"name": "a", "pass": true, "fields": []any{
+				map[string]any{"key": "n", "value": "1", "volatile": false},
+				map[string]any{"key": "t", "value": "2ms", "volatile": true},
+			}},
+			map[string]any{"name": "b", "pass": false, "fields": []any{}},
+		},
+		"passed":  1.0,
+		"failed":  1.0,
+		"summary": "1 passed, 1 failed",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteJSONEmpty(t *testing.T) {
+	var b strings.Builder
+	if err := WriteJSON(&b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"cases": []`) {
+		t.Errorf("WriteJSON(nil) = %s, want an empty cases array", b.String())
+	}
+}
