@@ -1,0 +1,98 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+)
+
+// ColorMode says when a Printer colours verdicts.
+type ColorMode int
+
+const (
+	// ColorAuto colours when the output is a terminal, NO_COLOR is unset
+	// or empty and TERM is not "dumb".
+	ColorAuto ColorMode = iota
+	// ColorAlways colours regardless of the output and the environment.
+	ColorAlways
+	// ColorNever never colours.
+	ColorNever
+)
+
+// ColorModes lists the names ParseColorMode accepts, in ColorMode order.
+var ColorModes = []string{"auto", "always", "never"}
+
+func (m ColorMode) String() string {
+	if m >= 0 && int(m) < len(ColorModes) {
+		return ColorModes[m]
+	}
+	return fmt.Sprintf("UNKNOWN_COLOR_MODE_%d", int(m))
+}
+
+// ParseColorMode reads "auto", "always" or "never".
+func ParseColorMode(s string) (ColorMode, error) {
+	for i, name := range ColorModes {
+		if s == name {
+			return ColorMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("report: colour mode %q, want one of %s", s, strings.Join(ColorModes, ", "))
+}
+
+// UseColor decides whether output to w is coloured under mode m. Only an
+// *os.File (anything with an Fd method) can be a terminal.
+func UseColor(w io.Writer, m ColorMode) bool {
+	switch m {
+	case ColorAlways:
+		return true
+	case ColorAuto:
+		return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(w)
+	default:
+		return false
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// Printer prints CASE lines for a person: Format's text, with PASS in
+// green and FAIL in red when colour is on. It is not safe for concurrent
+// use.
+type Printer struct {
+	w          io.Writer
+	pass, fail *color.Color
+}
+
+// NewPrinter returns a Printer writing to w, colouring as UseColor(w, m)
+// decides once, now.
+func NewPrinter(w io.Writer, m ColorMode) *Printer {
+	p := &Printer{w: w, pass: color.New(color.FgGreen), fail: color.New(color.FgRed)}
+	if UseColor(w, m) {
+		p.pass.EnableColor()
+		p.fail.EnableColor()
+	} else {
+		p.pass.DisableColor()
+		p.fail.DisableColor()
+	}
+	return p
+}
+
+// Print writes l and a newline in one Write.
+func (p *Printer) Print(l Line) error {
+	// Format starts "CASE <name> <verdict>"; colour only the verdict.
+	s := Format(l)
+	head := len("CASE ") + len(l.Name) + 1
+	verdict := l.Verdict()
+	c := p.fail
+	if l.Pass {
+		c = p.pass
+	}
+	_, err := io.WriteString(p.w, s[:head]+c.Sprint(verdict)+s[head+len(verdict):]+"\n")
+	return err
+}
