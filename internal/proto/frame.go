@@ -157,7 +157,12 @@ func (d *Decoder) Feed(p []byte) ([]Frame, error) {
 	case len(rest) == 0:
 		d.buf = d.buf[:0]
 	case len(d.buf) > 0:
-		d.buf = append(d.buf[:0], rest...) // copy within: rest is a suffix of d.buf
+		// rest is a suffix of d.buf. When nothing was consumed it is all of
+		// d.buf already; copying it anyway would make a frame arriving in
+		// small reads cost time quadratic in its length.
+		if off > 0 {
+			d.buf = append(d.buf[:0], rest...)
+		}
 	default:
 		d.buf = append(d.buf, rest...)
 	}
