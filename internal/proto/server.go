@@ -342,7 +342,10 @@ func (s *Server) serve(j job) {
 			j.c.send(respond(f, StatusUnavailable, "injected unavailable"))
 			return
 		case FaultSleep:
-			s.pause(fault.Delay)
+			if !s.pause(fault.Delay) {
+				j.c.send(respond(f, StatusUnavailable, "server closing"))
+				return
+			}
 		}
 	}
 	res := s.execute(f, j.arrival.Add(budget))
@@ -368,16 +371,19 @@ func (s *Server) serve(j job) {
 	}
 }
 
-// pause sleeps d, or less if the server is closing.
-func (s *Server) pause(d time.Duration) {
+// pause sleeps d and reports whether it did; it returns false early if
+// the server is closing, and the caller must then not execute.
+func (s *Server) pause(d time.Duration) bool {
 	if d <= 0 {
-		return
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-s.done:
+		return false
 	}
 }
 
@@ -462,7 +468,9 @@ func (s *Server) apply(f *Frame, expiry time.Time) execResult {
 			return execResult{status: StatusInvalidArgument, msg: "amount must be a positive integer"}
 		}
 	}
-	s.pause(time.Duration(sleepMs) * time.Millisecond)
+	if !s.pause(time.Duration(sleepMs) * time.Millisecond) {
+		return execResult{status: StatusUnavailable, msg: "server closing"}
+	}
 
 	s.mu.Lock()
 	a := s.accounts[name]
