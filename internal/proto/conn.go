@@ -59,7 +59,7 @@ type clientConn struct {
 	wsem chan struct{}
 	wbuf []byte // guarded by wsem
 
-	mu      sync.Mutex          // guards pending, err
+	mu      sync.Mutex            // guards pending, err
 	pending map[uint64]chan reply // attempts waiting for a response, by ID
 	err     error                 // why the connection died; nil while alive
 
