@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,6 +72,12 @@ func gitState(ctx context.Context) (commit string, dirty bool) {
 		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, "git", args...).Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			// "fatal: not a git repository ..." says more than "exit status 128".
+			first, _, _ := strings.Cut(strings.TrimSpace(string(ee.Stderr)), "\n")
+			err = fmt.Errorf("%w: %s", err, first)
+		}
 		return strings.TrimSpace(string(out)), err
 	}
 	commit, err := git("rev-parse", "HEAD")
