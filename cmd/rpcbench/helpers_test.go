@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// fakeRuns records the scenarios a test ran, in order, with their Env.
+type fakeRuns struct {
+	mu   sync.Mutex // guards runs
+	runs []fakeRun
+}
+
+type fakeRun struct {
+	Name string
+	Env  cases.Env
+}
+
+func (r *fakeRuns) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, run := range r.runs {
+		out = append(out, run.Name)
+	}
+	return out
+}
+
+// fake returns a scenario that records its run and returns a line with
+// the given verdict and fields; it writes its server log into the log
+// directory as a real one would.
+func (r *fakeRuns) fake(name, group string, pass bool, fields ...report.Field) scenario {
+	return scenario{
+		Name: name, Group: group, Doc: "proves " + name,
+		Run: func(_ context.Context, env cases.Env) report.Line {
+			r.mu.Lock()
+			r.runs = append(r.runs, fakeRun{name, env})
+			r.mu.Unlock()
+			if env.LogDir != "" {
+				_ = os.WriteFile(filepath.Join(env.LogDir, "server-"+name+".log"), []byte("log\n"), 0o644)
+			}
+			return report.Line{Name: name, Pass: pass, Fields: fields}
+		},
+	}
+}
+
+// testApp returns an app over list whose default rpcserver exists (an
+// empty executable file next to a pretend rpcbench), writing to the
+// returned buffers. The working directory is a fresh temporary one, so
+// the default "evidence" directory lands there.
+func testApp(t *testing.T, list ...scenario) (a *app, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	t.Chdir(t.TempDir())
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, serverName), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	a = &app{
+		Out:        stdout,
+		Err:        stderr,
+		Scenarios:  list,
+		Executable: func() (string, error) { return filepath.Join(bin, "rpcbench"), nil },
+	}
+	return a, stdout, stderr
+}
+
+// outcome is what a test checks about a finished command: its exit code
+// and what it printed on stderr, the way main would print it.
+func outcome(err error, stderr *bytes.Buffer) (int, string) {
+	printError(stderr, err)
+	return exitCode(err), stderr.String()
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// app is what every command shares: where it writes, which scenarios
+// exist, how to find the default rpcserver, and the persistent flags.
+// Tests build one with fakes.
+type app struct {
+	// Out receives data: CASE lines, summaries, listings, differences.
+	Out io.Writer
+	// Err receives status messages and errors.
+	Err io.Writer
+	// Scenarios is every scenario in run order.
+	Scenarios []scenario
+	// Executable locates the running binary; rpcserver is looked for
+	// next to it (os.Executable in production).
+	Executable func() (string, error)
+
+	// Server is the --server flag: the rpcserver binary, "" for the
+	// default.
+	Server string
+	// Color is the --color flag.
+	Color report.ColorMode
+}
+
+// execute runs rpcbench with args and returns the process exit code. It
+// is main without os.Exit.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{Out: stdout, Err: stderr, Scenarios: registered(), Executable: os.Executable}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	printError(stderr, err)
+	return exitCode(err)
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rpcbench <command>",
+		Short: "Run the rpcbench scenarios and keep their evidence",
+		Long: `rpcbench runs named scenarios, each against its own rpcserver process, and
+prints one CASE line per scenario followed by "N passed, M failed".
+
+Exit status: 0 all passed (or no differences), 1 a scenario failed (or the
+runs differ), 2 usage error or the command could not run, 130 interrupted.`,
+		// Cobra prints neither errors nor usage: execute does, once.
+		SilenceErrors:              true,
+		SilenceUsage:               true,
+		SuggestionsMinimumDistance: 2,
+		// Runnable, so that a missing or unknown command reaches RunE
+		// instead of cobra's own untyped error.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &usageError{err: errors.New("missing command"), choices: cmd.UsageString()}
+			}
+			msg := fmt.Sprintf("unknown command %q", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+			}
+			return &usageError{err: errors.New(msg), choices: "valid commands: " + strings.Join(commandNames(cmd), ", ")}
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{err: err, choices: cmd.UsageString()}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.Server, "server", "", `rpcserver binary (default "rpcserver" next to the rpcbench executable)`)
+	pf.Var(colorFlag{&a.Color}, "color", "colour the verdicts: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
+	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(report.ColorModes, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddCommand(newListCmd(a))
+	return root
+}
+
+// commandNames lists the commands a user may type after rpcbench.
+func commandNames(root *cobra.Command) []string {
+	var out []string
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() || c.Name() == "help" {
+			out = append(out, c.Name())
+		}
+	}
+	return out
+}
+
+// usageArgs wraps an argument check so that its error is a usage error
+// printed with the command's usage.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &usageError{err: err, choices: cmd.UsageString()}
+		}
+		return nil
+	}
+}
+
+// colorFlag is the --color flag value.
+type colorFlag struct{ m *report.ColorMode }
+
+func (f colorFlag) String() string {
+	if f.m == nil {
+		return report.ColorAuto.String()
+	}
+	return f.m.String()
+}
+
+func (f colorFlag) Set(s string) error {
+	m, err := report.ParseColorMode(s)
+	if err != nil {
+		return fmt.Errorf("want %s", strings.Join(report.ColorModes, ", "))
+	}
+	*f.m = m
+	return nil
+}
+
+func (colorFlag) Type() string { return "when" }
+
+// completeGroups offers the group names and "all" for --group.
+func completeGroups(a *app) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return append(groupsOf(a.Scenarios), groupAll), cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestExecuteUsage drives the real command tree: usage errors exit 2 and
+// are printed once, with the valid choices.
+func TestExecuteUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  []string // substrings of stderr
+		once     string   // must appear exactly once in stderr
+	}{
+		{"no command", nil, exitError, []string{"missing command", "Available Commands:"}, "missing command"},
+		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: completion, help, list"}, "unknown command"},
+		{"misspelt command", []string{"lst"}, exitError, []string{"did you mean list?"}, "unknown command"},
+		{"unknown persistent flag value", []string{"--color", "sometimes", "list"}, exitError, []string{`invalid argument "sometimes"`, "auto, always, never"}, "invalid argument"},
+		{"unknown group", []string{"list", "--group", "nope"}, exitError, []string{`no scenarios in group "nope"`, "valid groups:"}, "no scenarios"},
+		{"unknown flag", []string{"list", "--bogus"}, exitError, []string{"unknown flag: --bogus", "--names"}, "unknown flag"},
+		{"help", []string{"help"}, exitOK, nil, ""},
+		{"command help", []string{"list", "--help"}, exitOK, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), tt.args, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d\nstderr %s", code, tt.wantCode, stderr.String())
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr =\n%s\nwant it to contain %q", stderr.String(), want)
+				}
+			}
+			if tt.once != "" {
+				if n := strings.Count(stderr.String(), tt.once); n != 1 {
+					t.Errorf("stderr says %q %d times, want once:\n%s", tt.once, n, stderr.String())
+				}
+			}
+			if tt.wantCode == exitOK && stderr.Len() != 0 {
+				t.Errorf("stderr = %q, want nothing", stderr.String())
+			}
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, exitOK},
+		{"failed", errFailed, exitFailed},
+		{"interrupted", errInterrupted, exitInterrupted},
+		{"usage", usageErrorf("", "bad"), exitError},
+		{"other", context.DeadlineExceeded, exitError},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("%s: exitCode = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
