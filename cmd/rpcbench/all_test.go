@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+func TestRunAll(t *testing.T) {
+	tests := []struct {
+		name       string
+		group      string
+		failSecond bool
+		wantRuns   []string
+		wantCode   int
+		wantOut    string
+		wantErr    string
+	}{
+		{
+			name:     "all pass",
+			group:    cases.GroupEvidence,
+			wantRuns: []string{"one", "two"},
+			wantCode: exitOK,
+			wantOut:  "CASE one PASS n=1 t~=3ms\nCASE two PASS\n2 passed, 0 failed\n",
+		},
+		{
+			name:       "one fails",
+			group:      cases.GroupEvidence,
+			failSecond: true,
+			wantRuns:   []string{"one", "two"},
+			wantCode:   exitFailed,
+			wantOut:    "CASE one PASS n=1 t~=3ms\nCASE two FAIL\n1 passed, 1 failed\n",
+		},
+		{
+			name:     "group all",
+			group:    groupAll,
+			wantRuns: []string{"one", "extra", "two"},
+			wantCode: exitOK,
+			wantOut:  "CASE one PASS n=1 t~=3ms\nCASE extra PASS\nCASE two PASS\n3 passed, 0 failed\n",
+		},
+		{
+			name:     "other group",
+			group:    "slow",
+			wantRuns: []string{"extra"},
+			wantCode: exitOK,
+			wantOut:  "CASE extra PASS\n1 passed, 0 failed\n",
+		},
+		{
+			name:     "unknown group",
+			group:    "nope",
+			wantCode: exitError,
+			wantErr:  "rpcbench: no scenarios in group \"nope\"\nvalid groups: evidence, slow, all\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r fakeRuns
+			a, stdout, stderr := testApp(t,
+				r.fake("one", cases.GroupEvidence, true, report.Field{Key: "n", Value: "1"}, report.Field{Key: "t", Value: "3ms", Volatile: true}),
+				r.fake("extra", "slow", true),
+				r.fake("two", cases.GroupEvidence, !tt.failSecond),
+			)
+			err := runAll(context.Background(), &allOptions{app: a, Group: tt.group, Evidence: "evidence"})
+			code, errText := outcome(err, stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d (err %v)", code, tt.wantCode, err)
+			}
+			if diff := cmp.Diff(tt.wantRuns, r.names()); diff != "" {
+				t.Errorf("scenarios run (-want +got):\n%s", diff)
+			}
+			if got := stdout.String(); got != tt.wantOut {
+				t.Errorf("stdout =\n%s\nwant\n%s", got, tt.wantOut)
+			}
+			if tt.wantErr != "" && errText != tt.wantErr {
+				t.Errorf("stderr =\n%s\nwant\n%s", errText, tt.wantErr)
+			}
+			if tt.wantCode == exitError {
+				return
+			}
+			// output.txt holds exactly what stdout showed.
+			if got := readFile(t, filepath.Join("evidence", report.OutputFile)); got != tt.wantOut {
+				t.Errorf("output.txt =\n%s\nwant\n%s", got, tt.wantOut)
+			}
+		})
+	}
+}
+
+func TestRunAllEvidence(t *testing.T) {
+	var r fakeRuns
+	a, _, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true), r.fake("two", cases.GroupEvidence, true))
+	logs := filepath.Join("ev", report.LogsDir)
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(logs, "server-gone.log")
+	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.Server = filepath.Join(t.TempDir(), "my-server")
+	if err := os.WriteFile(a.Server, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Evidence: "ev", JSON: "results.json"})
+	if code, errText := outcome(err, stderr); code != exitOK {
+		t.Fatalf("exit code %d, stderr %s", code, errText)
+	}
+
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale log %s still there (stat err %v)", stale, err)
+	}
+	for _, name := range []string{"server-one.log", "server-two.log"} {
+		if _, err := os.Stat(filepath.Join(logs, name)); err != nil {
+			t.Errorf("server log missing: %v", err)
+		}
+	}
+	absLogs, _ := filepath.Abs(logs)
+	for _, run := range r.runs {
+		if got, _ := filepath.Abs(run.Env.LogDir); got != absLogs {
+			t.Errorf("%s ran with LogDir %q, want %q", run.Name, run.Env.LogDir, logs)
+		}
+		if run.Env.ServerBin != a.Server {
+			t.Errorf("%s ran with ServerBin %q, want %q", run.Name, run.Env.ServerBin, a.Server)
+		}
+	}
+	env := readFile(t, filepath.Join("ev", report.EnvFile))
+	for _, key := range []string{"go:", "os/arch:", "kernel:", "cpu:", "cores:", "commit:", "date:"} {
+		if !strings.Contains(env, key) {
+			t.Errorf("env.txt lacks %q:\n%s", key, env)
+		}
+	}
+
+	var results struct {
+		Cases []struct {
+			Name string `json:"name"`
+			Pass bool   `json:"pass"`
+		} `json:"cases"`
+		Summary string `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, "results.json")), &results); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if len(results.Cases) != 2 || results.Cases[0].Name != "one" || !results.Cases[1].Pass || results.Summary != "2 passed, 0 failed" {
+		t.Errorf("results.json = %+v", results)
+	}
+}
+
+func TestRunAllNoEvidence(t *testing.T) {
+	var r fakeRuns
+	a, _, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true))
+	err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Evidence: ""})
+	if code, errText := outcome(err, stderr); code != exitOK {
+		t.Fatalf("exit code %d, stderr %s", code, errText)
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Errorf("working directory holds %v, want nothing written", entries)
+	}
+	if got := r.runs[0].Env.LogDir; got != "" {
+		t.Errorf("LogDir = %q, want \"\" (a temporary directory per scenario)", got)
+	}
+}
+
+func TestRunAllServerMissing(t *testing.T) {
+	var r fakeRuns
+	a, _, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true))
+	empty := t.TempDir()
+	a.Executable = func() (string, error) { return filepath.Join(empty, "rpcbench"), nil }
+	err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Evidence: "evidence"})
+	code, errText := outcome(err, stderr)
+	if code != exitError {
+		t.Errorf("exit code %d, want %d", code, exitError)
+	}
+	for _, want := range []string{filepath.Join(empty, "rpcserver"), "go build -o bin/ ./cmd/..."} {
+		if !strings.Contains(errText, want) {
+			t.Errorf("stderr %q does not mention %q", errText, want)
+		}
+	}
+	if len(r.runs) != 0 {
+		t.Errorf("ran %v without a server", r.names())
+	}
+}
+
+func TestRunAllInterrupted(t *testing.T) {
+	var r fakeRuns
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := r.fake("one", cases.GroupEvidence, true)
+	interrupting := scenario{Name: "two", Group: cases.GroupEvidence, Run: func(ctx context.Context, env cases.Env) report.Line {
+		cancel() // as SIGINT would, while the scenario runs
+		<-ctx.Done()
+		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
+	}}
+	a, stdout, stderr := testApp(t, first, interrupting, r.fake("three", cases.GroupEvidence, true))
+
+	err := runAll(ctx, &allOptions{app: a, Group: cases.GroupEvidence, Evidence: "evidence"})
+	code, errText := outcome(err, stderr)
+	if code != exitInterrupted {
+		t.Errorf("exit code %d, want %d", code, exitInterrupted)
+	}
+	if diff := cmp.Diff([]string{"one"}, r.names()); diff != "" {
+		t.Errorf("fakes run (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(errText, "1 of 3 scenarios not run") {
+		t.Errorf("stderr %q does not say what was not run", errText)
+	}
+	want := "CASE one PASS\nCASE two FAIL why=[interrupted: context canceled]\n1 passed, 1 failed\n"
+	if got := stdout.String(); got != want {
+		t.Errorf("stdout =\n%s\nwant\n%s", got, want)
+	}
+	if got := readFile(t, filepath.Join("evidence", report.OutputFile)); got != want {
+		t.Errorf("output.txt =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestRunAllColor(t *testing.T) {
+	tests := []struct {
+		mode report.ColorMode
+		want bool
+	}{
+		{report.ColorAuto, false}, // a bytes.Buffer is not a terminal
+		{report.ColorNever, false},
+		{report.ColorAlways, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			t.Setenv("NO_COLOR", "")
+			var r fakeRuns
+			a, stdout, _ := testApp(t, r.fake("one", cases.GroupEvidence, true))
+			a.Color = tt.mode
+			if err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Evidence: "evidence"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(stdout.String(), "\x1b["); got != tt.want {
+				t.Errorf("colour codes in %q: %v, want %v", stdout.String(), got, tt.want)
+			}
+			// The evidence file never holds colour codes.
+			if out := readFile(t, filepath.Join("evidence", report.OutputFile)); strings.Contains(out, "\x1b[") {
+				t.Errorf("output.txt holds colour codes: %q", out)
+			}
+		})
+	}
+}
