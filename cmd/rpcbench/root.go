@@ -82,7 +82,7 @@ runs differ), 2 usage error or the command could not run, 130 interrupted.`,
 	pf.Var(colorFlag{&a.Color}, "color", "colour the verdicts: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(report.ColorModes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a))
+	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a))
 	return root
 }
 

@@ -18,12 +18,13 @@ func TestExecuteUsage(t *testing.T) {
 		once     string   // must appear exactly once in stderr
 	}{
 		{"no command", nil, exitError, []string{"missing command", "Available Commands:"}, "missing command"},
-		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: all, completion, help, list, run"}, "unknown command"},
+		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: all, completion, diff, help, list, run"}, "unknown command"},
 		{"misspelt command", []string{"lst"}, exitError, []string{"did you mean list?"}, "unknown command"},
 		{"unknown flag", []string{"all", "--bogus"}, exitError, []string{"unknown flag: --bogus", "--group string"}, "unknown flag"},
 		{"unknown persistent flag value", []string{"--color", "sometimes", "list"}, exitError, []string{`invalid argument "sometimes"`, "auto, always, never"}, "invalid argument"},
 		{"run without names", []string{"run"}, exitError, []string{"at least one scenario name", "rpcbench run NAME..."}, "at least one"},
 		{"all with an argument", []string{"all", "extra"}, exitError, []string{`unknown command "extra" for "rpcbench all"`}, "unknown command"},
+		{"diff with three files", []string{"diff", "a", "b", "c"}, exitError, []string{"accepts at most 2 arg(s)"}, "accepts at most"},
 		{"unknown group", []string{"list", "--group", "nope"}, exitError, []string{`no scenarios in group "nope"`, "valid groups:"}, "no scenarios"},
 		{"help", []string{"help"}, exitOK, nil, ""},
 		{"command help", []string{"all", "--help"}, exitOK, nil, ""},

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+type diffOptions struct {
+	*app
+	// Old is the output file to compare against; "" means
+	// Evidence/output.txt.
+	Old string
+	// New is the output file to compare; "" means a fresh run of the
+	// cases named in Old, written to a temporary directory.
+	New string
+	// Evidence is the directory holding the default Old.
+	Evidence string
+}
+
+func newDiffCmd(a *app) *cobra.Command {
+	o := &diffOptions{app: a}
+	cmd := &cobra.Command{
+		Use:   "diff [OLD [NEW]]",
+		Short: "Compare two runs' output files, or the evidence with a fresh run",
+		Long: `Compare two output.txt files case by case: missing or added cases, flipped
+verdicts and changed stable fields. Volatile fields (key~=value) are shown
+but not compared, and the order of the cases does not matter.
+
+OLD defaults to evidence/output.txt. Without NEW, the cases named in OLD are
+run afresh into a temporary directory (evidence/ is not touched), which is
+kept and named when the runs differ.
+
+Exit status: 0 no differences, 1 differences, 2 usage or I/O error.`,
+		Args: usageArgs(cobra.MaximumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Old, o.New = "", ""
+			if len(args) > 0 {
+				o.Old = args[0]
+			}
+			if len(args) > 1 {
+				o.New = args[1]
+			}
+			return runDiff(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Evidence, "evidence", "evidence", "evidence directory whose output.txt is the default OLD")
+	_ = cmd.MarkFlagDirname("evidence")
+	return cmd
+}
+
+func runDiff(ctx context.Context, o *diffOptions) error {
+	oldPath := o.Old
+	if oldPath == "" {
+		oldPath = filepath.Join(o.Evidence, report.OutputFile)
+	}
+	old, err := readOutputFile(oldPath)
+	if errors.Is(err, fs.ErrNotExist) && o.Old == "" {
+		return fmt.Errorf("%w; run 'rpcbench all' first, or name OLD", err)
+	}
+	if err != nil {
+		return err
+	}
+
+	newName, tmp := o.New, ""
+	var new []report.Line
+	if o.New != "" {
+		if new, err = readOutputFile(o.New); err != nil {
+			return err
+		}
+	} else {
+		if len(old) == 0 {
+			return fmt.Errorf("%s holds no CASE lines: nothing to run again", oldPath)
+		}
+		if new, tmp, err = rerun(ctx, o, old); err != nil {
+			return err
+		}
+		newName = "a fresh run"
+	}
+
+	diffs := report.Diff(old, new)
+	fmt.Fprintf(o.Out, "--- old: %s\n+++ new: %s\n", oldPath, newName)
+	added := 0
+	for _, d := range diffs {
+		fmt.Fprintln(o.Out, d.String())
+		if d.Added() {
+			added++
+		}
+	}
+	if len(diffs) == 0 {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+		_, err := fmt.Fprintf(o.Out, "no differences (%d cases compared)\n", len(old))
+		return err
+	}
+	fmt.Fprintf(o.Out, "%d of %d cases differ\n", len(diffs), len(old)+added)
+	if tmp != "" {
+		fmt.Fprintf(o.Err, "rpcbench: the fresh run's output.txt, env.txt and logs are kept in %s\n", tmp)
+	}
+	return errFailed
+}
+
+// rerun runs the cases named in old, in old's order, into a new temporary
+// evidence directory, printing progress to o.Err. Names no longer
+// registered are left out, so Diff reports them missing.
+func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Line, string, error) {
+	var list []scenario
+	for _, l := range old {
+		i := slices.IndexFunc(o.Scenarios, func(s scenario) bool { return s.Name == l.Name })
+		if i < 0 {
+			fmt.Fprintf(o.Err, "rpcbench: %s is not a scenario any more; it cannot be run again\n", l.Name)
+			continue
+		}
+		list = append(list, o.Scenarios[i])
+	}
+	bin, err := resolveServer(o.Server, o.Executable)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "rpcbench-diff-")
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Fprintf(o.Err, "rpcbench: running %d scenarios into %s to compare with\n", len(list), dir)
+	lines, err := runBatch(ctx, batch{
+		Scenarios: list,
+		ServerBin: bin,
+		Out:       o.Err,
+		Color:     o.Color,
+		Evidence:  dir,
+	})
+	if err != nil && !errors.Is(err, errFailed) {
+		// A failed scenario is a difference for Diff to report; anything
+		// else means there is nothing sound to compare.
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return lines, dir, nil
+}
+
+func readOutputFile(path string) ([]report.Line, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	lines, err := report.ReadOutput(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return lines, nil
+}
