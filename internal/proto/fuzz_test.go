@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,7 +22,15 @@ import (
 //   - an error is a *ProtocolError;
 //   - splitting the input changes neither the frames nor the error.
 func FuzzDecoder(f *testing.F) {
-	valid := encode(f, sampleFrames()...)
+	// Seeds stay small: the minimizer's work grows with the square of an
+	// input's length, and a large seed stalls every worker for a minute.
+	var small []proto.Frame
+	for _, fr := range sampleFrames() {
+		if fr.EncodedLen() < 64 {
+			small = append(small, fr)
+		}
+	}
+	valid := encode(f, small...)
 	one := encode(f, sampleFrames()[0])
 	badMagic := bytes.Clone(one)
 	badMagic[4], badMagic[5] = 0xde, 0xad
@@ -29,7 +38,6 @@ func FuzzDecoder(f *testing.F) {
 		nil,
 		one,
 		valid,
-		encode(f, maxFrame()),
 		one[:len(one)/2],
 		valid[:len(valid)-1],
 		append(bytes.Clone(one), badMagic...),
@@ -71,13 +79,20 @@ func FuzzDecoder(f *testing.F) {
 		if err1 != nil && err2 != err1 {
 			t.Fatalf("Feed after error %v returned %v", err1, err2)
 		}
-		if diff := cmp.Diff(frames, got, bytesEqual); diff != "" {
-			t.Fatalf("split at %d: frames differ from the unsplit feed (-whole +split):\n%s", k, diff)
+		// cmp.Diff only to explain a mismatch: it is too slow to run on
+		// every input, which would stall the minimizer.
+		if !slices.EqualFunc(frames, got, sameFrame) {
+			t.Fatalf("split at %d: frames differ from the unsplit feed (-whole +split):\n%s", k, cmp.Diff(frames, got, bytesEqual))
 		}
 		if (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) {
 			t.Fatalf("split at %d: error %v, unsplit feed error %v", k, err2, err)
 		}
 	})
+}
+
+func sameFrame(a, b proto.Frame) bool {
+	return a.Type == b.Type && a.ID == b.ID && a.BudgetMs == b.BudgetMs && a.Status == b.Status &&
+		a.Method == b.Method && a.Key == b.Key && bytes.Equal(a.Payload, b.Payload)
 }
 
 func appendAll(frames []proto.Frame) ([]byte, error) {
