@@ -1,0 +1,774 @@
+package proto_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// returnMargin is how late past its total timeout a call may return: the
+// scheduling delay of a loaded 2-core machine under the race detector.
+const returnMargin = 250 * time.Millisecond
+
+func get(account string, extra ...string) proto.Call {
+	return proto.Call{Method: proto.MethodGet, Idempotent: true, Payload: payload("account="+account, extra...)}
+}
+
+func debit(account string, amount int, extra ...string) proto.Call {
+	return proto.Call{Method: proto.MethodDebit, Payload: payload(fmt.Sprintf("account=%s amount=%d", account, amount), extra...)}
+}
+
+func payload(first string, extra ...string) []byte {
+	return []byte(strings.Join(append([]string{first}, extra...), " "))
+}
+
+// TestResponseGoesToItsAttempt: call A times out; its response arrives late
+// while call B waits on the same connection. B must get B's response, and
+// A's must be dropped and counted, never handed to B.
+func TestResponseGoesToItsAttempt(t *testing.T) {
+	t.Parallel()
+	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=late method=get count=1 delay=100ms")
+	c := newClient(t, addr, testConfig())
+
+	a := get("acct-a")
+	a.Idempotent = false // one attempt only: its response must arrive after it gave up
+	a.AttemptTimeout = 200 * time.Millisecond
+	ra := c.Do(context.Background(), a)
+	if ra.Status != proto.StatusUnknown || ra.Attempts != 1 || ra.Log[0].Outcome != proto.OutcomeTimeout {
+		t.Fatalf("call A: got status %v, %d attempts, log %v; want UNKNOWN after 1 TIMEOUT", ra.Status, ra.Attempts, ra.Log)
+	}
+
+	// A's response is written 100ms after its budget ran out; B is sent
+	// after that budget and answered 600ms later, so it is still waiting
+	// when A's arrives.
+	rb := c.Do(context.Background(), get("acct-b", "sleep=600"))
+	if rb.Status != proto.StatusOK {
+		t.Fatalf("call B: got status %v (%v), want OK", rb.Status, rb.Log)
+	}
+	if got := fields(t, rb.Payload)["account"]; got != "acct-b" {
+		t.Errorf("call B got the response for account %q, want %q", got, "acct-b")
+	}
+	if got := c.Stats().LateDropped; got != 1 {
+		t.Errorf("Stats().LateDropped = %d, want 1", got)
+	}
+	if got := counter(t, srv, "faults_fired"); got != 1 {
+		t.Errorf("server faults_fired = %d, want 1", got)
+	}
+	if got := c.Stats().ConnsOpened; got != 1 {
+		t.Errorf("Stats().ConnsOpened = %d, want 1 (both calls on one connection)", got)
+	}
+}
+
+// TestConcurrentCallsSeeTheirOwnAnswers runs many calls at once on one
+// connection to a chunk-mode server, which coalesces responses and splits
+// them into small pieces. Each call debits its own account by its own
+// amount and must see exactly its own result.
+func TestConcurrentCallsSeeTheirOwnAnswers(t *testing.T) {
+	cfg := proto.DefaultServerConfig()
+	cfg.Chunk = true
+	srv, addr := startServer(t, cfg)
+	c := newClient(t, addr, testConfig())
+
+	const n = 64
+	type answer struct{ Account, Balance string }
+	got := make([]answer, n)
+	want := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		want[i] = answer{fmt.Sprintf("acct-%d", i), fmt.Sprint(proto.DefaultBalance - (i + 1))}
+		wg.Go(func() {
+			call := debit(want[i].Account, i+1)
+			call.Key = "key-" + want[i].Account
+			r := c.Do(context.Background(), call)
+			if r.Status != proto.StatusOK {
+				t.Errorf("call %d: got status %v (%v), want OK", i, r.Status, r.Log)
+				return
+			}
+			fs := fields(t, r.Payload)
+			got[i] = answer{fs["account"], fs["balance"]}
+		})
+	}
+	wg.Wait()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("answers by call (-want +got):\n%s", diff)
+	}
+	if got := c.Stats().ConnsOpened; got != 1 {
+		t.Errorf("Stats().ConnsOpened = %d, want 1", got)
+	}
+	if got := counter(t, srv, "exec.debit"); got != n {
+		t.Errorf("server exec.debit = %d, want %d", got, n)
+	}
+}
+
+// TestCallReturnsWithinTimeout: whatever the server does, a call returns
+// within its total timeout; each attempt's budget is min(attempt timeout,
+// time left); attempts and pauses never add up past the deadline.
+func TestCallReturnsWithinTimeout(t *testing.T) {
+	tests := []struct {
+		name           string
+		fault          string
+		call           proto.Call
+		timeout        time.Duration
+		attemptTimeout time.Duration
+		stop           string
+	}{
+		// Second attempt gets what is left of the 1s, about 380ms.
+		{"noreply_get", "kind=noreply method=get", get("a"), time.Second, 600 * time.Millisecond, proto.StopDeadline},
+		// The first budget is cut to the call's timeout; then pauses of
+		// 20, 40, 80, 160ms until the next 200ms would cross the deadline:
+		// the client stops rather than sleep past it.
+		{"unavailable_debit", "kind=unavailable method=debit", debit("a", 1), 500 * time.Millisecond, 600 * time.Millisecond,
+			proto.StopBackoffCrosses},
+		{"sleep_keyed_debit", "kind=sleep method=debit delay=5s", func() proto.Call { c := debit("a", 1); c.Key = "k"; return c }(),
+			900 * time.Millisecond, 300 * time.Millisecond, proto.StopDeadline},
+		{"late_get", "kind=late method=get delay=50ms", get("a"), 700 * time.Millisecond, 250 * time.Millisecond, proto.StopDeadline},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, addr := startServer(t, proto.DefaultServerConfig(), tt.fault)
+			cfg := testConfig()
+			cfg.MaxAttempts = 100 // the deadline, not the attempt cap, must end these calls
+			c := newClient(t, addr, cfg)
+			call := tt.call
+			call.Timeout, call.AttemptTimeout = tt.timeout, tt.attemptTimeout
+
+			start := time.Now()
+			r := c.Do(context.Background(), call)
+			wall := time.Since(start)
+
+			if limit := tt.timeout + returnMargin; wall > limit || r.Elapsed > limit {
+				t.Errorf("call returned after %v (Elapsed %v), want at most %v", wall, r.Elapsed, limit)
+			}
+			if r.Status == proto.StatusOK {
+				t.Fatalf("got status OK, want a failure (log %v)", r.Log)
+			}
+			if r.Stop != tt.stop {
+				t.Errorf("Stop = %q, want %q (log %v)", r.Stop, tt.stop, r.Log)
+			}
+			if len(r.Log) < 2 {
+				t.Fatalf("got %d attempts, want at least 2 (log %v)", len(r.Log), r.Log)
+			}
+			totalMs := uint32(tt.timeout.Milliseconds())
+			attemptMs := uint32(tt.attemptTimeout.Milliseconds())
+			if got, want := r.Log[0].BudgetMs, min(attemptMs, totalMs); got > want || got+5 < want {
+				t.Errorf("first attempt budget = %dms, want min(attempt %dms, total %dms) = %dms", got, attemptMs, totalMs, want)
+			}
+			// Attempt i starts no earlier than the sum of every earlier
+			// pause and every earlier attempt that ran out its budget.
+			var spent uint32
+			for i, a := range r.Log {
+				if a.BudgetMs > attemptMs {
+					t.Errorf("attempt %d budget = %dms, more than the attempt timeout %dms", i+1, a.BudgetMs, attemptMs)
+				}
+				if a.BudgetMs+spent > totalMs {
+					t.Errorf("attempt %d budget = %dms after %dms already spent: crosses the %dms deadline", i+1, a.BudgetMs, spent, totalMs)
+				}
+				if a.Outcome == proto.OutcomeTimeout {
+					spent += a.BudgetMs
+				}
+				spent += uint32(a.Backoff.Milliseconds())
+			}
+			if spent > totalMs {
+				t.Errorf("timed-out attempts and pauses add up to %dms, past the %dms deadline", spent, totalMs)
+			}
+			if last := r.Log[len(r.Log)-1]; last.BudgetMs >= attemptMs {
+				t.Errorf("last attempt budget = %dms, want less than the attempt timeout %dms (cut to the time left)", last.BudgetMs, attemptMs)
+			}
+		})
+	}
+}
+
+// TestUnknownOutcomeNotResent: a keyless debit whose request was written
+// and never answered may have executed, so it must not be sent again.
+func TestUnknownOutcomeNotResent(t *testing.T) {
+	t.Parallel()
+	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=noreply method=debit")
+	c := newClient(t, addr, testConfig())
+	call := debit("acct", 10)
+	call.AttemptTimeout = 200 * time.Millisecond
+
+	r := c.Do(context.Background(), call)
+	if r.Status != proto.StatusUnknown {
+		t.Errorf("Status = %v, want %v", r.Status, proto.StatusUnknown)
+	}
+	if r.Attempts != 1 {
+		t.Errorf("Attempts = %d, want 1 (log %v)", r.Attempts, r.Log)
+	}
+	if r.Stop != proto.StopNotRetryable {
+		t.Errorf("Stop = %q, want %q", r.Stop, proto.StopNotRetryable)
+	}
+	if r.Log[0].Class != proto.ClassUnknown {
+		t.Errorf("attempt class = %v, want %v", r.Log[0].Class, proto.ClassUnknown)
+	}
+	if !errors.Is(r.Err, context.DeadlineExceeded) {
+		t.Errorf("Err = %v, want %v", r.Err, context.DeadlineExceeded)
+	}
+	for name, want := range map[string]int64{"requests.debit": 1, "exec.debit": 1} {
+		if got := counter(t, srv, name); got != want {
+			t.Errorf("server %s = %d, want %d", name, got, want)
+		}
+	}
+}
+
+// TestBadFrameFailsConnection: after a bad frame from the server, every
+// call in flight on that connection fails at once, and the next call opens
+// a new connection.
+func TestBadFrameFailsConnection(t *testing.T) {
+	cfg := proto.DefaultServerConfig()
+	cfg.Workers = 8
+	srv, addr := startServer(t, cfg, "kind=badmagic method=debit count=1")
+	c := newClient(t, addr, testConfig())
+
+	const inFlight = 3
+	results := make([]proto.Result, inFlight)
+	var wg sync.WaitGroup
+	for i := range inFlight {
+		wg.Go(func() {
+			call := get(fmt.Sprint("slow-", i), "sleep=5000")
+			call.Idempotent = false // so its failure shows instead of a retry
+			call.Timeout = 8 * time.Second
+			call.AttemptTimeout = 8 * time.Second
+			results[i] = c.Do(context.Background(), call)
+		})
+	}
+	waitCounter(t, srv, "requests.get", inFlight)
+
+	bad := c.Do(context.Background(), debit("acct", 1))
+	wg.Wait()
+	for i, r := range append(results, bad) {
+		var pe *proto.ProtocolError
+		if !errors.As(r.Err, &pe) {
+			t.Errorf("call %d: Err = %v, want a *ProtocolError", i, r.Err)
+		}
+		if r.Status != proto.StatusUnknown || r.Attempts != 1 || r.Log[0].Outcome != proto.OutcomeProtocolError {
+			t.Errorf("call %d: got status %v after %v; want UNKNOWN after one %s", i, r.Status, r.Log, proto.OutcomeProtocolError)
+		}
+		if r.Elapsed >= 5*time.Second {
+			t.Errorf("call %d took %v: it waited for its answer instead of failing with the connection", i, r.Elapsed)
+		}
+	}
+	if got := c.Stats().ProtocolErrors; got != 1 {
+		t.Errorf("Stats().ProtocolErrors = %d, want 1", got)
+	}
+
+	before := c.Stats().ConnsOpened
+	if r := c.Do(context.Background(), get("acct")); r.Status != proto.StatusOK {
+		t.Fatalf("call after the bad frame: got status %v (%v), want OK", r.Status, r.Log)
+	}
+	if got, want := c.Stats().ConnsOpened, before+1; got != want {
+		t.Errorf("Stats().ConnsOpened = %d after the bad frame, want %d", got, want)
+	}
+}
+
+// target is what a classification row runs against.
+type target struct {
+	addr      string
+	execDebit func() int64 // executions of debit the server performed
+	dedupHits func() int64
+}
+
+func realServer(faults ...string) func(*testing.T) target {
+	return func(t *testing.T) target {
+		srv, addr := startServer(t, proto.DefaultServerConfig(), faults...)
+		return target{
+			addr:      addr,
+			execDebit: func() int64 { return counter(t, srv, "exec.debit") },
+			dedupHits: func() int64 { return counter(t, srv, "dedup_hits") },
+		}
+	}
+}
+
+// refused returns the address of a port nobody listens on.
+func refused(t *testing.T) target {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	zero := func() int64 { return 0 }
+	return target{addr: addr, execDebit: zero, dedupHits: zero}
+}
+
+// answering returns a fake server that answers the n-th request it reads
+// (from 0) with statuses[n], or OK past the end. It counts an OK answer as
+// an execution: the real server cannot send DEADLINE_EXCEEDED in time for a
+// waiting client, since it sends it only once the client's budget is gone.
+func answering(statuses ...proto.Status) func(*testing.T) target {
+	return func(t *testing.T) target {
+		var mu sync.Mutex
+		var n, executed int64
+		addr := fakeServer(t, func(nc net.Conn) {
+			var dec proto.Decoder
+			buf := make([]byte, 4096)
+			for {
+				m, err := nc.Read(buf)
+				frames, derr := dec.Feed(buf[:m])
+				for _, f := range frames {
+					mu.Lock()
+					st := proto.StatusOK
+					if int(n) < len(statuses) {
+						st = statuses[n]
+					}
+					n++
+					if st == proto.StatusOK {
+						executed++
+					}
+					mu.Unlock()
+					resp := proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: st, Method: f.Method, Payload: []byte("account=fake")}
+					b, _ := proto.AppendFrame(nil, &resp)
+					nc.Write(b)
+				}
+				if err != nil || derr != nil {
+					return
+				}
+			}
+		})
+		return target{
+			addr:      addr,
+			execDebit: func() int64 { mu.Lock(); defer mu.Unlock(); return executed },
+			dedupHits: func() int64 { return 0 },
+		}
+	}
+}
+
+// fakeServer accepts connections on a free loopback port and runs serve on
+// each until the test ends.
+func fakeServer(t *testing.T, serve func(net.Conn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards conns, closed
+	var conns []net.Conn
+	closed := false
+	wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				nc.Close()
+				return
+			}
+			conns = append(conns, nc)
+			wg.Go(func() { serve(nc) })
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		closed = true
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// attemptSummary is the part of an Attempt the classification rows check.
+type attemptSummary struct {
+	Outcome string
+	Status  proto.Status // only for a RESPONSE
+	Class   proto.Class
+}
+
+type outcome struct {
+	Status    proto.Status
+	Attempts  []attemptSummary
+	Stop      string
+	ExecDebit int64
+	DedupHits int64
+	Replayed  string
+}
+
+func summarize(r proto.Result, tg target) outcome {
+	o := outcome{Status: r.Status, Stop: r.Stop, ExecDebit: tg.execDebit(), DedupHits: tg.dedupHits()}
+	for _, a := range r.Log {
+		s := attemptSummary{Outcome: a.Outcome, Class: a.Class}
+		if a.Outcome == proto.OutcomeResponse {
+			s.Status = a.Status
+		}
+		o.Attempts = append(o.Attempts, s)
+	}
+	if fs, err := proto.ParseFields(r.Payload); err == nil {
+		o.Replayed = fs["replayed"]
+	}
+	return o
+}
+
+// TestAttemptClassification drives one call through each kind of failure
+// and checks how every attempt is classified, whether it is retried, how
+// the call ends, and how often the server executed it.
+func TestAttemptClassification(t *testing.T) {
+	var (
+		resp = func(st proto.Status, c proto.Class) attemptSummary {
+			return attemptSummary{Outcome: proto.OutcomeResponse, Status: st, Class: c}
+		}
+		ok          = resp(proto.StatusOK, proto.ClassFinal)
+		unavail     = proto.StatusUnavailable
+		refusedTry  = attemptSummary{Outcome: proto.OutcomeConnectFailed, Class: proto.ClassNotSent}
+		unknown     = func(tag string) attemptSummary { return attemptSummary{Outcome: tag, Class: proto.ClassUnknown} }
+		keyed       = func(c proto.Call) proto.Call { c.Key = "key-1"; return c }
+		notIdem     = func(c proto.Call) proto.Call { c.Idempotent = false; return c }
+		okReplayed  = outcome{Status: proto.StatusOK, Stop: proto.StopFinal, ExecDebit: 1, DedupHits: 1, Replayed: "true"}
+		unknownOnce = outcome{Status: proto.StatusUnknown, Stop: proto.StopNotRetryable, ExecDebit: 1}
+	)
+	with := func(o outcome, attempts ...attemptSummary) outcome { o.Attempts = attempts; return o }
+
+	type row struct {
+		name   string
+		target func(*testing.T) target
+		call   proto.Call
+		want   outcome
+	}
+	rows := []row{
+		{"connect_refused_debit", refused, debit("a", 1),
+			outcome{Status: proto.StatusUnavailable, Stop: proto.StopMaxAttempts,
+				Attempts: []attemptSummary{refusedTry, refusedTry, refusedTry, refusedTry}}},
+		{"unavailable_debit", realServer("kind=unavailable method=debit count=1"), debit("a", 1),
+			outcome{Status: proto.StatusOK, Stop: proto.StopFinal, ExecDebit: 1, Replayed: "false",
+				Attempts: []attemptSummary{resp(proto.StatusUnavailable, proto.ClassNotExecuted), ok}}},
+		{"deadline_exceeded_debit", answering(proto.StatusDeadlineExceeded), debit("a", 1),
+			outcome{Status: proto.StatusOK, Stop: proto.StopFinal, ExecDebit: 1,
+				Attempts: []attemptSummary{resp(proto.StatusDeadlineExceeded, proto.ClassNotExecuted), ok}}},
+		{"unavailable_every_time", answering(unavail, unavail, unavail, unavail), debit("a", 1),
+			outcome{Status: unavail, Stop: proto.StopMaxAttempts, Attempts: []attemptSummary{
+				resp(unavail, proto.ClassNotExecuted), resp(unavail, proto.ClassNotExecuted),
+				resp(unavail, proto.ClassNotExecuted), resp(unavail, proto.ClassNotExecuted)}}},
+		{"invalid_argument_get", realServer(), get("", "sleep=1"),
+			outcome{Status: proto.StatusInvalidArgument, Stop: proto.StopFinal,
+				Attempts: []attemptSummary{resp(proto.StatusInvalidArgument, proto.ClassFinal)}}},
+		{"app_error_debit", realServer(), debit("a", proto.DefaultBalance+1),
+			outcome{Status: proto.StatusAppError, Stop: proto.StopFinal,
+				Attempts: []attemptSummary{resp(proto.StatusAppError, proto.ClassFinal)}}},
+	}
+	// Each way an attempt can end with its outcome unknown, for the three
+	// kinds of call.
+	for _, u := range []struct {
+		fault, tag string
+	}{
+		{"kind=late delay=50ms", proto.OutcomeTimeout},
+		{"kind=close", proto.OutcomeConnLost},
+		{"kind=partial", proto.OutcomeConnLost},
+		{"kind=badmagic", proto.OutcomeProtocolError},
+	} {
+		kind := strings.TrimPrefix(strings.Fields(u.fault)[0], "kind=")
+		rows = append(rows,
+			row{kind + "_get_idempotent", realServer(u.fault + " method=get count=1"), get("a"),
+				outcome{Status: proto.StatusOK, Stop: proto.StopFinal, Replayed: "false", Attempts: []attemptSummary{unknown(u.tag), ok}}},
+			row{kind + "_get_not_idempotent", realServer(u.fault + " method=get count=1"), notIdem(get("a")),
+				outcome{Status: proto.StatusUnknown, Stop: proto.StopNotRetryable, Attempts: []attemptSummary{unknown(u.tag)}}},
+			row{kind + "_debit_keyless", realServer(u.fault + " method=debit count=1"), debit("a", 1),
+				with(unknownOnce, unknown(u.tag))},
+			row{kind + "_debit_keyed", realServer(u.fault + " method=debit count=1"), keyed(debit("a", 1)),
+				with(okReplayed, unknown(u.tag), ok)},
+		)
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tg := tt.target(t)
+			c := newClient(t, tg.addr, testConfig())
+			call := tt.call
+			// Long enough for any answer that comes, short enough that the
+			// rows that time out do not take long.
+			call.AttemptTimeout = 500 * time.Millisecond
+			r := c.Do(context.Background(), call)
+			if diff := cmp.Diff(tt.want, summarize(r, tg)); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s\nlog: %v", diff, r.Log)
+			}
+			if r.Attempts != len(r.Log) {
+				t.Errorf("Attempts = %d, len(Log) = %d", r.Attempts, len(r.Log))
+			}
+		})
+	}
+}
+
+// TestPartialResponseDiscarded: half a response followed by EOF is never
+// delivered; the buffered bytes are counted.
+func TestPartialResponseDiscarded(t *testing.T) {
+	_, addr := startServer(t, proto.DefaultServerConfig(), "kind=partial method=get count=1")
+	c := newClient(t, addr, testConfig())
+	r := c.Do(context.Background(), get("a"))
+	if r.Status != proto.StatusOK || r.Attempts != 2 {
+		t.Fatalf("got status %v after %v, want OK after 2 attempts", r.Status, r.Log)
+	}
+	if got := c.Stats().PartialBytes; got <= 0 {
+		t.Errorf("Stats().PartialBytes = %d, want > 0", got)
+	}
+	if !strings.Contains(r.Log[0].Err, "partial bytes=") {
+		t.Errorf("first attempt Err = %q, want it to report the partial bytes", r.Log[0].Err)
+	}
+}
+
+func TestInvalidCallRejectedLocally(t *testing.T) {
+	tests := []struct {
+		name string
+		call proto.Call
+	}{
+		{"oversize_payload", proto.Call{Method: proto.MethodGet, Payload: make([]byte, proto.MaxFrameLen)}},
+		{"empty_method", proto.Call{Payload: []byte("account=a")}},
+		{"method_33", proto.Call{Method: strings.Repeat("m", 33), Payload: []byte("account=a")}},
+		{"key_65", proto.Call{Method: proto.MethodDebit, Key: strings.Repeat("k", 65), Payload: []byte("account=a amount=1")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, addr := startServer(t, proto.DefaultServerConfig())
+			c := newClient(t, addr, testConfig())
+			r := c.Do(context.Background(), tt.call)
+			if r.Status != proto.StatusInvalidArgument || r.Attempts != 0 || r.Stop != proto.StopFinal {
+				t.Errorf("got status %v, %d attempts, stop %q; want INVALID_ARGUMENT, 0, %q", r.Status, r.Attempts, r.Stop, proto.StopFinal)
+			}
+			if !errors.Is(r.Err, proto.ErrInvalidFrame) {
+				t.Errorf("Err = %v, want one wrapping %v", r.Err, proto.ErrInvalidFrame)
+			}
+			if got := c.Stats().ConnsOpened; got != 0 {
+				t.Errorf("Stats().ConnsOpened = %d, want 0", got)
+			}
+			for _, name := range []string{"requests.get", "requests.debit", "requests.other", "conns_accepted"} {
+				if got := counter(t, srv, name); got != 0 {
+					t.Errorf("server %s = %d, want 0", name, got)
+				}
+			}
+		})
+	}
+}
+
+// TestRetryNaiveDoubleExecutes is the negative control: retrying a keyless
+// debit whose outcome is unknown executes it twice.
+func TestRetryNaiveDoubleExecutes(t *testing.T) {
+	t.Parallel()
+	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=noreply method=debit count=1")
+	cfg := testConfig()
+	cfg.Retry = proto.RetryNaive
+	c := newClient(t, addr, cfg)
+	call := debit("acct", 10)
+	call.AttemptTimeout = 200 * time.Millisecond
+
+	r := c.Do(context.Background(), call)
+	if r.Status != proto.StatusOK || r.Attempts != 2 {
+		t.Fatalf("got status %v after %v, want OK after 2 attempts", r.Status, r.Log)
+	}
+	if got := counter(t, srv, "exec.debit"); got != 2 {
+		t.Errorf("server exec.debit = %d, want 2", got)
+	}
+	if got, want := fields(t, r.Payload)["balance"], fmt.Sprint(proto.DefaultBalance-2*10); got != want {
+		t.Errorf("balance = %s, want %s", got, want)
+	}
+}
+
+func TestContextCanceled(t *testing.T) {
+	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=noreply method=debit")
+	c := newClient(t, addr, testConfig())
+
+	t.Run("in_flight", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		call := debit("acct", 1)
+		call.Timeout, call.AttemptTimeout = time.Minute, time.Minute
+		done := make(chan proto.Result, 1)
+		go func() { done <- c.Do(ctx, call) }()
+		waitCounter(t, srv, "exec.debit", 1)
+		canceled := time.Now()
+		cancel()
+		var r proto.Result
+		select {
+		case r = <-done:
+		case <-time.After(waitLimit):
+			t.Fatalf("call still running %v after cancel", waitLimit)
+		}
+		if took := time.Since(canceled); took > returnMargin {
+			t.Errorf("call returned %v after cancel, want at most %v", took, returnMargin)
+		}
+		want := outcome{Status: proto.StatusUnknown, Stop: proto.StopCanceled, ExecDebit: 1,
+			Attempts: []attemptSummary{{Outcome: proto.OutcomeCanceled, Class: proto.ClassUnknown}}}
+		got := summarize(r, target{execDebit: func() int64 { return counter(t, srv, "exec.debit") }, dedupHits: func() int64 { return 0 }})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("outcome (-want +got):\n%s", diff)
+		}
+		if !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("Err = %v, want %v", r.Err, context.Canceled)
+		}
+	})
+	t.Run("before_start", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := c.Do(ctx, get("acct"))
+		if r.Attempts != 0 || r.Stop != proto.StopCanceled || !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("got %d attempts, stop %q, Err %v; want 0, %q, %v", r.Attempts, r.Stop, r.Err, proto.StopCanceled, context.Canceled)
+		}
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*proto.Config)
+	}{
+		{"attempt_timeout_zero", func(c *proto.Config) { c.AttemptTimeout = 0 }},
+		{"attempt_timeout_negative", func(c *proto.Config) { c.AttemptTimeout = -time.Second }},
+		{"deadline_zero", func(c *proto.Config) { c.Deadline = 0 }},
+		{"max_attempts_zero", func(c *proto.Config) { c.MaxAttempts = 0 }},
+		{"backoff_initial_zero", func(c *proto.Config) { c.BackoffInitial = 0 }},
+		{"backoff_max_below_initial", func(c *proto.Config) { c.BackoffMax = c.BackoffInitial - 1 }},
+		{"jitter_negative", func(c *proto.Config) { c.Jitter = -0.1 }},
+		{"jitter_one", func(c *proto.Config) { c.Jitter = 1 }},
+		{"retry_unknown", func(c *proto.Config) { c.Retry = 7 }},
+	}
+	def := proto.DefaultConfig()
+	if err := def.Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v, want nil", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := proto.DefaultConfig()
+			tt.mutate(&cfg)
+			if err := cfg.Validate(); !errors.Is(err, proto.ErrConfig) {
+				t.Errorf("Validate() = %v, want an error wrapping %v", err, proto.ErrConfig)
+			}
+			if c, err := proto.NewClient("127.0.0.1:1", cfg); !errors.Is(err, proto.ErrConfig) || c != nil {
+				t.Errorf("NewClient() = %v, %v; want nil, an error wrapping %v", c, err, proto.ErrConfig)
+			}
+		})
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	want := proto.Config{
+		AttemptTimeout: 300 * time.Millisecond,
+		Deadline:       2 * time.Second,
+		MaxAttempts:    4,
+		BackoffInitial: 20 * time.Millisecond,
+		BackoffMax:     200 * time.Millisecond,
+		Jitter:         0.2,
+		Retry:          proto.RetryClassified,
+	}
+	if diff := cmp.Diff(want, proto.DefaultConfig()); diff != "" {
+		t.Errorf("DefaultConfig() (-want +got):\n%s", diff)
+	}
+}
+
+// TestBackoff reads the pauses a call actually took from its log: without
+// jitter they double from BackoffInitial up to BackoffMax; with jitter each
+// stays within ±Jitter of that.
+func TestBackoff(t *testing.T) {
+	ms := time.Millisecond
+	nominal := []time.Duration{20 * ms, 40 * ms, 80 * ms, 160 * ms, 200 * ms, 200 * ms, 0}
+	for _, jitter := range []float64{0, 0.2} {
+		t.Run(fmt.Sprint("jitter=", jitter), func(t *testing.T) {
+			t.Parallel()
+			_, addr := startServer(t, proto.DefaultServerConfig(), "kind=unavailable method=debit")
+			cfg := testConfig()
+			cfg.MaxAttempts = len(nominal)
+			cfg.Jitter = jitter
+			c := newClient(t, addr, cfg)
+			call := debit("a", 1)
+			call.Timeout = time.Minute
+			r := c.Do(context.Background(), call)
+			if r.Stop != proto.StopMaxAttempts {
+				t.Fatalf("Stop = %q, want %q (log %v)", r.Stop, proto.StopMaxAttempts, r.Log)
+			}
+			got := make([]time.Duration, len(r.Log))
+			for i, a := range r.Log {
+				got[i] = a.Backoff
+			}
+			if jitter == 0 {
+				if diff := cmp.Diff(nominal, got); diff != "" {
+					t.Errorf("pauses (-want +got):\n%s", diff)
+				}
+				return
+			}
+			for i, d := range got {
+				lo := time.Duration(float64(nominal[i]) * (1 - jitter))
+				hi := time.Duration(float64(nominal[i]) * (1 + jitter))
+				if d < lo || d > hi {
+					t.Errorf("pause %d = %v, want within [%v, %v]", i+1, d, lo, hi)
+				}
+			}
+		})
+	}
+}
+
+// TestConnPerCall: every attempt dials its own connection.
+func TestConnPerCall(t *testing.T) {
+	srv, addr := startServer(t, proto.DefaultServerConfig())
+	cfg := testConfig()
+	cfg.ConnPerCall = true
+	c := newClient(t, addr, cfg)
+	const n = 3
+	for i := range n {
+		if r := c.Do(context.Background(), get(fmt.Sprint(i))); r.Status != proto.StatusOK {
+			t.Fatalf("call %d: got status %v (%v), want OK", i, r.Status, r.Log)
+		}
+	}
+	if got := c.Stats().ConnsOpened; got != n {
+		t.Errorf("Stats().ConnsOpened = %d, want %d", got, n)
+	}
+	waitCounter(t, srv, "conns_accepted", n)
+}
+
+// TestClientClose: Close fails a call in flight, and later calls fail
+// without dialing.
+func TestClientClose(t *testing.T) {
+	srv, addr := startServer(t, proto.DefaultServerConfig())
+	c, err := proto.NewClient(addr, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan proto.Result, 1)
+	go func() { done <- c.Do(context.Background(), debit("a", 1, "sleep=5000")) }()
+	waitCounter(t, srv, "requests.debit", 1)
+	c.Close()
+	r := <-done
+	if r.Status != proto.StatusUnknown || !errors.Is(r.Err, proto.ErrClosed) {
+		t.Errorf("call in flight at Close: got status %v, Err %v; want UNKNOWN, %v", r.Status, r.Err, proto.ErrClosed)
+	}
+	r = c.Do(context.Background(), get("a"))
+	if r.Status == proto.StatusOK || !errors.Is(r.Err, proto.ErrClosed) {
+		t.Errorf("call after Close: got status %v, Err %v; want a failure with %v", r.Status, r.Err, proto.ErrClosed)
+	}
+	if got := c.Stats().ConnsOpened; got != 1 {
+		t.Errorf("Stats().ConnsOpened = %d, want 1", got)
+	}
+}
+
+// TestFIFOClientCrossTalk checks that the negative control does what it is
+// for: under a late response it hands the next caller the wrong answer
+// with no error.
+func TestFIFOClientCrossTalk(t *testing.T) {
+	t.Parallel()
+	_, addr := startServer(t, proto.DefaultServerConfig(), "kind=late method=get count=1 delay=100ms")
+	fc, err := proto.DialFIFO(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	if _, err := fc.Do(context.Background(), proto.MethodGet, []byte("account=acct-a"), 200*time.Millisecond); !errors.Is(err, proto.ErrFIFOTimeout) {
+		t.Fatalf("call A: got error %v, want %v", err, proto.ErrFIFOTimeout)
+	}
+	f, err := fc.Do(context.Background(), proto.MethodGet, []byte("account=acct-b sleep=600"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("call B: %v", err)
+	}
+	if got := fields(t, f.Payload)["account"]; got != "acct-a" {
+		t.Errorf("FIFO call B got account %q, want %q (A's late response)", got, "acct-a")
+	}
+}
