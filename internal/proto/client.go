@@ -39,7 +39,6 @@ const (
 	OutcomeWriteFailed     = "WRITE_FAILED"
 	OutcomeConnLost        = "CONN_LOST_AFTER_SEND"
 	OutcomeProtocolError   = "PROTOCOL_ERROR_AFTER_SEND"
-	OutcomeInvalidArgument = "INVALID_ARGUMENT_LOCAL"
 )
 
 // Attempt records one try of a call, for logs and evidence.
@@ -85,6 +84,7 @@ const (
 	StopBackoffCrosses = "backoff_would_cross_deadline"
 	StopDeadline       = "deadline"
 	StopCanceled       = "canceled"
+	StopClosed         = "client_closed"
 )
 
 // Result is what a call returned.
@@ -267,6 +267,10 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			res.Stop = stopFor(ctx)
 			break
 		}
+		if errors.Is(r.err, ErrClosed) {
+			res.Stop = StopClosed
+			break
+		}
 		if !c.mayRetry(&call, a.Class) {
 			res.Stop = StopNotRetryable
 			break
@@ -391,6 +395,10 @@ func (c *Client) attempt(ctx context.Context, call *Call, budget time.Duration) 
 		return a, reply{err: err}
 	}
 
+	// The server is told what is left of the attempt after connecting.
+	if dl, ok := ctx.Deadline(); ok {
+		a.BudgetMs = deadlineMs(time.Until(dl))
+	}
 	a.ID = c.nextID.Add(1)
 	f := Frame{Type: TypeRequest, ID: a.ID, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
 	ch := make(chan reply, 1)
