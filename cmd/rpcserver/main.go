@@ -101,6 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	if *startDelay > 0 {
 		cfg.Log.Printf("START_DELAY %v", *startDelay)
 		select {
