@@ -1,0 +1,7 @@
+module github.com/rpcbench/rpcbench/bench
+
+go 1.26.0
+
+require github.com/rpcbench/rpcbench v0.0.0
+
+replace github.com/rpcbench/rpcbench => ../
