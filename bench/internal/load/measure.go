@@ -1,0 +1,193 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rpcbench/rpcbench/bench/internal/workload"
+)
+
+// Sample is one row's measured phase in one round.
+type Sample struct {
+	System string `json:"system"`
+	G      int    `json:"g"`
+	Round  int    `json:"round"`
+	// Calls is the number of measured calls; NonOK of them failed or
+	// returned the wrong account, and Retried ended OK after more than
+	// one attempt (rpcbench only).
+	Calls   int64 `json:"calls"`
+	NonOK   int64 `json:"non_ok"`
+	Retried int64 `json:"retried"`
+	// FirstError describes the first non-OK call, empty if none.
+	FirstError string        `json:"first_error,omitempty"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	// P50 and P99 are over every measured call, non-OK ones included.
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	// ClientCPU is the driver's user+system CPU over the measured phase;
+	// ServerCPU the server process's, valid if ServerCPUOK.
+	ClientCPU   time.Duration `json:"client_cpu_ns"`
+	ServerCPU   time.Duration `json:"server_cpu_ns"`
+	ServerCPUOK bool          `json:"server_cpu_ok"`
+	ClientCPUOK bool          `json:"client_cpu_ok"`
+	// Mallocs is the driver's heap allocation count over the measured
+	// phase.
+	Mallocs uint64 `json:"mallocs"`
+}
+
+// CallsPerSec is Calls over Elapsed.
+func (s *Sample) CallsPerSec() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Calls) / s.Elapsed.Seconds()
+}
+
+// row is what measure needs to run one row of one round.
+type row struct {
+	sys     System
+	srv     *serverProc
+	g       int
+	n       int // measured calls
+	warmup  int
+	round   int
+	timeout time.Duration
+	profile string // CPU profile path; empty for none
+}
+
+// measure runs one row: a fresh client, the warm-up, then n measured calls
+// from r.g goroutines. A row whose client or server fails still returns a
+// Sample, with every call that did not run counted non-OK.
+func measure(ctx context.Context, r row, reqs [][]byte) Sample {
+	s := Sample{System: r.sys.Name, G: r.g, Round: r.round, Calls: int64(r.n)}
+	failAll := func(err error) Sample {
+		s.NonOK, s.FirstError = s.Calls, err.Error()
+		return s
+	}
+	if err := r.srv.alive(); err != nil {
+		return failAll(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	c, err := r.sys.Dial(ctx, r.srv.Addr)
+	if err != nil {
+		return failAll(err)
+	}
+	defer c.Close()
+
+	if r.warmup > 0 {
+		runCalls(ctx, c, reqs, r.g, r.warmup, nil)
+	}
+	var retried0 int64
+	rc, countsRetries := c.(retryCounter)
+	if countsRetries {
+		retried0 = rc.Retried()
+	}
+	lat := make([]time.Duration, r.n)
+	runtime.GC() // start every measured phase with the same heap debt
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	stopProfile := func() {}
+	if r.profile != "" {
+		if stopProfile, err = startProfile(r.profile); err != nil {
+			return failAll(err)
+		}
+	}
+	cpu0, cerr0 := selfCPU()
+	srv0, serr0 := procCPU(r.srv.PID)
+	start := time.Now()
+
+	bad, first := runCalls(ctx, c, reqs, r.g, r.n, lat)
+
+	s.Elapsed = time.Since(start)
+	srv1, serr1 := procCPU(r.srv.PID)
+	cpu1, cerr1 := selfCPU()
+	stopProfile()
+	runtime.ReadMemStats(&m1)
+
+	s.NonOK = bad
+	if first != nil {
+		s.FirstError = first.Error()
+	}
+	if countsRetries {
+		s.Retried = rc.Retried() - retried0
+	}
+	slices.Sort(lat)
+	s.P50, s.P99 = percentile(lat, 50), percentile(lat, 99)
+	s.ClientCPU, s.ClientCPUOK = cpu1-cpu0, cerr0 == nil && cerr1 == nil
+	s.ServerCPU, s.ServerCPUOK = srv1-srv0, serr0 == nil && serr1 == nil
+	s.Mallocs = m1.Mallocs - m0.Mallocs
+	if s.NonOK == 0 {
+		if err := r.srv.alive(); err != nil {
+			s.FirstError = err.Error() // answered every call, then died
+		}
+	}
+	return s
+}
+
+// runCalls makes n calls from g goroutines sharing c, call i asking for
+// account i mod 64. When lat is not nil, lat[i] is call i's latency. It
+// returns how many calls failed or returned another account's answer, and
+// the first such error.
+func runCalls(ctx context.Context, c Client, reqs [][]byte, g, n int, lat []time.Duration) (bad int64, first error) {
+	var (
+		next     atomic.Int64
+		nbad     atomic.Int64
+		firstMu  sync.Mutex // guards firstErr
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range g {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				req := reqs[i%int64(len(reqs))]
+				t0 := time.Now()
+				resp, err := c.Call(ctx, req)
+				d := time.Since(t0)
+				if lat != nil {
+					lat[i] = d
+				}
+				if err == nil {
+					err = workload.Check(req, resp)
+				}
+				if err != nil {
+					nbad.Add(1)
+					firstMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					firstMu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nbad.Load(), firstErr
+}
+
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("load: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("load: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

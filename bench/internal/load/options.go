@@ -1,0 +1,96 @@
+// Package load runs one workload against several RPC systems, each server
+// in its own process, and reports calls/s, latency, CPU and allocations
+// per system. cmd/rpcload is its command line.
+package load
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+)
+
+// Options select what a Run measures. Start from DefaultOptions.
+type Options struct {
+	// Systems are the keys of the systems to run, in row order (see
+	// Systems). Empty means all.
+	Systems []string
+	// G lists the concurrency levels: goroutines sharing one client.
+	G []int
+	// N is the number of measured calls per row per round. Must be at
+	// least 1.
+	N int
+	// Warmup is the number of calls made, unmeasured, with the same
+	// client and concurrency right before each measured phase. Zero skips
+	// the warm-up.
+	Warmup int
+	// Rounds is how many times every row runs, interleaved with the
+	// others; the report gives medians over rounds. Must be at least 1.
+	Rounds int
+	// Workers is rpcserver's -workers. Must be at least 1.
+	Workers int
+	// RowTimeout bounds one row (warm-up and measured phase). Calls still
+	// running when it ends fail and count as non-OK. Must be positive.
+	RowTimeout time.Duration
+
+	// RPCServer and BenchPeer are prebuilt binaries; empty means build
+	// them with `go build`, which needs the working directory to be in
+	// the bench module.
+	RPCServer, BenchPeer string
+	// CPUProfile, when set, is the path prefix of CPU profiles of the
+	// driver's measured phases of the systems in ProfileSystems: one file
+	// PREFIX.KEY.gG.rROUND.pprof per row and round.
+	CPUProfile     string
+	ProfileSystems []string
+
+	// Log receives progress lines and server stderr; nil discards.
+	Log io.Writer
+}
+
+// DefaultOptions returns the settings of a full run: every system, G 8 and
+// 64, 40000 calls per row per round, 5 rounds; about 75 seconds on 2 cores.
+func DefaultOptions() Options {
+	return Options{
+		G:              []int{8, 64},
+		N:              40000,
+		Warmup:         2000,
+		Rounds:         5,
+		Workers:        max(8, 4*runtime.NumCPU()),
+		RowTimeout:     2 * time.Minute,
+		ProfileSystems: []string{KeyRPCBench},
+	}
+}
+
+// ErrOptions is wrapped by every error Validate returns.
+var ErrOptions = errors.New("load: invalid options")
+
+// Validate reports the first option that is out of range.
+func (o *Options) Validate() error {
+	switch {
+	case o.N < 1:
+		return fmt.Errorf("%w: N %d must be at least 1", ErrOptions, o.N)
+	case o.Warmup < 0:
+		return fmt.Errorf("%w: Warmup %d must not be negative", ErrOptions, o.Warmup)
+	case o.Rounds < 1:
+		return fmt.Errorf("%w: Rounds %d must be at least 1", ErrOptions, o.Rounds)
+	case o.Workers < 1:
+		return fmt.Errorf("%w: Workers %d must be at least 1", ErrOptions, o.Workers)
+	case o.RowTimeout <= 0:
+		return fmt.Errorf("%w: RowTimeout %v must be positive", ErrOptions, o.RowTimeout)
+	case len(o.G) == 0:
+		return fmt.Errorf("%w: no G given", ErrOptions)
+	}
+	for _, g := range o.G {
+		if g < 1 {
+			return fmt.Errorf("%w: G %d must be at least 1", ErrOptions, g)
+		}
+	}
+	if _, err := selectSystems(o.Systems); err != nil {
+		return err
+	}
+	if _, err := selectSystems(o.ProfileSystems); err != nil && o.CPUProfile != "" {
+		return err
+	}
+	return nil
+}

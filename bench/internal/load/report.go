@@ -1,0 +1,189 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is a run's result: the machine, the settings, one Row per system
+// and G, and every round's Sample.
+type Report struct {
+	Machine  Machine       `json:"machine"`
+	Settings Settings      `json:"settings"`
+	Wall     time.Duration `json:"wall_ns"` // the rounds, build and server start excluded
+	Rows     []Row         `json:"rows"`
+	Samples  []Sample      `json:"samples"`
+}
+
+// Settings are the options a report was made with.
+type Settings struct {
+	Systems []string  `json:"systems"`
+	G       []int     `json:"g"`
+	N       int       `json:"n"`
+	Warmup  int       `json:"warmup"`
+	Rounds  int       `json:"rounds"`
+	Workers int       `json:"rpcserver_workers"`
+	Reduced []Reduced `json:"reduced,omitempty"`
+}
+
+// Reduced names a system that runs N/Div calls (and warm-up calls).
+type Reduced struct {
+	System string `json:"system"`
+	Div    int    `json:"div"`
+}
+
+// Row is one line of the table: medians over rounds, except NonOK,
+// Retried and TotalCalls, which are sums.
+type Row struct {
+	System        string `json:"system"`
+	Key           string `json:"key"`
+	G             int    `json:"g"`
+	Rounds        int    `json:"rounds"`
+	CallsPerRound int64  `json:"calls_per_round"`
+	TotalCalls    int64  `json:"total_calls"`
+	NonOK         int64  `json:"non_ok"`
+	Retried       int64  `json:"retried"`
+	FirstError    string `json:"first_error,omitempty"`
+
+	CallsPerSec float64 `json:"calls_per_sec"`
+	// VsRPCBench is CallsPerSec over the rpcbench row's at the same G; 0
+	// when rpcbench did not run.
+	VsRPCBench       float64 `json:"vs_rpcbench"`
+	P50us            float64 `json:"p50_us"`
+	P99us            float64 `json:"p99_us"`
+	ClientCPUPer100k float64 `json:"client_cpu_s_per_100k"`
+	ServerCPUPer100k float64 `json:"server_cpu_s_per_100k"`
+	ClientCPUOK      bool    `json:"client_cpu_ok"`
+	ServerCPUOK      bool    `json:"server_cpu_ok"`
+	AllocsPerCall    float64 `json:"client_allocs_per_call"`
+}
+
+// Failed reports whether any call of the row did not end OK.
+func (r *Row) Failed() bool { return r.NonOK > 0 }
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteMarkdown writes the machine, the workload, the table and its notes
+// as markdown, ready to paste into a README.
+func (rep *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	m, st := rep.Machine, rep.Settings
+	fmt.Fprintf(&b, "Machine: %s %s/%s, %d CPUs (GOMAXPROCS %d)", m.GoVersion, m.OS, m.Arch, m.NumCPU, m.GOMAXPROCS)
+	if m.CPUModel != "" {
+		fmt.Fprintf(&b, ", %s", m.CPUModel)
+	}
+	if m.Kernel != "" {
+		fmt.Fprintf(&b, ", kernel %s", m.Kernel)
+	}
+	if m.Commit != "" {
+		fmt.Fprintf(&b, ", commit %s", m.Commit)
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "Workload: G goroutines share one client connection and make unary `get` calls of one of 64 accounts "+
+		"(request `account=acct-17`, 15 bytes; answer `account=acct-17 balance=1000 budget=5000 exec=0 replayed=false`), "+
+		"each server in its own process on 127.0.0.1. Per row and round: %d measured calls after %d warm-up calls. "+
+		"Rounds: %d, every row once per round, interleaved; figures are medians over rounds. rpcserver -workers %d.\n\n",
+		st.N, st.Warmup, st.Rounds, st.Workers)
+
+	marks := map[string]string{}
+	for i, r := range st.Reduced {
+		marks[r.System] = " " + superscript(i+1)
+	}
+	b.WriteString("| system | G | calls/s | vs rpcbench | p50 µs | p99 µs | client CPU s/100k calls | server CPU s/100k calls | client allocs/call | non-OK / calls |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rep.Rows {
+		name := r.System + marks[r.System]
+		nonOK := fmt.Sprintf("%d / %d", r.NonOK, r.TotalCalls)
+		if r.Failed() {
+			name = "⚠ " + name
+			nonOK = "**" + nonOK + "**"
+		}
+		vs := "—"
+		if r.VsRPCBench > 0 {
+			vs = fmt.Sprintf("%.2f", r.VsRPCBench)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %.1f | %s |\n",
+			name, r.G, thousands(r.CallsPerSec), vs, fmtMicros(r.P50us), fmtMicros(r.P99us),
+			cpuCell(r.ClientCPUPer100k, r.ClientCPUOK), cpuCell(r.ServerCPUPer100k, r.ServerCPUOK),
+			r.AllocsPerCall, nonOK)
+	}
+	b.WriteString("\n")
+	for i, r := range st.Reduced {
+		fmt.Fprintf(&b, "- %s %s makes N/%d calls per round (%d), and N/%d warm-up calls.\n",
+			superscript(i+1), r.System, r.Div, max(1, st.N/r.Div), r.Div)
+	}
+	b.WriteString(notes)
+	for _, r := range rep.Rows {
+		if r.Failed() {
+			fmt.Fprintf(&b, "- ⚠ %s G=%d: %d of %d calls not OK; first: %s\n", r.System, r.G, r.NonOK, r.TotalCalls, r.FirstError)
+		} else if r.FirstError != "" {
+			fmt.Fprintf(&b, "- ⚠ %s G=%d: %s\n", r.System, r.G, r.FirstError)
+		}
+		if r.Retried > 0 {
+			fmt.Fprintf(&b, "- %s G=%d: %d OK calls needed more than one attempt.\n", r.System, r.G, r.Retried)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// notes explain the columns below the table.
+const notes = `- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall). raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.
+- calls/s: measured calls over the measured phase's wall time. vs rpcbench: ratio of the medians at the same G.
+- p50/p99: nearest-rank percentiles of every measured call's latency, non-OK calls included.
+- client CPU: getrusage(RUSAGE_SELF) user+system of the driver over the measured phase; it includes the driver's own loop, timing and answer check, the same for every system.
+- server CPU: utime+stime of the server process from /proc/PID/stat, in USER_HZ ticks taken as 100 Hz (10 ms resolution).
+- client allocs/call: runtime.MemStats.Mallocs delta over the measured phase, divided by calls.
+- Client and server share the machine's cores; only one row runs at a time.
+- non-OK: calls that returned an error or another account's answer, summed over all rounds.
+`
+
+func cpuCell(v float64, ok bool) string {
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// thousands formats v rounded to an integer with comma separators.
+func thousands(v float64) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// fmtMicros prints microseconds with one decimal below 100 and none above.
+func fmtMicros(us float64) string {
+	if us < 100 {
+		return strconv.FormatFloat(us, 'f', 1, 64)
+	}
+	return thousands(us)
+}
+
+func fmtDur(d time.Duration) string {
+	return fmtMicros(float64(d.Nanoseconds())/1e3) + "µs"
+}
+
+func superscript(n int) string {
+	const digits = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+	var b strings.Builder
+	for _, c := range strconv.Itoa(n) {
+		b.WriteString(string([]rune(digits)[c-'0']))
+	}
+	return b.String()
+}

@@ -1,0 +1,186 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/rpcbench/rpcbench/bench/internal/workload"
+)
+
+// Run starts the servers the selected systems need, runs every row
+// Options.Rounds times, interleaved (each round runs every G and, within
+// it, every system in order), stops the servers and returns the report.
+// An error means the run could not start; calls that fail are counted in
+// the report, not returned.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	systems, err := selectSystems(o.Systems)
+	if err != nil {
+		return nil, err
+	}
+	profiled := map[string]bool{}
+	if o.CPUProfile != "" {
+		ps, err := selectSystems(o.ProfileSystems)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ps {
+			profiled[s.Key] = true
+		}
+	}
+
+	dir, err := os.MkdirTemp("", "rpcload-")
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	kinds := map[string]bool{}
+	for _, s := range systems {
+		kinds[s.Server] = true
+	}
+	needPeer := kinds[serverGRPC] || kinds[serverNetRPC] || kinds[serverRaw]
+	bins, err := build(ctx, &o, kinds[serverRPC], needPeer, dir, log)
+	if err != nil {
+		return nil, err
+	}
+	servers := map[string]*serverProc{}
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for _, s := range systems {
+		if servers[s.Server] != nil {
+			continue
+		}
+		bin, args, announce := serverArgs(s.Server, &o, bins, dir)
+		p, err := startServer(ctx, s.Server, bin, args, announce, log)
+		if err != nil {
+			return nil, err
+		}
+		servers[s.Server] = p
+		fmt.Fprintf(log, "%s listening on %s (pid %d)\n", s.Server, p.Addr, p.PID)
+	}
+
+	rep := &Report{Machine: ThisMachine(ctx), Settings: settingsOf(&o, systems)}
+	reqs := workload.Requests()
+	start := time.Now()
+	for round := 1; round <= o.Rounds; round++ {
+		for _, g := range o.G {
+			for _, sys := range systems {
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("load: run interrupted: %w", err)
+				}
+				r := row{
+					sys:     sys,
+					srv:     servers[sys.Server],
+					g:       g,
+					n:       max(1, o.N/sys.CallsDiv),
+					warmup:  o.Warmup / sys.CallsDiv,
+					round:   round,
+					timeout: o.RowTimeout,
+				}
+				if profiled[sys.Key] {
+					r.profile = fmt.Sprintf("%s.%s.g%d.r%d.pprof", o.CPUProfile, sys.Key, g, round)
+				}
+				s := measure(ctx, r, reqs)
+				rep.Samples = append(rep.Samples, s)
+				fmt.Fprintf(log, "round %d/%d G=%-3d %-21s %9.0f calls/s  p50 %7s  p99 %7s  non-OK %d%s\n",
+					round, o.Rounds, g, sys.Name, s.CallsPerSec(), fmtDur(s.P50), fmtDur(s.P99), s.NonOK, errSuffix(s.FirstError))
+			}
+		}
+	}
+	rep.Wall = time.Since(start)
+	rep.Rows = aggregate(systems, o.G, rep.Samples)
+	return rep, nil
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (first: " + e + ")"
+}
+
+// aggregate reduces samples to one Row per system and G, in table order:
+// by G, then by system.
+func aggregate(systems []System, gs []int, samples []Sample) []Row {
+	var rows []Row
+	for _, g := range gs {
+		var base float64
+		start := len(rows)
+		for _, sys := range systems {
+			var ss []Sample
+			for _, s := range samples {
+				if s.System == sys.Name && s.G == g {
+					ss = append(ss, s)
+				}
+			}
+			if len(ss) == 0 {
+				continue
+			}
+			r := summarize(sys, g, ss)
+			if sys.Key == KeyRPCBench {
+				base = r.CallsPerSec
+			}
+			rows = append(rows, r)
+		}
+		for i := start; i < len(rows); i++ {
+			if base > 0 {
+				rows[i].VsRPCBench = rows[i].CallsPerSec / base
+			}
+		}
+	}
+	return rows
+}
+
+// summarize takes the median of each figure over a row's rounds and adds
+// up its calls and failures.
+func summarize(sys System, g int, ss []Sample) Row {
+	r := Row{System: sys.Name, Key: sys.Key, G: g, Rounds: len(ss), CallsPerRound: ss[0].Calls, ClientCPUOK: true, ServerCPUOK: true}
+	var cps, p50, p99, ccpu, scpu, allocs []float64
+	for _, s := range ss {
+		per100k := 1e5 / float64(max(s.Calls, 1))
+		cps = append(cps, s.CallsPerSec())
+		p50 = append(p50, float64(s.P50.Nanoseconds())/1e3)
+		p99 = append(p99, float64(s.P99.Nanoseconds())/1e3)
+		ccpu = append(ccpu, s.ClientCPU.Seconds()*per100k)
+		scpu = append(scpu, s.ServerCPU.Seconds()*per100k)
+		allocs = append(allocs, float64(s.Mallocs)/float64(max(s.Calls, 1)))
+		r.ClientCPUOK = r.ClientCPUOK && s.ClientCPUOK
+		r.ServerCPUOK = r.ServerCPUOK && s.ServerCPUOK
+		r.TotalCalls += s.Calls
+		r.NonOK += s.NonOK
+		r.Retried += s.Retried
+		if r.FirstError == "" {
+			r.FirstError = s.FirstError
+		}
+	}
+	r.CallsPerSec = median(cps)
+	r.P50us, r.P99us = median(p50), median(p99)
+	r.ClientCPUPer100k, r.ServerCPUPer100k = median(ccpu), median(scpu)
+	r.AllocsPerCall = median(allocs)
+	return r
+}
+
+func settingsOf(o *Options, systems []System) Settings {
+	st := Settings{G: slices.Clone(o.G), N: o.N, Warmup: o.Warmup, Rounds: o.Rounds, Workers: o.Workers}
+	for _, s := range systems {
+		st.Systems = append(st.Systems, s.Key)
+		if s.CallsDiv > 1 {
+			st.Reduced = append(st.Reduced, Reduced{System: s.Name, Div: s.CallsDiv})
+		}
+	}
+	return st
+}
