@@ -186,7 +186,13 @@ func halfPacketStickyReal(t *T) {
 	s := t.startServer(serverOpts{Chunk: true})
 	c := t.client(s.Addr, proto.DefaultConfig())
 	res := t.runLoad(c, false)
-	ctr := t.counters(s)
+	// The server counts a frame once its last piece is written, which can
+	// be just after the client has read it.
+	var ctr map[string]int64
+	waitFor(5*time.Second, func() bool {
+		ctr = t.counters(s)
+		return ctr["frames_sent"] >= loadCalls
+	})
 	st := c.Stats()
 	t.Field("ok", res.ok.Load())
 	t.Field("mismatch", res.mismatch.Load())
