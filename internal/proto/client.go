@@ -31,14 +31,14 @@ type Call struct {
 
 // Outcome tags used in Attempt.Outcome.
 const (
-	OutcomeConnectFailed   = "CONNECT_FAILED"
-	OutcomeNotSent         = "CONN_DEAD_BEFORE_SEND"
-	OutcomeResponse        = "RESPONSE"
-	OutcomeTimeout         = "TIMEOUT"
-	OutcomeCanceled        = "CANCELED"
-	OutcomeWriteFailed     = "WRITE_FAILED"
-	OutcomeConnLost        = "CONN_LOST_AFTER_SEND"
-	OutcomeProtocolError   = "PROTOCOL_ERROR_AFTER_SEND"
+	OutcomeConnectFailed = "CONNECT_FAILED"
+	OutcomeNotSent       = "CONN_DEAD_BEFORE_SEND"
+	OutcomeResponse      = "RESPONSE"
+	OutcomeTimeout       = "TIMEOUT"
+	OutcomeCanceled      = "CANCELED"
+	OutcomeWriteFailed   = "WRITE_FAILED"
+	OutcomeConnLost      = "CONN_LOST_AFTER_SEND"
+	OutcomeProtocolError = "PROTOCOL_ERROR_AFTER_SEND"
 )
 
 // Attempt records one try of a call, for logs and evidence.
