@@ -167,7 +167,7 @@ func TestStartServerStops(t *testing.T) {
 
 func TestWriteMarkdownFlagsFailedRows(t *testing.T) {
 	rep := &Report{
-		Settings: Settings{N: 100, Rounds: 1, Workers: 8, Reduced: []Reduced{{System: "rpcbench-per-request", Div: 10}}},
+		Settings: Settings{Systems: []string{KeyRPCBench, KeyPerRequest}, N: 100, Rounds: 1, Workers: 8, Reduced: []Reduced{{System: "rpcbench-per-request", Div: 10}}},
 		Rows: []Row{
 			{System: "rpcbench", G: 8, TotalCalls: 100, CallsPerSec: 12345.6, VsRPCBench: 1, ClientCPUOK: true, ServerCPUOK: true},
 			{System: "rpcbench-per-request", G: 8, TotalCalls: 10, NonOK: 2, FirstError: "rpcbench: UNAVAILABLE", VsRPCBench: 0.1},
@@ -185,10 +185,14 @@ func TestWriteMarkdownFlagsFailedRows(t *testing.T) {
 		"**2 / 10** |",
 		"- ⚠ rpcbench-per-request G=8: 2 of 10 calls not OK; first: rpcbench: UNAVAILABLE",
 		"- ¹ rpcbench-per-request makes N/10 calls per round (10)",
+		"- rpcbench-per-request opens one TCP connection per call",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "raw-floor") {
+		t.Errorf("output explains raw-floor, which did not run:\n%s", out)
 	}
 }
 

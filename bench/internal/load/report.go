@@ -121,6 +121,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- %s %s makes N/%d calls per round (%d), and N/%d warm-up calls.\n",
 			superscript(i+1), r.System, r.Div, max(1, st.N/r.Div), r.Div)
 	}
+	for _, key := range st.Systems {
+		b.WriteString(systemNotes[key])
+	}
 	b.WriteString(notes)
 	for _, r := range rep.Rows {
 		if r.Failed() {
@@ -136,9 +139,14 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
+// systemNotes explain rows whose name does not say what they are.
+var systemNotes = map[string]string{
+	KeyPerRequest: "- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall).\n",
+	KeyRaw:        "- raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.\n",
+}
+
 // notes explain the columns below the table.
-const notes = `- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall). raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.
-- calls/s: measured calls over the measured phase's wall time. vs rpcbench: ratio of the medians at the same G.
+const notes = `- calls/s: measured calls over the measured phase's wall time. vs rpcbench: ratio of the medians at the same G.
 - p50/p99: nearest-rank percentiles of every measured call's latency, non-OK calls included.
 - client CPU: getrusage(RUSAGE_SELF) user+system of the driver over the measured phase; it includes the driver's own loop, timing and answer check, the same for every system.
 - server CPU: utime+stime of the server process from /proc/PID/stat, in USER_HZ ticks taken as 100 Hz (10 ms resolution).
