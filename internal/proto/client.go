@@ -181,11 +181,14 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// conn returns the shared live connection, dialing one if needed.
-func (c *Client) conn(ctx context.Context) (*clientConn, error) {
+// conn returns the shared live connection, dialing one if needed; a dial
+// gives up at deadline.
+func (c *Client) conn(ctx context.Context, deadline time.Time) (*clientConn, error) {
 	if cn, err := c.liveConn(); cn != nil || err != nil {
 		return cn, err
 	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	select {
 	case c.dialSem <- struct{}{}:
 	case <-ctx.Done():
@@ -195,7 +198,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	if cn, err := c.liveConn(); cn != nil || err != nil {
 		return cn, err
 	}
-	cn, err := dialConn(ctx, c.addr, &c.stats)
+	cn, err := dialConn(ctx, c.addr, &c.stats, c.cfg.Deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +241,9 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		attemptTimeout = c.cfg.AttemptTimeout
 	}
 	deadline := start.Add(total)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
 
 	var res Result
 	probe := Frame{Type: TypeRequest, ID: 1, Method: call.Method, Key: call.Key, Payload: call.Payload}
@@ -251,20 +255,19 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 
 	var last reply
 	for {
-		remaining := time.Until(deadline)
-		if remaining <= 0 || ctx.Err() != nil {
-			res.Stop = stopFor(ctx)
+		if stop := stopFor(ctx, deadline); stop != "" {
+			res.Stop = stop
 			break
 		}
-		a, r := c.attempt(ctx, &call, min(attemptTimeout, remaining))
+		a, r := c.attempt(ctx, &call, min(attemptTimeout, time.Until(deadline)))
 		res.Log = append(res.Log, a)
 		last = r
 		if a.Class == ClassFinal {
 			res.Status, res.Payload, res.Stop = r.f.Status, r.f.Payload, StopFinal
 			break
 		}
-		if ctx.Err() != nil {
-			res.Stop = stopFor(ctx)
+		if stop := stopFor(ctx, deadline); stop != "" {
+			res.Stop = stop
 			break
 		}
 		if errors.Is(r.err, ErrClosed) {
@@ -286,7 +289,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		}
 		res.Log[len(res.Log)-1].Backoff = pause
 		if !sleep(ctx, pause) {
-			res.Stop = stopFor(ctx)
+			res.Stop = stopFor(ctx, deadline)
 			break
 		}
 	}
@@ -296,17 +299,25 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		res.Err = last.err
 		if res.Err == nil && len(res.Log) == 0 {
 			res.Err = ctx.Err()
+			if res.Err == nil {
+				res.Err = context.DeadlineExceeded
+			}
 		}
 	}
 	res.Elapsed = time.Since(start)
 	return res
 }
 
-func stopFor(ctx context.Context) string {
-	if errors.Is(ctx.Err(), context.Canceled) {
+// stopFor says why no further attempt may start: the caller's context
+// ended or the deadline passed. It returns "" while attempts may go on.
+func stopFor(ctx context.Context, deadline time.Time) string {
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.Canceled):
 		return StopCanceled
+	case err != nil, !time.Now().Before(deadline):
+		return StopDeadline
 	}
-	return StopDeadline
+	return ""
 }
 
 func (c *Client) mayRetry(call *Call, class Class) bool {
@@ -373,22 +384,35 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// waiter is what an attempt waits with; pooled, since every call needs one.
+type waiter struct {
+	ch chan reply
+	t  *time.Timer
+}
+
+var waiters = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{ch: make(chan reply, 1), t: t}
+}}
+
 // attempt makes one try with the given budget. The returned reply holds the
 // server's frame for a response, or the error that ended the attempt.
 func (c *Client) attempt(ctx context.Context, call *Call, budget time.Duration) (Attempt, reply) {
 	a := Attempt{BudgetMs: deadlineMs(budget)}
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
+	deadline := time.Now().Add(budget)
 
 	var cn *clientConn
 	var err error
 	if c.cfg.ConnPerCall {
-		cn, err = dialConn(ctx, c.addr, &c.stats)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		cn, err = dialConn(dctx, c.addr, &c.stats, c.cfg.Deadline)
+		cancel()
 		if err == nil {
 			defer cn.close()
 		}
 	} else {
-		cn, err = c.conn(ctx)
+		cn, err = c.conn(ctx, deadline)
 	}
 	if err != nil {
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeConnectFailed, err.Error()
@@ -396,48 +420,68 @@ func (c *Client) attempt(ctx context.Context, call *Call, budget time.Duration) 
 	}
 
 	// The server is told what is left of the attempt after connecting.
-	if dl, ok := ctx.Deadline(); ok {
-		a.BudgetMs = deadlineMs(time.Until(dl))
-	}
+	a.BudgetMs = deadlineMs(time.Until(deadline))
 	a.ID = c.nextID.Add(1)
 	f := Frame{Type: TypeRequest, ID: a.ID, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
-	ch := make(chan reply, 1)
-	if err := cn.register(a.ID, ch); err != nil {
+	w := waiters.Get().(*waiter)
+	// Every path below leaves w.ch empty with no sender holding it, so w
+	// can be reused.
+	defer waiters.Put(w)
+	if err := cn.register(a.ID, w.ch); err != nil {
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
 		return a, reply{err: err}
 	}
-	if err := cn.write(ctx, &f); err != nil {
-		cn.remove(a.ID)
-		if errors.Is(err, errNotStarted) {
-			a.Class, a.Outcome = ClassNotSent, OutcomeNotSent
-		} else {
-			a.Class, a.Outcome = ClassUnknown, OutcomeWriteFailed
+	if err := cn.send(&f); err != nil {
+		if !cn.remove(a.ID) {
+			<-w.ch // the connection failed meanwhile and replied; nothing was sent all the same
 		}
-		a.Err = err.Error()
+		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
 		return a, reply{err: err}
 	}
 
 	var r reply
+	w.t.Reset(time.Until(deadline))
 	select {
-	case r = <-ch:
-	case <-ctx.Done():
-		if cn.remove(a.ID) {
-			a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, ctx.Err().Error()
-			if errors.Is(ctx.Err(), context.Canceled) {
-				a.Outcome = OutcomeCanceled
-			}
-			return a, reply{err: ctx.Err()}
+	case r = <-w.ch:
+		w.t.Stop()
+	case <-w.t.C:
+		if r, ok := c.abandon(cn, a.ID, &a, context.DeadlineExceeded); !ok {
+			return a, r
 		}
-		r = <-ch // the reader removed the entry first: its reply is on the way
+		r = <-w.ch
+	case <-ctx.Done():
+		w.t.Stop()
+		if r, ok := c.abandon(cn, a.ID, &a, ctx.Err()); !ok {
+			return a, r
+		}
+		r = <-w.ch
 	}
-	if r.err != nil {
+	switch {
+	case r.err != nil && r.notSent:
+		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, r.err.Error()
+	case r.err != nil:
 		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeConnLost, r.err.Error()
 		var pe *ProtocolError
 		if errors.As(r.err, &pe) {
 			a.Outcome = OutcomeProtocolError
 		}
-		return a, r
+	default:
+		a.Outcome, a.Status, a.Class = OutcomeResponse, r.f.Status, classify(r.f.Status)
 	}
-	a.Outcome, a.Status, a.Class = OutcomeResponse, r.f.Status, classify(r.f.Status)
 	return a, r
+}
+
+// abandon gives up waiting for id because of cause. It reports false, with
+// the attempt classified, when the pending entry was still there; true when
+// the reader took the entry first, so its reply is on its way and must be
+// used.
+func (c *Client) abandon(cn *clientConn, id uint64, a *Attempt, cause error) (reply, bool) {
+	if cn.remove(id) {
+		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, cause.Error()
+		if errors.Is(cause, context.Canceled) {
+			a.Outcome = OutcomeCanceled
+		}
+		return reply{err: cause}, false
+	}
+	return reply{}, true
 }

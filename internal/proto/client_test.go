@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,6 +107,48 @@ func TestConcurrentCallsSeeTheirOwnAnswers(t *testing.T) {
 	}
 	if got := counter(t, srv, "exec.debit"); got != n {
 		t.Errorf("server exec.debit = %d, want %d", got, n)
+	}
+}
+
+// TestSustainedLoadKeepsStreamIntact drives many concurrent calls of
+// varied sizes through one connection, so that requests are coalesced into
+// shared writes and answers into shared reads. Any corruption of the byte
+// stream shows up as a protocol error, a redial or a wrong answer.
+func TestSustainedLoadKeepsStreamIntact(t *testing.T) {
+	for _, chunk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunk=%v", chunk), func(t *testing.T) {
+			cfg := proto.DefaultServerConfig()
+			cfg.Chunk = chunk
+			srv, addr := startServer(t, cfg)
+			c := newClient(t, addr, testConfig())
+			const goroutines, calls = 16, 300
+			var wrong atomic.Int64
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range calls {
+						account := fmt.Sprintf("acct-%d-%d", g, i)
+						pad := strings.Repeat("p", (g*calls+i)*37%3000)
+						r := c.Do(context.Background(), get(account, "pad="+pad))
+						if r.Status != proto.StatusOK || fields(t, r.Payload)["account"] != account {
+							if wrong.Add(1) == 1 {
+								t.Errorf("call %s: got %v %q (log %v), want OK for that account", account, r.Status, r.Payload, r.Log)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := wrong.Load(); n > 0 {
+				t.Errorf("%d of %d calls got a failure or another account's answer", n, goroutines*calls)
+			}
+			if got := counter(t, srv, "protocol_errors"); got != 0 {
+				t.Errorf("server protocol_errors = %d, want 0", got)
+			}
+			if got := c.Stats().ConnsOpened; got != 1 {
+				t.Errorf("Stats().ConnsOpened = %d, want 1 (the connection broke)", got)
+			}
+		})
 	}
 }
 

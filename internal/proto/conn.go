@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +17,8 @@ import (
 const readBufSize = 32 << 10
 
 // ConnLostError fails every attempt still pending on a connection that
-// died: the peer closed it, a read failed, or the peer sent a bad frame.
+// died: the peer closed it, a read or write failed, or the peer sent a bad
+// frame.
 type ConnLostError struct {
 	// Err is the cause; errors.As finds a *ProtocolError here when the peer
 	// sent a bad frame.
@@ -38,48 +41,65 @@ func (e *ConnLostError) Error() string {
 
 func (e *ConnLostError) Unwrap() error { return e.Err }
 
-// errNotStarted marks a write that never began, so its attempt was not sent.
+// errNotStarted marks a request none of whose bytes were written, so its
+// attempt was not sent.
 var errNotStarted = errors.New("proto: write not started")
 
 // ErrClosed is returned for calls on a closed Client.
 var ErrClosed = errors.New("proto: client closed")
 
+// reply is what the connection hands an attempt: a response, or the error
+// that ended the connection. notSent is set when the attempt's request was
+// still queued, unwritten, when the connection died.
 type reply struct {
-	f   Frame
-	err error
+	f       Frame
+	err     error
+	notSent bool
 }
 
-// clientConn is one TCP connection of a Client, with its reader goroutine.
+// clientConn is one TCP connection of a Client, with a reader goroutine
+// that routes responses by ID and a writer goroutine that coalesces
+// queued requests into as few writes as possible.
 type clientConn struct {
 	nc    net.Conn
 	stats *clientStats
+	// writeTimeout bounds one write; a write that blocks longer (a peer
+	// that stopped reading) fails the connection.
+	writeTimeout time.Duration
 
-	// wsem is held (full) while a request is written; a channel, not a
-	// mutex, so a waiting writer can give up when its attempt ends.
-	wsem chan struct{}
-	wbuf []byte // guarded by wsem
+	wmu    sync.Mutex // guards wq, queued, wdead
+	wq     []byte     // encoded requests the writer has not taken yet
+	queued []uint64   // IDs of the requests in wq, in order
+	wdead  bool       // set by fail; nothing more is queued
+	wake   chan struct{}
 
 	mu      sync.Mutex            // guards pending, err
 	pending map[uint64]chan reply // attempts waiting for a response, by ID
 	err     error                 // why the connection died; nil while alive
 
-	dead     atomic.Bool
-	readDone chan struct{} // closed when the reader goroutine exits
+	dead      atomic.Bool
+	done      chan struct{} // closed by fail
+	readDone  chan struct{} // closed when the reader exits
+	writeDone chan struct{} // closed when the writer exits
 }
 
-func newClientConn(nc net.Conn, stats *clientStats) *clientConn {
+func newClientConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration) *clientConn {
 	c := &clientConn{
-		nc:       nc,
-		stats:    stats,
-		wsem:     make(chan struct{}, 1),
-		pending:  make(map[uint64]chan reply),
-		readDone: make(chan struct{}),
+		nc:           nc,
+		stats:        stats,
+		writeTimeout: writeTimeout,
+		wake:         make(chan struct{}, 1),
+		pending:      make(map[uint64]chan reply),
+		done:         make(chan struct{}),
+		readDone:     make(chan struct{}),
+		writeDone:    make(chan struct{}),
 	}
 	go c.readLoop()
+	go c.writeLoop()
 	return c
 }
 
-// register adds a pending entry before the request is written. It fails if
+// register adds a pending entry before the request is queued. It fails if
 // the connection is already dead: the attempt was then not sent.
 func (c *clientConn) register(id uint64, ch chan reply) error {
 	c.mu.Lock()
@@ -93,7 +113,7 @@ func (c *clientConn) register(id uint64, ch chan reply) error {
 
 // remove deletes the pending entry for id and reports whether it was still
 // there. An attempt that gives up calls it first; if it returns false a
-// reply has already been handed over.
+// reply has already been, or is being, handed over.
 func (c *clientConn) remove(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -102,38 +122,75 @@ func (c *clientConn) remove(id uint64) bool {
 	return ok
 }
 
-// write sends one encoded request. A returned error wrapping errNotStarted
-// means no byte was written; any other error means the write started and
-// the connection has been failed, since the stream may hold half a frame.
-func (c *clientConn) write(ctx context.Context, f *Frame) error {
-	select {
-	case c.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", errNotStarted, ctx.Err())
-	}
-	defer func() { <-c.wsem }()
-	if c.dead.Load() {
+// send queues f for the writer. An error (wrapping errNotStarted) means
+// nothing of f will ever be written. Once send returns nil the request
+// counts as written: the writer may put it on the wire at any moment.
+func (c *clientConn) send(f *Frame) error {
+	c.wmu.Lock()
+	if c.wdead {
+		c.wmu.Unlock()
 		return fmt.Errorf("%w: connection already dead", errNotStarted)
 	}
 	var err error
-	c.wbuf, err = AppendFrame(c.wbuf[:0], f)
+	c.wq, err = AppendFrame(c.wq, f)
 	if err != nil {
+		c.wmu.Unlock()
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
-	dl, _ := ctx.Deadline()
-	if err := c.nc.SetWriteDeadline(dl); err != nil {
-		return fmt.Errorf("%w: %w", errNotStarted, err)
-	}
-	if _, err := c.nc.Write(c.wbuf); err != nil {
-		c.fail(fmt.Errorf("write: %w", err))
-		return err
+	c.queued = append(c.queued, f.ID)
+	c.wmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 	return nil
 }
 
+// writeLoop writes whatever requests are queued in one write call, so
+// concurrent callers share syscalls. It owns the socket's write side.
+func (c *clientConn) writeLoop() {
+	defer close(c.writeDone)
+	var spare []byte
+	var spareIDs []uint64
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		// Let callers that are already runnable queue their requests too,
+		// so that one write carries them all.
+		runtime.Gosched()
+		// Swap buffers: senders append to the spare while buf is written.
+		c.wmu.Lock()
+		buf, ids := c.wq, c.queued
+		c.wq, c.queued = spare[:0], spareIDs[:0]
+		c.wmu.Unlock()
+		spare, spareIDs = buf, ids
+		if len(buf) == 0 {
+			continue
+		}
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
+			c.fail(fmt.Errorf("write: %w", err))
+			return
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(fmt.Errorf("write: %w", err))
+			return
+		}
+	}
+}
+
 // fail kills the connection once: it records err, closes the socket and
-// hands every pending attempt the same error.
+// hands every pending attempt the same error. Attempts whose requests were
+// still queued are told they were not sent.
 func (c *clientConn) fail(err error) {
+	c.wmu.Lock()
+	c.wdead = true
+	unsent := c.queued
+	c.wq, c.queued = nil, nil
+	c.wmu.Unlock()
+
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -144,16 +201,18 @@ func (c *clientConn) fail(err error) {
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
+	close(c.done)
 	c.nc.Close()
-	for _, ch := range pending {
-		ch <- reply{err: err}
+	for id, ch := range pending {
+		ch <- reply{err: err, notSent: slices.Contains(unsent, id)}
 	}
 }
 
-// close fails the connection with ErrClosed and waits for its reader.
+// close fails the connection with ErrClosed and waits for its goroutines.
 func (c *clientConn) close() {
 	c.fail(ErrClosed)
 	<-c.readDone
+	<-c.writeDone
 }
 
 func (c *clientConn) readLoop() {
@@ -207,14 +266,14 @@ func (c *clientConn) deliver(f *Frame) {
 	ch <- reply{f: *f}
 }
 
-func dialConn(ctx context.Context, addr string, stats *clientStats) (*clientConn, error) {
+func dialConn(ctx context.Context, addr string, stats *clientStats, writeTimeout time.Duration) (*clientConn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	stats.connsOpened.Add(1)
-	return newClientConn(nc, stats), nil
+	return newClientConn(nc, stats, writeTimeout), nil
 }
 
 // deadlineMs converts a budget to whole milliseconds for the wire, rounding
