@@ -119,11 +119,26 @@ func (f *Frame) check() error {
 type Decoder struct {
 	buf []byte // unconsumed bytes; never holds a complete frame between calls
 	err error
+
+	// names holds recently decoded method names, so that a stream of
+	// calls to a few methods does not allocate a string per frame.
+	names [4]string
+	next  int
+	// block is the unused tail of the memory payloads are copied into.
+	// Payloads take disjoint pieces of it that are never written again.
+	block []byte
 }
+
+// payloadBlock is the size of the blocks small payloads are carved from:
+// one allocation serves many frames, and a payload kept by a caller pins
+// at most this much.
+const payloadBlock = 4 << 10
 
 // Feed appends p to the stream and decodes every complete frame in it. The
 // returned frames own their memory: nothing in them aliases p or the
-// Decoder's buffer. p is not retained.
+// Decoder's buffer, and nothing the Decoder does later writes to it. Small
+// payloads may share one allocation, each capped at its length so that
+// appending to one never touches another. p is not retained.
 func (d *Decoder) Feed(p []byte) ([]Frame, error) {
 	if d.err != nil {
 		return nil, d.err
@@ -144,7 +159,7 @@ func (d *Decoder) Feed(p []byte) ([]Frame, error) {
 		if len(data)-off-lenPrefix < n {
 			break
 		}
-		f, err := parseBody(data[off+lenPrefix : off+lenPrefix+n])
+		f, err := d.parseBody(data[off+lenPrefix : off+lenPrefix+n])
 		if err != nil {
 			d.fail(err)
 			return frames, d.err
@@ -180,8 +195,35 @@ func (d *Decoder) fail(err error) {
 	d.buf = nil
 }
 
+// name returns b as a string, reusing a recently returned one if equal.
+func (d *Decoder) name(b []byte) string {
+	for _, s := range d.names {
+		if s == string(b) {
+			return s
+		}
+	}
+	s := string(b)
+	d.names[d.next%len(d.names)] = s
+	d.next++
+	return s
+}
+
+// payload returns a copy of b in memory owned by the frame.
+func (d *Decoder) payload(b []byte) []byte {
+	if len(b) > payloadBlock/4 {
+		return append([]byte(nil), b...)
+	}
+	if len(d.block) < len(b) {
+		d.block = make([]byte, payloadBlock)
+	}
+	p := d.block[:len(b):len(b)]
+	d.block = d.block[len(b):]
+	copy(p, b)
+	return p
+}
+
 // parseBody parses the n bytes that follow a length prefix.
-func parseBody(b []byte) (Frame, error) {
+func (d *Decoder) parseBody(b []byte) (Frame, error) {
 	var f Frame
 	if m := binary.BigEndian.Uint16(b); m != Magic {
 		return f, protocolErrorf("bad magic %#04x", m)
@@ -218,9 +260,11 @@ func parseBody(b []byte) (Frame, error) {
 		return f, protocolErrorf("method and key (%d bytes) overrun frame length %d", ml+kl, len(b))
 	}
 	p := headLen
-	f.Method = string(b[p : p+ml])
+	f.Method = d.name(b[p : p+ml])
 	p += ml
-	f.Key = string(b[p : p+kl])
+	if kl > 0 {
+		f.Key = string(b[p : p+kl])
+	}
 	p += kl
 	pl := int(binary.BigEndian.Uint32(b[p:]))
 	p += 4
@@ -228,7 +272,7 @@ func parseBody(b []byte) (Frame, error) {
 		return f, protocolErrorf("frame length %d does not match its parts (payload %d)", len(b), pl)
 	}
 	if pl > 0 {
-		f.Payload = append([]byte(nil), b[p:]...)
+		f.Payload = d.payload(b[p:])
 	}
 	return f, nil
 }

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -106,11 +107,37 @@ type dedupEntry struct {
 	res         execResult
 }
 
+// execResult is the outcome of executing a request, kept in the dedup
+// table for replays.
 type execResult struct {
-	status  Status
-	fields  Fields // response fields; nil when msg is set
-	msg     string // error text for a non-OK status
-	execute bool   // false: rejected before executing
+	status Status
+	msg    string // the payload when status is not OK
+	// The fields of an OK answer. account aliases the request's payload,
+	// which the request owns for good.
+	account         []byte
+	balance, debits int64
+	budget          uint32
+	replayed        bool
+}
+
+// appendPayload appends the answer's payload: for OK,
+// "account=A balance=N budget=N exec=N replayed=B" (keys sorted, as
+// Fields.String writes them); otherwise the message.
+func (r *execResult) appendPayload(dst []byte) []byte {
+	if r.status != StatusOK {
+		return append(dst, r.msg...)
+	}
+	dst = append(dst, "account="...)
+	dst = append(dst, r.account...)
+	dst = append(dst, " balance="...)
+	dst = strconv.AppendInt(dst, r.balance, 10)
+	dst = append(dst, " budget="...)
+	dst = strconv.AppendUint(dst, uint64(r.budget), 10)
+	dst = append(dst, " exec="...)
+	dst = strconv.AppendInt(dst, r.debits, 10)
+	dst = append(dst, " replayed="...)
+	dst = strconv.AppendBool(dst, r.replayed)
+	return dst
 }
 
 type job struct {
@@ -312,25 +339,27 @@ func (s *Server) control(f *Frame) []byte {
 
 func (s *Server) worker() {
 	defer s.wg.Done()
+	var scratch []byte // payload buffer, reused across requests
 	for {
 		select {
 		case j := <-s.queue:
-			s.serve(j)
+			scratch = s.serve(j, scratch[:0])
 		case <-s.done:
 			return
 		}
 	}
 }
 
-// serve runs one business request on a worker.
-func (s *Server) serve(j job) {
+// serve runs one business request on a worker. scratch is a buffer the
+// worker lends for the answer's payload; serve returns it, maybe grown.
+func (s *Server) serve(j job, scratch []byte) []byte {
 	f := &j.f
 	budget := time.Duration(f.BudgetMs) * time.Millisecond
 	if waited := time.Since(j.arrival); waited >= budget {
 		s.counters.expired.Add(1)
 		s.log.Printf("EXPIRED id=%d method=%s budget=%d waited=%d", f.ID, f.Method, f.BudgetMs, waited.Milliseconds())
 		j.c.send(respond(f, StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
-		return
+		return scratch
 	}
 	fault, faulty := s.faults.take(f.Method)
 	if faulty {
@@ -340,20 +369,22 @@ func (s *Server) serve(j job) {
 		case FaultUnavailable:
 			s.counters.unavailable.Add(1)
 			j.c.send(respond(f, StatusUnavailable, "injected unavailable"))
-			return
+			return scratch
 		case FaultSleep:
 			if !s.pause(fault.Delay) {
 				j.c.send(respond(f, StatusUnavailable, "server closing"))
-				return
+				return scratch
 			}
 		}
 	}
 	res := s.execute(f, j.arrival.Add(budget))
-	out := respondResult(f, res)
+	scratch = res.appendPayload(scratch)
+	rf := Frame{Type: TypeResponse, ID: f.ID, Status: res.status, Method: f.Method, Payload: scratch}
 	if !faulty {
-		j.c.send(out)
-		return
+		j.c.sendFrame(&rf)
+		return scratch
 	}
+	out := encodeResponse(&rf)
 	switch fault.Kind {
 	case FaultLate:
 		at := j.arrival.Add(budget + fault.Delay)
@@ -369,6 +400,7 @@ func (s *Server) serve(j job) {
 	default:
 		j.c.send(out)
 	}
+	return scratch
 }
 
 // pause sleeps d and reports whether it did; it returns false early if
@@ -392,7 +424,7 @@ func (s *Server) pause(d time.Duration) bool {
 // then.
 func (s *Server) execute(f *Frame, expiry time.Time) execResult {
 	if f.Key == "" {
-		return s.apply(f, expiry)
+		return s.apply(f)
 	}
 	fp := fingerprint(f)
 	s.mu.Lock()
@@ -403,7 +435,7 @@ func (s *Server) execute(f *Frame, expiry time.Time) execResult {
 	}
 	s.mu.Unlock()
 	if !seen {
-		e.res = s.apply(f, expiry)
+		e.res = s.apply(f)
 		close(e.done)
 		return e.res
 	}
@@ -425,14 +457,7 @@ func (s *Server) execute(f *Frame, expiry time.Time) execResult {
 	s.counters.dedupHits.Add(1)
 	s.log.Printf("DEDUP_HIT id=%d key=%s", f.ID, f.Key)
 	res := e.res
-	if res.fields != nil {
-		fs := make(Fields, len(res.fields))
-		for k, v := range res.fields {
-			fs[k] = v
-		}
-		fs["replayed"] = "true"
-		res.fields = fs
-	}
+	res.replayed = res.status == StatusOK
 	return res
 }
 
@@ -447,76 +472,112 @@ func fingerprint(f *Frame) [sha256.Size]byte {
 }
 
 // apply executes a get or debit. Payload fields: account (required),
-// amount (debit, > 0), sleep (ms to sleep before executing).
-func (s *Server) apply(f *Frame, expiry time.Time) execResult {
-	fs, err := ParseFields(f.Payload)
+// amount (debit, > 0), sleep (ms to sleep before executing); others are
+// ignored.
+func (s *Server) apply(f *Frame) execResult {
+	args, err := parseArgs(f.Payload)
 	if err != nil {
 		return execResult{status: StatusInvalidArgument, msg: err.Error()}
 	}
-	name := fs["account"]
-	if name == "" {
+	if len(args.account) == 0 {
 		return execResult{status: StatusInvalidArgument, msg: "account is required"}
 	}
-	sleepMs, err := fs.Int("sleep", 0)
-	if err != nil {
-		return execResult{status: StatusInvalidArgument, msg: err.Error()}
+	if f.Method == MethodDebit && args.amount <= 0 {
+		return execResult{status: StatusInvalidArgument, msg: "amount must be a positive integer"}
 	}
-	var amount int64
-	if f.Method == MethodDebit {
-		amount, err = fs.Int("amount", 0)
-		if err != nil || amount <= 0 {
-			return execResult{status: StatusInvalidArgument, msg: "amount must be a positive integer"}
-		}
-	}
-	if !s.pause(time.Duration(sleepMs) * time.Millisecond) {
+	if !s.pause(time.Duration(args.sleep) * time.Millisecond) {
 		return execResult{status: StatusUnavailable, msg: "server closing"}
 	}
 
 	s.mu.Lock()
-	a := s.accounts[name]
+	a := s.accounts[string(args.account)]
 	if a == nil {
 		a = &account{balance: DefaultBalance}
-		s.accounts[name] = a
+		s.accounts[string(args.account)] = a
 	}
 	if f.Method == MethodDebit {
-		if a.balance < amount {
+		if a.balance < args.amount {
 			s.mu.Unlock()
 			return execResult{status: StatusAppError, msg: "insufficient funds"}
 		}
-		a.balance -= amount
+		a.balance -= args.amount
 		a.debits++
 		s.counters.execDebit.Add(1)
 	} else {
 		s.counters.execGet.Add(1)
 	}
-	balance, debits := a.balance, a.debits
+	res := execResult{status: StatusOK, account: args.account, balance: a.balance, debits: a.debits, budget: f.BudgetMs}
 	s.mu.Unlock()
+	return res
+}
 
-	return execResult{status: StatusOK, execute: true, fields: Fields{
-		"account":  name,
-		"balance":  strconv.FormatInt(balance, 10),
-		"exec":     strconv.FormatInt(debits, 10),
-		"budget":   strconv.FormatUint(uint64(f.BudgetMs), 10),
-		"replayed": "false",
-	}}
+// args are the fields of a get or debit payload.
+type args struct {
+	account       []byte // aliases the payload
+	amount, sleep int64
+}
+
+// parseArgs reads the space-separated key=value pairs of a business
+// payload without allocating. A later pair overrides an earlier one with
+// the same key.
+func parseArgs(p []byte) (args, error) {
+	var a args
+	for len(p) > 0 {
+		var tok []byte
+		if i := bytes.IndexByte(p, ' '); i >= 0 {
+			tok, p = p[:i], p[i+1:]
+		} else {
+			tok, p = p, nil
+		}
+		if len(tok) == 0 {
+			continue
+		}
+		k, v, ok := bytes.Cut(tok, []byte("="))
+		if !ok || len(k) == 0 {
+			return a, fmt.Errorf("proto: %q is not key=value", tok)
+		}
+		switch string(k) {
+		case "account":
+			a.account = v
+		case "amount", "sleep":
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				if string(k) == "amount" {
+					return a, errors.New("amount must be a positive integer")
+				}
+				return a, fmt.Errorf("proto: field %s=%q is not an integer", k, v)
+			}
+			if string(k) == "amount" {
+				a.amount = n
+			} else {
+				a.sleep = n
+			}
+		}
+	}
+	return a, nil
 }
 
 // respond encodes a response to f whose payload is text.
 func respond(f *Frame, st Status, text string) []byte {
-	r := Frame{Type: TypeResponse, ID: f.ID, Status: st, Method: f.Method, Payload: []byte(text)}
-	b, err := AppendFrame(nil, &r)
-	if err != nil {
-		// Only a payload over the frame limit can fail here; answer with
-		// the error instead of the payload.
-		r.Payload, r.Status = []byte("response too large"), StatusAppError
-		b, _ = AppendFrame(nil, &r)
-	}
+	return encodeResponse(&Frame{Type: TypeResponse, ID: f.ID, Status: st, Method: f.Method, Payload: []byte(text)})
+}
+
+// encodeResponse encodes r into a new slice.
+func encodeResponse(r *Frame) []byte {
+	// Method and ID come from a decoded request and the payload is cut
+	// to size, so this cannot fail.
+	b, _ := appendResponse(nil, r)
 	return b
 }
 
-func respondResult(f *Frame, r execResult) []byte {
-	if r.fields != nil {
-		return respond(f, r.status, r.fields.String())
+// appendResponse appends r to dst. A payload over the frame limit is
+// replaced by an APP_ERROR saying so.
+func appendResponse(dst []byte, r *Frame) ([]byte, error) {
+	out, err := AppendFrame(dst, r)
+	if err != nil && errors.Is(err, ErrInvalidFrame) && len(r.Payload) > 0 {
+		small := *r
+		small.Payload, small.Status = []byte("response too large"), StatusAppError
+		return AppendFrame(dst, &small)
 	}
-	return respond(f, r.status, r.msg)
+	return out, err
 }

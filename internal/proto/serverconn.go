@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -17,19 +18,15 @@ type serverConn struct {
 
 	wake chan struct{} // capacity 1: the writer has work
 
-	mu     sync.Mutex // guards out, closed, timers
-	out    []outItem
-	closed bool
-	timers map[*time.Timer]struct{} // pending late responses
+	mu        sync.Mutex // guards out, outFrames, closing, closed, timers
+	out       []byte     // encoded responses the writer has not taken yet
+	outFrames int        // frames (whole or partial) in out
+	closing   bool       // close the connection once out is written
+	closed    bool
+	timers    map[*time.Timer]struct{} // pending late responses
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by close
-}
-
-// outItem is one thing for the writer to do, in order.
-type outItem struct {
-	b     []byte
-	close bool // close the connection after writing b
 }
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
@@ -77,11 +74,27 @@ func (c *serverConn) readLoop() {
 	}
 }
 
-// send queues b for writing.
-func (c *serverConn) send(b []byte) { c.enqueue(outItem{b: b}) }
+// send queues the encoded frame b for writing.
+func (c *serverConn) send(b []byte) { c.enqueue(b, false) }
 
-// sendThenClose queues b (possibly nil) and then a close of the connection.
-func (c *serverConn) sendThenClose(b []byte) { c.enqueue(outItem{b: b, close: true}) }
+// sendThenClose queues b (possibly nil or part of a frame) and then a
+// close of the connection; anything queued later is dropped.
+func (c *serverConn) sendThenClose(b []byte) { c.enqueue(b, true) }
+
+// sendFrame encodes f straight into the output queue.
+func (c *serverConn) sendFrame(f *Frame) {
+	c.mu.Lock()
+	if c.closed || c.closing {
+		c.mu.Unlock()
+		return
+	}
+	var err error
+	if c.out, err = appendResponse(c.out, f); err == nil {
+		c.outFrames++
+	}
+	c.mu.Unlock()
+	c.signal()
+}
 
 // sendAt queues b at time at, unless the connection is closed by then.
 func (c *serverConn) sendAt(b []byte, at time.Time) {
@@ -100,14 +113,22 @@ func (c *serverConn) sendAt(b []byte, at time.Time) {
 	c.timers[t] = struct{}{}
 }
 
-func (c *serverConn) enqueue(it outItem) {
+func (c *serverConn) enqueue(b []byte, closeAfter bool) {
 	c.mu.Lock()
-	if c.closed {
+	if c.closed || c.closing {
 		c.mu.Unlock()
 		return
 	}
-	c.out = append(c.out, it)
+	if len(b) > 0 {
+		c.out = append(c.out, b...)
+		c.outFrames++
+	}
+	c.closing = closeAfter
 	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *serverConn) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -121,7 +142,7 @@ func (c *serverConn) writeLoop() {
 	if c.s.cfg.Chunk {
 		rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	var buf []byte
+	var spare []byte
 	for {
 		select {
 		case <-c.wake:
@@ -136,23 +157,17 @@ func (c *serverConn) writeLoop() {
 			case <-c.done:
 				return
 			}
+		} else {
+			// Let workers that are already runnable queue their answers
+			// too, so that one write carries them all.
+			runtime.Gosched()
 		}
+		// Swap buffers: workers append to the spare while buf is written.
 		c.mu.Lock()
-		items := c.out
-		c.out = nil
+		buf, frames, closeAfter := c.out, c.outFrames, c.closing
+		c.out, c.outFrames = spare[:0], 0
 		c.mu.Unlock()
-		buf = buf[:0]
-		frames, closeAfter := 0, false
-		for _, it := range items {
-			if len(it.b) > 0 {
-				buf = append(buf, it.b...)
-				frames++
-			}
-			if it.close {
-				closeAfter = true
-				break
-			}
-		}
+		spare = buf
 		if err := c.write(buf, rng); err != nil {
 			return
 		}
@@ -186,7 +201,7 @@ func (c *serverConn) close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		c.out = nil
+		c.out, c.outFrames = nil, 0
 		for t := range c.timers {
 			t.Stop()
 		}
