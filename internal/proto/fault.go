@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -126,6 +127,9 @@ func ParseFault(s string) (Fault, error) {
 type faultTable struct {
 	mu    sync.Mutex // guards rules
 	rules []faultRule
+	// n is len(rules), readable without the lock so that the common case,
+	// no faults at all, costs no locking.
+	n atomic.Int32
 }
 
 type faultRule struct {
@@ -137,17 +141,25 @@ func (t *faultTable) add(f Fault) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rules = append(t.rules, faultRule{Fault: f})
+	t.n.Store(int32(len(t.rules)))
 }
+
+// empty reports whether no rule is configured, spent or not.
+func (t *faultTable) empty() bool { return t.n.Load() == 0 }
 
 func (t *faultTable) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rules = nil
+	t.n.Store(0)
 }
 
 // take returns the rule that fires for method, if any, and spends one use
 // of it.
 func (t *faultTable) take(method string) (Fault, bool) {
+	if t.empty() {
+		return Fault{}, false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.rules {

@@ -36,7 +36,11 @@ const ErrKeyReused = "idempotency key reused with different request"
 
 // ServerConfig tunes a Server. Start from DefaultServerConfig.
 type ServerConfig struct {
-	// Workers is the number of goroutines executing business requests.
+	// Workers is how many business requests may execute at once: the
+	// number of worker goroutines, which take requests from the queue. A
+	// connection's reader executes a request itself, without queueing it,
+	// when a slot is free, nothing is queued, and the request can neither
+	// sleep nor wait (no sleep field, no idempotency key, no fault rules).
 	// Must be at least 1. Default 4.
 	Workers int
 	// QueueSize bounds business requests waiting for a worker; a request
@@ -81,7 +85,7 @@ type Server struct {
 	cfg    ServerConfig
 	log    *log.Logger
 	faults faultTable
-	queue  chan job
+	queue  *workQueue
 	done   chan struct{}
 	wg     sync.WaitGroup // workers, connection goroutines, Serve
 
@@ -144,6 +148,9 @@ type job struct {
 	c       *serverConn
 	f       Frame
 	arrival time.Time
+	// byReader is set when the connection's reader runs the job itself;
+	// it then flushes the answer after the batch it read.
+	byReader bool
 }
 
 type serverCounters struct {
@@ -167,7 +174,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		log:      lg,
-		queue:    make(chan job, cfg.QueueSize),
+		queue:    newWorkQueue(cfg.Workers, cfg.QueueSize),
 		done:     make(chan struct{}),
 		accounts: make(map[string]*account),
 		dedup:    make(map[string]*dedupEntry),
@@ -246,6 +253,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	close(s.done)
+	s.queue.close()
 	if s.ln != nil {
 		s.ln.Close()
 	}
@@ -308,14 +316,25 @@ func (s *Server) dispatch(c *serverConn, f Frame, arrival time.Time) {
 		c.send(respond(&f, StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)))
 		return
 	}
-	select {
-	case s.queue <- job{c: c, f: f, arrival: arrival}:
-	default:
+	j := job{c: c, f: f, arrival: arrival}
+	if s.inline(&j.f) && s.queue.claim() {
+		j.byReader = true
+		c.scratch = s.serve(j, c.scratch[:0])
+		s.queue.release()
+		return
+	}
+	if !s.queue.push(j) {
 		s.counters.queueFull.Add(1)
 		s.counters.unavailable.Add(1)
 		s.log.Printf("QUEUE_FULL id=%d method=%s", f.ID, f.Method)
 		c.send(respond(&f, StatusUnavailable, "queue full"))
 	}
+}
+
+// inline reports whether f may run on the connection's reader: it cannot
+// sleep or wait, so the reader is back to reading at once.
+func (s *Server) inline(f *Frame) bool {
+	return f.Key == "" && s.faults.empty() && !bytes.Contains(f.Payload, []byte("sleep="))
 }
 
 func (s *Server) control(f *Frame) []byte {
@@ -341,12 +360,12 @@ func (s *Server) worker() {
 	defer s.wg.Done()
 	var scratch []byte // payload buffer, reused across requests
 	for {
-		select {
-		case j := <-s.queue:
-			scratch = s.serve(j, scratch[:0])
-		case <-s.done:
+		j, ok := s.queue.pop()
+		if !ok {
 			return
 		}
+		scratch = s.serve(j, scratch[:0])
+		s.queue.release()
 	}
 }
 
@@ -381,7 +400,11 @@ func (s *Server) serve(j job, scratch []byte) []byte {
 	scratch = res.appendPayload(scratch)
 	rf := Frame{Type: TypeResponse, ID: f.ID, Status: res.status, Method: f.Method, Payload: scratch}
 	if !faulty {
-		j.c.sendFrame(&rf)
+		if j.byReader && j.c.rng == nil {
+			j.c.unsignal = j.c.queueFrame(&rf) || j.c.unsignal
+		} else {
+			j.c.sendFrame(&rf)
+		}
 		return scratch
 	}
 	out := encodeResponse(&rf)

@@ -18,6 +18,15 @@ type serverConn struct {
 
 	wake chan struct{} // capacity 1: the writer has work
 
+	// Used by the reader goroutine only: its payload buffer for requests
+	// it executes, and whether it queued answers it has not flushed.
+	scratch  []byte
+	unsignal bool
+
+	wmu   sync.Mutex // held while writing; guards spare and rng
+	spare []byte     // the output buffer not in use, swapped with out
+	rng   *rand.Rand // chunk mode's piece sizes; nil otherwise
+
 	mu        sync.Mutex // guards out, outFrames, closing, closed, timers
 	out       []byte     // encoded responses the writer has not taken yet
 	outFrames int        // frames (whole or partial) in out
@@ -30,13 +39,17 @@ type serverConn struct {
 }
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
-	return &serverConn{
+	c := &serverConn{
 		s:      s,
 		nc:     nc,
 		wake:   make(chan struct{}, 1),
 		timers: make(map[*time.Timer]struct{}),
 		done:   make(chan struct{}),
 	}
+	if s.cfg.Chunk {
+		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return c
 }
 
 func (c *serverConn) readLoop() {
@@ -55,6 +68,9 @@ func (c *serverConn) readLoop() {
 					break
 				}
 				c.s.dispatch(c, f, now)
+			}
+			if !c.flushHeld() {
+				return
 			}
 			if derr != nil {
 				c.s.counters.protocolErrors.Add(1)
@@ -81,19 +97,28 @@ func (c *serverConn) send(b []byte) { c.enqueue(b, false) }
 // close of the connection; anything queued later is dropped.
 func (c *serverConn) sendThenClose(b []byte) { c.enqueue(b, true) }
 
-// sendFrame encodes f straight into the output queue.
+// sendFrame encodes f straight into the output queue and wakes the
+// writer.
 func (c *serverConn) sendFrame(f *Frame) {
+	if c.queueFrame(f) {
+		c.signal()
+	}
+}
+
+// queueFrame encodes f into the output queue without waking the writer;
+// the caller flushes or signals. It reports whether f was queued.
+func (c *serverConn) queueFrame(f *Frame) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed || c.closing {
-		c.mu.Unlock()
-		return
+		return false
 	}
 	var err error
-	if c.out, err = appendResponse(c.out, f); err == nil {
-		c.outFrames++
+	if c.out, err = appendResponse(c.out, f); err != nil {
+		return false
 	}
-	c.mu.Unlock()
-	c.signal()
+	c.outFrames++
+	return true
 }
 
 // sendAt queues b at time at, unless the connection is closed by then.
@@ -138,18 +163,13 @@ func (c *serverConn) signal() {
 func (c *serverConn) writeLoop() {
 	defer c.s.wg.Done()
 	defer c.close()
-	var rng *rand.Rand
-	if c.s.cfg.Chunk {
-		rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
-	var spare []byte
 	for {
 		select {
 		case <-c.wake:
 		case <-c.done:
 			return
 		}
-		if rng != nil {
+		if c.rng != nil {
 			// Chunk mode: let more responses pile up so that one write
 			// sequence carries several frames.
 			select {
@@ -162,21 +182,49 @@ func (c *serverConn) writeLoop() {
 			// too, so that one write carries them all.
 			runtime.Gosched()
 		}
-		// Swap buffers: workers append to the spare while buf is written.
-		c.mu.Lock()
-		buf, frames, closeAfter := c.out, c.outFrames, c.closing
-		c.out, c.outFrames = spare[:0], 0
-		c.mu.Unlock()
-		spare = buf
-		if err := c.write(buf, rng); err != nil {
-			return
-		}
-		c.s.counters.framesSent.Add(int64(frames))
-		if closeAfter {
-			c.s.log.Printf("CONN_CLOSE_INJECTED remote=%v", c.nc.RemoteAddr())
+		c.wmu.Lock()
+		ok := c.flush()
+		c.wmu.Unlock()
+		if !ok {
 			return
 		}
 	}
+}
+
+// flush writes everything queued; the caller holds wmu. It returns false
+// when the connection must close: the write failed, or a close was queued.
+func (c *serverConn) flush() bool {
+	// Swap buffers: others append to the spare while buf is written.
+	c.mu.Lock()
+	buf, frames, closeAfter := c.out, c.outFrames, c.closing
+	c.out, c.outFrames = c.spare[:0], 0
+	c.mu.Unlock()
+	c.spare = buf
+	if err := c.write(buf, c.rng); err != nil {
+		return false
+	}
+	c.s.counters.framesSent.Add(int64(frames))
+	if closeAfter {
+		c.s.log.Printf("CONN_CLOSE_INJECTED remote=%v", c.nc.RemoteAddr())
+		return false
+	}
+	return true
+}
+
+// flushHeld writes the answers the reader queued itself, on the reader
+// goroutine, which saves waking the writer; if the writer is busy it is
+// left to the writer. It returns false when the connection must close.
+func (c *serverConn) flushHeld() bool {
+	if !c.unsignal {
+		return true
+	}
+	c.unsignal = false
+	if !c.wmu.TryLock() {
+		c.signal()
+		return true
+	}
+	defer c.wmu.Unlock()
+	return c.flush()
 }
 
 // write writes b in one call, or in random 1-13 byte pieces when rng is set.
