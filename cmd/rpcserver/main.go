@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		addr       = fs.String("addr", "127.0.0.1:0", "address to listen on; port 0 picks a free port")
 		logPath    = fs.String("log", "", "file to append event lines to (default: stderr)")
 		startDelay = fs.Duration("start-delay", 0, "wait this long before binding (fault: delayed start)")
+		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		faults     faultFlags
 		cfg        = def
 	)
@@ -91,6 +93,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logOut = f
 	}
 	cfg.Log = log.New(logOut, "", log.Ltime|log.Lmicroseconds)
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	srv, err := proto.NewServer(cfg)
 	if err != nil {

@@ -141,9 +141,10 @@ type Client struct {
 	// concurrent callers share one dial and can still give up waiting.
 	dialSem chan struct{}
 
-	mu     sync.Mutex // guards cur, closed
-	cur    *clientConn
-	closed bool
+	// mu serializes changes to cur and closed; reads need no lock.
+	mu     sync.Mutex
+	cur    atomic.Pointer[clientConn]
+	closed atomic.Bool
 }
 
 // NewClient validates cfg and returns a Client for addr. It does not
@@ -171,9 +172,8 @@ func (c *Client) Stats() Stats {
 // It waits for the reader goroutine to exit.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	c.closed = true
-	cur := c.cur
-	c.cur = nil
+	c.closed.Store(true)
+	cur := c.cur.Swap(nil)
 	c.mu.Unlock()
 	if cur != nil {
 		cur.close()
@@ -204,25 +204,22 @@ func (c *Client) conn(ctx context.Context, deadline time.Time) (*clientConn, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		go cn.close()
 		return nil, ErrClosed
 	}
-	if old := c.cur; old != nil {
-		go old.close() // already dead; reap its reader
+	if old := c.cur.Swap(cn); old != nil {
+		go old.close() // already dead; reap its goroutines
 	}
-	c.cur = cn
 	return cn, nil
 }
 
 func (c *Client) liveConn() (*clientConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	if c.cur != nil && !c.cur.dead.Load() {
-		return c.cur, nil
+	if cn := c.cur.Load(); cn != nil && !cn.dead.Load() {
+		return cn, nil
 	}
 	return nil, nil
 }
@@ -254,19 +251,19 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	}
 
 	var last reply
-	for {
-		if stop := stopFor(ctx, deadline); stop != "" {
+	for now := start; ; now = time.Now() {
+		if stop := stopFor(ctx, now, deadline); stop != "" {
 			res.Stop = stop
 			break
 		}
-		a, r := c.attempt(ctx, &call, min(attemptTimeout, time.Until(deadline)))
+		a, r := c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))
 		res.Log = append(res.Log, a)
 		last = r
 		if a.Class == ClassFinal {
 			res.Status, res.Payload, res.Stop = r.f.Status, r.f.Payload, StopFinal
 			break
 		}
-		if stop := stopFor(ctx, deadline); stop != "" {
+		if stop := stopFor(ctx, time.Now(), deadline); stop != "" {
 			res.Stop = stop
 			break
 		}
@@ -289,7 +286,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		}
 		res.Log[len(res.Log)-1].Backoff = pause
 		if !sleep(ctx, pause) {
-			res.Stop = stopFor(ctx, deadline)
+			res.Stop = stopFor(ctx, time.Now(), deadline)
 			break
 		}
 	}
@@ -310,11 +307,11 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 
 // stopFor says why no further attempt may start: the caller's context
 // ended or the deadline passed. It returns "" while attempts may go on.
-func stopFor(ctx context.Context, deadline time.Time) string {
+func stopFor(ctx context.Context, now, deadline time.Time) string {
 	switch err := ctx.Err(); {
 	case errors.Is(err, context.Canceled):
 		return StopCanceled
-	case err != nil, !time.Now().Before(deadline):
+	case err != nil, !now.Before(deadline):
 		return StopDeadline
 	}
 	return ""
@@ -398,9 +395,10 @@ var waiters = sync.Pool{New: func() any {
 
 // attempt makes one try with the given budget. The returned reply holds the
 // server's frame for a response, or the error that ended the attempt.
-func (c *Client) attempt(ctx context.Context, call *Call, budget time.Duration) (Attempt, reply) {
+func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget time.Duration) (Attempt, reply) {
 	a := Attempt{BudgetMs: deadlineMs(budget)}
-	deadline := time.Now().Add(budget)
+	deadline := now.Add(budget)
+	live, _ := c.liveConn()
 
 	var cn *clientConn
 	var err error
@@ -420,27 +418,23 @@ func (c *Client) attempt(ctx context.Context, call *Call, budget time.Duration) 
 	}
 
 	// The server is told what is left of the attempt after connecting.
-	a.BudgetMs = deadlineMs(time.Until(deadline))
+	if cn != live {
+		budget = time.Until(deadline)
+		a.BudgetMs = deadlineMs(budget)
+	}
 	a.ID = c.nextID.Add(1)
 	f := Frame{Type: TypeRequest, ID: a.ID, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
 	w := waiters.Get().(*waiter)
 	// Every path below leaves w.ch empty with no sender holding it, so w
 	// can be reused.
 	defer waiters.Put(w)
-	if err := cn.register(a.ID, w.ch); err != nil {
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
-		return a, reply{err: err}
-	}
-	if err := cn.send(&f); err != nil {
-		if !cn.remove(a.ID) {
-			<-w.ch // the connection failed meanwhile and replied; nothing was sent all the same
-		}
+	if err := cn.submit(&f, w.ch); err != nil {
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
 		return a, reply{err: err}
 	}
 
 	var r reply
-	w.t.Reset(time.Until(deadline))
+	w.t.Reset(budget)
 	select {
 	case r = <-w.ch:
 		w.t.Stop()

@@ -67,14 +67,14 @@ type clientConn struct {
 	// that stopped reading) fails the connection.
 	writeTimeout time.Duration
 
-	wmu    sync.Mutex // guards wq, queued, wdead
-	wq     []byte     // encoded requests the writer has not taken yet
-	queued []uint64   // IDs of the requests in wq, in order
-	wdead  bool       // set by fail; nothing more is queued
-	wake   chan struct{}
+	wake chan struct{} // capacity 1: requests are queued for the writer
 
-	mu      sync.Mutex            // guards pending, err
+	// mu guards pending, wq, queued and err. One lock both registers a
+	// request and queues it, so a caller pays for one lock per attempt.
+	mu      sync.Mutex
 	pending map[uint64]chan reply // attempts waiting for a response, by ID
+	wq      []byte                // encoded requests the writer has not taken yet
+	queued  []uint64              // IDs of the requests in wq, in order
 	err     error                 // why the connection died; nil while alive
 
 	dead      atomic.Bool
@@ -99,15 +99,31 @@ func newClientConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration) 
 	return c
 }
 
-// register adds a pending entry before the request is queued. It fails if
-// the connection is already dead: the attempt was then not sent.
-func (c *clientConn) register(id uint64, ch chan reply) error {
+// submit registers ch as the waiter for f.ID and queues f for the writer,
+// both before any byte of f can be written. An error wrapping
+// errNotStarted means the connection is dead or f could not be encoded:
+// nothing of f will ever be written and nothing was registered. Once
+// submit returns nil the request counts as written: the writer may put it
+// on the wire at any moment.
+func (c *clientConn) submit(f *Frame, ch chan reply) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.err != nil {
-		return c.err
+		err := c.err
+		c.mu.Unlock()
+		return fmt.Errorf("%w: connection already dead: %w", errNotStarted, err)
 	}
-	c.pending[id] = ch
+	var err error
+	if c.wq, err = AppendFrame(c.wq, f); err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %w", errNotStarted, err)
+	}
+	c.pending[f.ID] = ch
+	c.queued = append(c.queued, f.ID)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -120,30 +136,6 @@ func (c *clientConn) remove(id uint64) bool {
 	_, ok := c.pending[id]
 	delete(c.pending, id)
 	return ok
-}
-
-// send queues f for the writer. An error (wrapping errNotStarted) means
-// nothing of f will ever be written. Once send returns nil the request
-// counts as written: the writer may put it on the wire at any moment.
-func (c *clientConn) send(f *Frame) error {
-	c.wmu.Lock()
-	if c.wdead {
-		c.wmu.Unlock()
-		return fmt.Errorf("%w: connection already dead", errNotStarted)
-	}
-	var err error
-	c.wq, err = AppendFrame(c.wq, f)
-	if err != nil {
-		c.wmu.Unlock()
-		return fmt.Errorf("%w: %w", errNotStarted, err)
-	}
-	c.queued = append(c.queued, f.ID)
-	c.wmu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	return nil
 }
 
 // writeLoop writes whatever requests are queued in one write call, so
@@ -162,10 +154,10 @@ func (c *clientConn) writeLoop() {
 		// so that one write carries them all.
 		runtime.Gosched()
 		// Swap buffers: senders append to the spare while buf is written.
-		c.wmu.Lock()
+		c.mu.Lock()
 		buf, ids := c.wq, c.queued
 		c.wq, c.queued = spare[:0], spareIDs[:0]
-		c.wmu.Unlock()
+		c.mu.Unlock()
 		spare, spareIDs = buf, ids
 		if len(buf) == 0 {
 			continue
@@ -185,12 +177,6 @@ func (c *clientConn) writeLoop() {
 // hands every pending attempt the same error. Attempts whose requests were
 // still queued are told they were not sent.
 func (c *clientConn) fail(err error) {
-	c.wmu.Lock()
-	c.wdead = true
-	unsent := c.queued
-	c.wq, c.queued = nil, nil
-	c.wmu.Unlock()
-
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -198,8 +184,8 @@ func (c *clientConn) fail(err error) {
 	}
 	c.err = err
 	c.dead.Store(true)
-	pending := c.pending
-	c.pending = nil
+	pending, unsent := c.pending, c.queued
+	c.pending, c.wq, c.queued = nil, nil, nil
 	c.mu.Unlock()
 	close(c.done)
 	c.nc.Close()
