@@ -16,8 +16,9 @@ const (
 )
 
 // OutputWriter writes the content of an output.txt: one CASE line per
-// Add, then the summary line on Finish. Each Add performs one Write, so a
-// reader of the file sees whole lines as cases complete.
+// Add, optionally the per-case table on AddCounts, then the summary line on
+// Finish. Each Add performs one Write, so a reader of the file sees whole
+// lines as cases complete.
 type OutputWriter struct {
 	w     io.Writer
 	lines []Line
@@ -35,6 +36,12 @@ func (o *OutputWriter) Add(l Line) error {
 	return nil
 }
 
+// AddCounts writes the per-case table (WriteCounts) of every line added
+// so far. A run that repeats its cases calls it once, before Finish.
+func (o *OutputWriter) AddCounts() error {
+	return WriteCounts(o.w, CountByCase(o.lines))
+}
+
 // Finish writes the summary line of every line added.
 func (o *OutputWriter) Finish() error {
 	if _, err := io.WriteString(o.w, Summary(o.lines)+"\n"); err != nil {
@@ -45,7 +52,8 @@ func (o *OutputWriter) Finish() error {
 
 // Evidence is an evidence directory being written:
 //
-//	DIR/output.txt  the CASE lines as they complete, then the summary line
+//	DIR/output.txt  the CASE lines as they complete, the per-case table
+//	                if AddCounts was called, then the summary line
 //	DIR/env.txt     where the run happened (see Env)
 //	DIR/logs/       server-<case>.log, one per server started
 //
@@ -97,6 +105,10 @@ func (e *Evidence) LogDir() string { return filepath.Join(e.Dir, LogsDir) }
 
 // Add appends l to output.txt.
 func (e *Evidence) Add(l Line) error { return e.out.Add(l) }
+
+// AddCounts appends the per-case table of the lines added so far to
+// output.txt.
+func (e *Evidence) AddCounts() error { return e.out.AddCounts() }
 
 // Close writes the summary line to output.txt and closes it.
 func (e *Evidence) Close() error {

@@ -101,3 +101,41 @@ func TestCreateEvidenceMakesDirectories(t *testing.T) {
 		t.Errorf("output.txt = %q, want %q", got, want)
 	}
 }
+
+func TestEvidenceAddCounts(t *testing.T) {
+	dir := t.TempDir()
+	ev, err := CreateEvidence(dir, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []Line{{Name: "a", Pass: true}, {Name: "b"}, {Name: "a", Pass: true}, {Name: "b", Pass: true}}
+	for _, l := range lines {
+		if err := ev.Add(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ev.AddCounts(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, OutputFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CASE a PASS\nCASE b FAIL\nCASE a PASS\nCASE b PASS\n" +
+		"a  2/2\n" +
+		"b  1/2  failed in run 1\n" +
+		"3 passed, 1 failed\n"
+	if diff := cmp.Diff(want, string(out)); diff != "" {
+		t.Errorf("output.txt mismatch (-want +got):\n%s", diff)
+	}
+	back, err := ReadOutput(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(lines, back); diff != "" {
+		t.Errorf("ReadOutput(output.txt) mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -10,10 +10,17 @@ import (
 // interface for scripts; add to them, never rename.
 type (
 	jsonResults struct {
-		Cases   []jsonCase `json:"cases"`
-		Passed  int        `json:"passed"`
-		Failed  int        `json:"failed"`
-		Summary string     `json:"summary"`
+		Cases   []jsonCase  `json:"cases"`
+		Passed  int         `json:"passed"`
+		Failed  int         `json:"failed"`
+		Summary string      `json:"summary"`
+		PerCase []jsonCount `json:"per_case"`
+	}
+	jsonCount struct {
+		Name       string `json:"name"`
+		Runs       int    `json:"runs"`
+		Passed     int    `json:"passed"`
+		FailedRuns []int  `json:"failed_runs"`
 	}
 	jsonCase struct {
 		Name   string      `json:"name"`
@@ -30,12 +37,16 @@ type (
 // WriteJSON writes lines as one indented JSON object:
 //
 //	{"cases": [{"name": ..., "pass": ..., "fields": [{"key": ..., "value": ..., "volatile": ...}]}],
-//	 "passed": N, "failed": M, "summary": "N passed, M failed"}
+//	 "passed": N, "failed": M, "summary": "N passed, M failed",
+//	 "per_case": [{"name": ..., "runs": R, "passed": P, "failed_runs": [K, ...]}]}
 //
-// cases and fields are arrays, never null. Values are written as given,
-// newlines included.
+// per_case is CountByCase(lines): one entry per case name, in order of
+// first appearance, whose failed_runs are the 1-based occurrences of that
+// case that failed. Every array is an array, never null. Values are
+// written as given, newlines included.
 func WriteJSON(w io.Writer, lines []Line) error {
-	r := jsonResults{Cases: make([]jsonCase, len(lines)), Summary: Summary(lines)}
+	counts := CountByCase(lines)
+	r := jsonResults{Cases: make([]jsonCase, len(lines)), PerCase: make([]jsonCount, len(counts)), Summary: Summary(lines)}
 	r.Passed, r.Failed = Tally(lines)
 	for i, l := range lines {
 		c := jsonCase{Name: l.Name, Pass: l.Pass, Fields: make([]jsonField, len(l.Fields))}
@@ -43,6 +54,9 @@ func WriteJSON(w io.Writer, lines []Line) error {
 			c.Fields[j] = jsonField(f)
 		}
 		r.Cases[i] = c
+	}
+	for i, c := range counts {
+		r.PerCase[i] = jsonCount(c)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

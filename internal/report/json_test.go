@@ -32,6 +32,10 @@ func TestWriteJSON(t *testing.T) {
 		"passed":  1.0,
 		"failed":  1.0,
 		"summary": "1 passed, 1 failed",
+		"per_case": []any{
+			map[string]any{"name": "a", "runs": 1.0, "passed": 1.0, "failed_runs": []any{}},
+			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON mismatch (-want +got):\n%s", diff)
@@ -43,7 +47,9 @@ func TestWriteJSONEmpty(t *testing.T) {
 	if err := WriteJSON(&b, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), `"cases": []`) {
-		t.Errorf("WriteJSON(nil) = %s, want an empty cases array", b.String())
+	for _, want := range []string{`"cases": []`, `"per_case": []`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("WriteJSON(nil) = %s, want %s", b.String(), want)
+		}
 	}
 }

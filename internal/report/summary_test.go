@@ -1,0 +1,63 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCountByCase(t *testing.T) {
+	pass := func(name string) Line { return Line{Name: name, Pass: true} }
+	fail := func(name string) Line { return Line{Name: name} }
+	tests := []struct {
+		name  string
+		lines []Line
+		want  []CaseCount
+	}{
+		{"none", nil, []CaseCount{}},
+		{"each once", []Line{pass("a"), fail("b")}, []CaseCount{
+			{Name: "a", Runs: 1, Passed: 1, FailedRuns: []int{}},
+			{Name: "b", Runs: 1, Passed: 0, FailedRuns: []int{1}},
+		}},
+		{"repeated, in order of first appearance", []Line{
+			pass("b"), pass("a"),
+			fail("b"), pass("a"),
+			pass("b"), pass("a"),
+			fail("b"),
+		}, []CaseCount{
+			{Name: "b", Runs: 4, Passed: 2, FailedRuns: []int{2, 4}},
+			{Name: "a", Runs: 3, Passed: 3, FailedRuns: []int{}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, CountByCase(tt.lines)); diff != "" {
+				t.Errorf("CountByCase mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriteCounts(t *testing.T) {
+	counts := []CaseCount{
+		{Name: "normal_multiplex", Runs: 30, Passed: 30, FailedRuns: []int{}},
+		{Name: "late", Runs: 30, Passed: 29, FailedRuns: []int{17}},
+		{Name: "flaky_case", Runs: 30, Passed: 28, FailedRuns: []int{4, 17}},
+	}
+	var b strings.Builder
+	if err := WriteCounts(&b, counts); err != nil {
+		t.Fatal(err)
+	}
+	want := "normal_multiplex  30/30\n" +
+		"late              29/30  failed in run 17\n" +
+		"flaky_case        28/30  failed in runs 4, 17\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("WriteCounts mismatch (-want +got):\n%s", diff)
+	}
+	// The table sits among CASE lines in output.txt; ReadOutput skips it.
+	lines, err := ReadOutput(strings.NewReader("CASE late PASS\n" + b.String() + "1 passed, 0 failed\n"))
+	if err != nil || len(lines) != 1 {
+		t.Errorf("ReadOutput over the table = %v, %v; want the one CASE line", lines, err)
+	}
+}
