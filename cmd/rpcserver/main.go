@@ -68,6 +68,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.QueueSize, "queue", def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
 	fs.BoolVar(&cfg.Chunk, "chunk", false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
 	fs.DurationVar(&cfg.ChunkWindow, "chunk-window", def.ChunkWindow, "how long chunk mode gathers responses")
+	fs.IntVar(&cfg.MaxConns, "max-conns", def.MaxConns, "connections open at once; more are closed on accept")
+	fs.IntVar(&cfg.MaxOutBytes, "max-out-bytes", def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
 	fs.Var(&faults, "fault", `fault rule, repeatable, e.g. "kind=late method=get count=1 delay=150ms"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -132,7 +135,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
 		return 1
 	}
-	cfg.Log.Printf("LISTEN addr=%v workers=%d queue=%d chunk=%v faults=[%v]", ln.Addr(), cfg.Workers, cfg.QueueSize, cfg.Chunk, &faults)
+	cfg.Log.Printf("LISTEN addr=%v workers=%d queue=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
+		ln.Addr(), cfg.Workers, cfg.QueueSize, cfg.MaxConns, cfg.MaxOutBytes, cfg.WriteTimeout, cfg.Chunk, &faults)
 	fmt.Fprintf(stdout, "%s%s\n", AnnouncePrefix, ln.Addr())
 
 	errc := make(chan error, 1)

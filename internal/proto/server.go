@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,20 @@ type ServerConfig struct {
 	// ChunkWindow is how long the writer gathers responses in chunk mode.
 	// Must be positive when Chunk is set. Default 2ms.
 	ChunkWindow time.Duration
+	// MaxConns bounds the connections open at once; one accepted beyond it
+	// is closed at once (counted as conns_rejected). Must be at least 1.
+	// Default 1024.
+	MaxConns int
+	// MaxOutBytes bounds, per connection, the bytes of answers waiting to
+	// be written. While a connection is at the limit its reader stops
+	// reading, so a client that sends without reading is held back by TCP
+	// instead of growing the server's memory. Must be at least
+	// MaxFrameLen+4, so that one answer always fits. Default 1 MiB.
+	MaxOutBytes int
+	// WriteTimeout bounds one write to a connection; a peer that reads
+	// nothing for that long is disconnected (counted as write_timeouts).
+	// Must be positive. Default 10s.
+	WriteTimeout time.Duration
 	// Faults are rules active from the start.
 	Faults []Fault
 	// Log receives one line per event (connections, protocol errors,
@@ -63,7 +78,14 @@ type ServerConfig struct {
 
 // DefaultServerConfig returns the documented defaults.
 func DefaultServerConfig() ServerConfig {
-	return ServerConfig{Workers: 4, QueueSize: 1024, ChunkWindow: 2 * time.Millisecond}
+	return ServerConfig{
+		Workers:      4,
+		QueueSize:    1024,
+		ChunkWindow:  2 * time.Millisecond,
+		MaxConns:     1024,
+		MaxOutBytes:  1 << 20,
+		WriteTimeout: 10 * time.Second,
+	}
 }
 
 // Validate reports the first field that is out of range.
@@ -75,6 +97,12 @@ func (c *ServerConfig) Validate() error {
 		return fmt.Errorf("%w: QueueSize %d must be at least 1", ErrConfig, c.QueueSize)
 	case c.Chunk && c.ChunkWindow <= 0:
 		return fmt.Errorf("%w: ChunkWindow %v must be positive in chunk mode", ErrConfig, c.ChunkWindow)
+	case c.MaxConns < 1:
+		return fmt.Errorf("%w: MaxConns %d must be at least 1", ErrConfig, c.MaxConns)
+	case c.MaxOutBytes < MaxFrameLen+lenPrefix:
+		return fmt.Errorf("%w: MaxOutBytes %d must be at least %d", ErrConfig, c.MaxOutBytes, MaxFrameLen+lenPrefix)
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("%w: WriteTimeout %v must be positive", ErrConfig, c.WriteTimeout)
 	}
 	return nil
 }
@@ -158,7 +186,8 @@ type serverCounters struct {
 	execGet, execDebit                                     atomic.Int64
 	expired, unavailable, queueFull                        atomic.Int64
 	dedupHits, keyConflicts                                atomic.Int64
-	protocolErrors, connsAccepted                          atomic.Int64
+	protocolErrors, connsAccepted, connsRejected           atomic.Int64
+	outLimitWaits, writeTimeouts                           atomic.Int64
 	framesSent, writeChunks, faultsFired                   atomic.Int64
 }
 
@@ -212,6 +241,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
+	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -220,21 +250,36 @@ func (s *Server) Serve(ln net.Listener) error {
 				return ErrServerClosed
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Running out of file descriptors, or a connection reset
+			// before it was accepted, is no reason to stop serving: back
+			// off and accept again, as net/http does.
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Printf("ACCEPT_ERROR err=%q retry_in=%v", err, pause)
+			if !s.pause(pause) {
+				return ErrServerClosed
+			}
+			continue
 		}
+		pause = 0
 		s.counters.connsAccepted.Add(1)
-		s.log.Printf("CONN_OPEN remote=%v", nc.RemoteAddr())
-		c := newServerConn(s, nc)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			nc.Close()
 			return ErrServerClosed
 		}
+		if open := len(s.conns); open >= s.cfg.MaxConns {
+			s.mu.Unlock()
+			s.counters.connsRejected.Add(1)
+			s.log.Printf("CONN_REJECTED remote=%v open=%d", nc.RemoteAddr(), open)
+			nc.Close()
+			continue
+		}
+		s.log.Printf("CONN_OPEN remote=%v", nc.RemoteAddr())
+		c := newServerConn(s, nc)
 		s.conns[c] = struct{}{}
 		s.wg.Add(2)
 		s.mu.Unlock()
@@ -269,6 +314,12 @@ func (s *Server) Close() error {
 	return nil
 }
 
+func (s *Server) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 func (s *Server) forget(c *serverConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -293,6 +344,11 @@ func (s *Server) Counters() Fields {
 		"key_conflicts":   n(&c.keyConflicts),
 		"protocol_errors": n(&c.protocolErrors),
 		"conns_accepted":  n(&c.connsAccepted),
+		"conns_rejected":  n(&c.connsRejected),
+		"conns_open":      strconv.Itoa(s.openConns()),
+		"out_limit_waits": n(&c.outLimitWaits),
+		"write_timeouts":  n(&c.writeTimeouts),
+		"goroutines":      strconv.Itoa(runtime.NumGoroutine()),
 		"frames_sent":     n(&c.framesSent),
 		"write_chunks":    n(&c.writeChunks),
 		"faults_fired":    n(&c.faultsFired),

@@ -436,9 +436,9 @@ func TestControlMethods(t *testing.T) {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	wantNames := []string{"conns_accepted", "dedup_hits", "exec.debit", "exec.get", "expired", "faults_fired", "frames_sent",
-		"key_conflicts", "protocol_errors", "queue_full", "requests.ctl", "requests.debit", "requests.get", "requests.other",
-		"unavailable", "write_chunks"}
+	wantNames := []string{"conns_accepted", "conns_open", "conns_rejected", "dedup_hits", "exec.debit", "exec.get", "expired",
+		"faults_fired", "frames_sent", "goroutines", "key_conflicts", "out_limit_waits", "protocol_errors", "queue_full",
+		"requests.ctl", "requests.debit", "requests.get", "requests.other", "unavailable", "write_chunks", "write_timeouts"}
 	if diff := cmp.Diff(wantNames, names); diff != "" {
 		t.Errorf("ctl.stats counter names (-want +got):\n%s", diff)
 	}

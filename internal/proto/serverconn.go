@@ -16,7 +16,8 @@ type serverConn struct {
 	s  *Server
 	nc net.Conn
 
-	wake chan struct{} // capacity 1: the writer has work
+	wake    chan struct{} // capacity 1: the writer has work
+	drained chan struct{} // capacity 1: the writer took the queued output
 
 	// Used by the reader goroutine only: its payload buffer for requests
 	// it executes, and whether it queued answers it has not flushed.
@@ -40,11 +41,12 @@ type serverConn struct {
 
 func newServerConn(s *Server, nc net.Conn) *serverConn {
 	c := &serverConn{
-		s:      s,
-		nc:     nc,
-		wake:   make(chan struct{}, 1),
-		timers: make(map[*time.Timer]struct{}),
-		done:   make(chan struct{}),
+		s:       s,
+		nc:      nc,
+		wake:    make(chan struct{}, 1),
+		drained: make(chan struct{}, 1),
+		timers:  make(map[*time.Timer]struct{}),
+		done:    make(chan struct{}),
 	}
 	if s.cfg.Chunk {
 		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -69,7 +71,7 @@ func (c *serverConn) readLoop() {
 				}
 				c.s.dispatch(c, f, now)
 			}
-			if !c.flushHeld() {
+			if !c.flushHeld() || !c.awaitRoom() {
 				return
 			}
 			if derr != nil {
@@ -199,8 +201,17 @@ func (c *serverConn) flush() bool {
 	buf, frames, closeAfter := c.out, c.outFrames, c.closing
 	c.out, c.outFrames = c.spare[:0], 0
 	c.mu.Unlock()
+	select {
+	case c.drained <- struct{}{}:
+	default:
+	}
 	c.spare = buf
 	if err := c.write(buf, c.rng); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.s.counters.writeTimeouts.Add(1)
+			c.s.log.Printf("WRITE_TIMEOUT remote=%v unwritten=%d timeout=%v", c.nc.RemoteAddr(), len(buf), c.s.cfg.WriteTimeout)
+		}
 		return false
 	}
 	c.s.counters.framesSent.Add(int64(frames))
@@ -209,6 +220,27 @@ func (c *serverConn) flush() bool {
 		return false
 	}
 	return true
+}
+
+// awaitRoom holds the reader back while the connection's unwritten
+// answers are at MaxOutBytes, so that a client that does not read its
+// answers stops being read instead of growing the server's memory. It
+// returns false if the connection closed meanwhile.
+func (c *serverConn) awaitRoom() bool {
+	for {
+		c.mu.Lock()
+		full := len(c.out) >= c.s.cfg.MaxOutBytes
+		c.mu.Unlock()
+		if !full {
+			return true
+		}
+		c.s.counters.outLimitWaits.Add(1)
+		select {
+		case <-c.drained:
+		case <-c.done:
+			return false
+		}
+	}
 }
 
 // flushHeld writes the answers the reader queued itself, on the reader
@@ -229,6 +261,12 @@ func (c *serverConn) flushHeld() bool {
 
 // write writes b in one call, or in random 1-13 byte pieces when rng is set.
 func (c *serverConn) write(b []byte, rng *rand.Rand) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
 	for len(b) > 0 {
 		n := len(b)
 		if rng != nil {

@@ -1,0 +1,178 @@
+package proto_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// TestMaxConns: a connection beyond MaxConns is closed at once and
+// counted; the ones already open are still served, and a slot freed by a
+// close can be used again.
+func TestMaxConns(t *testing.T) {
+	cfg := proto.DefaultServerConfig()
+	cfg.MaxConns = 2
+	srv, addr := startServer(t, cfg)
+	ping := func(rc *rawConn, id uint64) {
+		t.Helper()
+		rc.send(request(id, proto.MethodPing, ""))
+		if f := rc.recv(); f.ID != id || f.Status != proto.StatusOK {
+			t.Fatalf("ping %d: got id %d %v, want OK", id, f.ID, f.Status)
+		}
+	}
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	ping(a, 1)
+	ping(b, 2)
+
+	extra := dialRaw(t, addr)
+	if _, err := extra.waitClosed(); err == nil {
+		t.Fatalf("connection beyond MaxConns: read returned no error")
+	}
+	if got := counter(t, srv, "conns_rejected"); got < 1 {
+		// The counter is read over a third connection, which may itself be
+		// rejected; counter fails the test in that case.
+		t.Errorf("conns_rejected = %d, want at least 1", got)
+	}
+	ping(a, 3)
+
+	b.nc.Close()
+	waitFor(t, "the closed connection to be forgotten", func() bool {
+		c := dialRaw(t, addr)
+		c.send(request(4, proto.MethodPing, ""))
+		c.nc.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := c.nc.Read(c.buf)
+		c.nc.Close()
+		return err == nil && n > 0
+	})
+}
+
+// pipeListener serves connections made with net.Pipe, which buffers
+// nothing: a peer that does not read blocks the server's next write at
+// once, whatever the kernel's socket buffers would have absorbed.
+type pipeListener struct {
+	conns chan net.Conn
+	once  sync.Once
+	done  chan struct{}
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "pipe"} }
+
+func (l *pipeListener) dial(t *testing.T) net.Conn {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+	case <-time.After(waitLimit):
+		t.Fatal("server did not accept a pipe connection")
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// TestClientThatNeverReads: a client that sends requests without reading
+// any answer is no longer read once its answers cannot be written, and is
+// disconnected after WriteTimeout; meanwhile another client is served.
+// Answers the reader writes itself block the reader directly; answers the
+// writer goroutine writes (chunk mode here) pile up to MaxOutBytes, and
+// then the reader waits for room.
+func TestClientThatNeverReads(t *testing.T) {
+	for _, chunk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunk=%v", chunk), func(t *testing.T) {
+			cfg := proto.DefaultServerConfig()
+			cfg.Chunk = chunk
+			cfg.MaxOutBytes = proto.MaxFrameLen + 4
+			cfg.WriteTimeout = 300 * time.Millisecond
+			srv, err := proto.NewServer(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln := newPipeListener()
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+
+			const sent = 20000
+			hog := ln.dial(t)
+			wrote := make(chan int, 1)
+			go func() {
+				n := 0
+				for ; n < sent; n++ {
+					b, _ := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeRequest, ID: uint64(n + 1), BudgetMs: 5000, Method: proto.MethodGet, Payload: []byte("account=hog")})
+					if _, err := hog.Write(b); err != nil {
+						break
+					}
+				}
+				wrote <- n
+			}()
+
+			// While the hog is stuck, another connection is served.
+			rc := &rawConn{t: t, nc: ln.dial(t), buf: make([]byte, 4096)}
+			rc.send(request(1, proto.MethodGet, "account=polite"))
+			if f := rc.recv(); f.Status != proto.StatusOK {
+				t.Errorf("polite client during the stall: %v %q, want OK", f.Status, f.Payload)
+			}
+
+			var n int
+			select {
+			case n = <-wrote:
+			case <-time.After(waitLimit):
+				t.Fatal("the hog's writes never failed: the server kept reading, or never disconnected it")
+			}
+			if n >= sent {
+				t.Errorf("server read all %d requests of a client that reads nothing; want it to stop reading", sent)
+			}
+			stats := srv.Counters()
+			if v, _ := stats.Int("write_timeouts", 0); v < 1 {
+				t.Errorf("write_timeouts = %d, want at least 1", v)
+			}
+			if v, _ := stats.Int("out_limit_waits", 0); chunk && v < 1 {
+				t.Errorf("out_limit_waits = %d, want at least 1 when the writer goroutine writes", v)
+			}
+			rc.send(request(2, proto.MethodGet, "account=polite"))
+			if f := rc.recv(); f.Status != proto.StatusOK {
+				t.Errorf("polite client after the hog was dropped: %v, want OK", f.Status)
+			}
+			t.Logf("the hog got %d of %d requests in before the server stopped reading", n, sent)
+		})
+	}
+}
+
+func TestServerConfigLimits(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*proto.ServerConfig)
+	}{
+		{"MaxConns 0", func(c *proto.ServerConfig) { c.MaxConns = 0 }},
+		{"MaxOutBytes below one frame", func(c *proto.ServerConfig) { c.MaxOutBytes = proto.MaxFrameLen }},
+		{"WriteTimeout 0", func(c *proto.ServerConfig) { c.WriteTimeout = 0 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := proto.DefaultServerConfig()
+			tt.edit(&cfg)
+			if err := cfg.Validate(); !errors.Is(err, proto.ErrConfig) {
+				t.Errorf("Validate() = %v, want an error wrapping ErrConfig", err)
+			}
+		})
+	}
+}
