@@ -13,30 +13,53 @@ type allOptions struct {
 	*app
 	// Group selects the scenarios; groupAll runs every one.
 	Group string
+	// Count is how many times the group runs; 0 means 1.
+	Count int
 	// Evidence is the evidence directory; "" writes none.
 	Evidence string
+	// EvidenceSet records that --evidence was given, which Count > 1
+	// requires.
+	EvidenceSet bool
 	// JSON is the --json file; "" writes none.
 	JSON string
 }
 
 func newAllCmd(a *app) *cobra.Command {
-	o := &allOptions{app: a}
+	o := &allOptions{app: a, Count: 1}
 	cmd := &cobra.Command{
 		Use:   "all",
 		Short: "Run every scenario of a group and write the evidence directory",
-		Long: `Run every scenario of a group (default "evidence") in order, printing each
-CASE line as it completes and then "N passed, M failed".
+		Long: `Run every scenario of a group (default "evidence"; see 'rpcbench list') in
+order, printing each CASE line as it completes and then "N passed, M failed".
 
 The evidence directory gets output.txt (the CASE lines and the summary),
 env.txt (Go, OS, kernel, CPU, git commit, date) and logs/ (one log per
-server; old server-*.log files there are removed first).`,
+server; old server-*.log files there are removed first).
+
+--count N runs the group N times over, printing "# run K/N" on stderr
+before each pass; the CASE lines are unchanged. Before the summary, which
+counts every line of every pass, comes one line per scenario with its
+passes and the runs it failed in:
+
+  normal_multiplex             30/30
+  late_response_dropped_by_id  29/30  failed in run 17
+
+With N > 1 the evidence directory must be named with --evidence (or
+--evidence "" for none), so that a repeated run never replaces the
+evidence of a single one by accident; it then gets all of the above
+(every pass's CASE lines, the table, the summary), and each server log
+holds the passes one after another. --json always holds
+every line and, under "per_case", each scenario's runs, passes and
+failed_runs. Any failure in any pass exits 1.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.EvidenceSet = cmd.Flags().Changed("evidence")
 			return runAll(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Group, "group", cases.GroupEvidence, `scenario group to run, or "all"`)
+	f.Var(countFlag{&o.Count}, "count", "run the group this many times over")
 	f.StringVar(&o.Evidence, "evidence", "evidence", `evidence directory to write ("" for none)`)
 	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
@@ -49,6 +72,11 @@ func runAll(ctx context.Context, o *allOptions) error {
 	if err != nil {
 		return err
 	}
+	count := max(o.Count, 1)
+	if count > 1 && !o.EvidenceSet && o.Evidence != "" {
+		return usageErrorf("", "--count %d would replace %s/ with %d runs; name the directory with --evidence DIR, or --evidence \"\" to write none",
+			count, o.Evidence, count)
+	}
 	bin, err := resolveServer(o.Server, o.Executable)
 	if err != nil {
 		return err
@@ -57,11 +85,17 @@ func runAll(ctx context.Context, o *allOptions) error {
 	if o.Evidence != "" {
 		where = "evidence to " + o.Evidence
 	}
-	fmt.Fprintf(o.Err, "rpcbench: running %d scenarios of group %s, %s\n", len(list), o.Group, where)
+	times := ""
+	if count > 1 {
+		times = fmt.Sprintf(" %d times", count)
+	}
+	fmt.Fprintf(o.Err, "rpcbench: running %d scenarios of group %s%s, %s\n", len(list), o.Group, times, where)
 	_, err = runBatch(ctx, batch{
 		Scenarios: list,
+		Count:     count,
 		ServerBin: bin,
 		Out:       o.Out,
+		Status:    o.Err,
 		Color:     o.Color,
 		Evidence:  o.Evidence,
 		JSON:      o.JSON,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -246,5 +247,209 @@ func TestRunAllColor(t *testing.T) {
 				t.Errorf("output.txt holds colour codes: %q", out)
 			}
 		})
+	}
+}
+
+// flaky returns a scenario that fails on the calls listed (1-based) and
+// passes otherwise, recording its runs in r.
+func (r *fakeRuns) flaky(name, group string, failOn ...int) scenario {
+	calls := 0
+	return scenario{
+		Name: name, Group: group, Doc: "proves " + name,
+		Run: func(_ context.Context, env cases.Env) report.Line {
+			r.mu.Lock()
+			r.runs = append(r.runs, fakeRun{name, env})
+			r.mu.Unlock()
+			calls++
+			return report.Line{Name: name, Pass: !slices.Contains(failOn, calls)}
+		},
+	}
+}
+
+func TestRunAllCount(t *testing.T) {
+	tests := []struct {
+		name        string
+		count       int
+		evidence    string
+		evidenceSet bool
+		failOn      []int // calls of "two" that fail
+		wantRuns    int   // scenarios run
+		wantCode    int
+		wantOut     string
+		wantErr     string // substring of stderr
+	}{
+		{
+			name: "count 1 prints no table", count: 1, evidence: "evidence",
+			wantRuns: 2, wantCode: exitOK,
+			wantOut: "CASE one PASS\nCASE two PASS\n2 passed, 0 failed\n",
+		},
+		{
+			name: "every pass passes", count: 3, evidence: "ev", evidenceSet: true,
+			wantRuns: 6, wantCode: exitOK,
+			wantOut: "CASE one PASS\nCASE two PASS\n" +
+				"CASE one PASS\nCASE two PASS\n" +
+				"CASE one PASS\nCASE two PASS\n" +
+				"one  3/3\n" +
+				"two  3/3\n" +
+				"6 passed, 0 failed\n",
+		},
+		{
+			name: "one pass fails", count: 3, evidence: "ev", evidenceSet: true, failOn: []int{2},
+			wantRuns: 6, wantCode: exitFailed,
+			wantOut: "CASE one PASS\nCASE two PASS\n" +
+				"CASE one PASS\nCASE two FAIL\n" +
+				"CASE one PASS\nCASE two PASS\n" +
+				"one  3/3\n" +
+				"two  2/3  failed in run 2\n" +
+				"5 passed, 1 failed\n",
+		},
+		{
+			name: "no evidence asked for", count: 2, evidence: "", evidenceSet: true, failOn: []int{1, 2},
+			wantRuns: 4, wantCode: exitFailed,
+			wantOut: "CASE one PASS\nCASE two FAIL\n" +
+				"CASE one PASS\nCASE two FAIL\n" +
+				"one  2/2\n" +
+				"two  0/2  failed in runs 1, 2\n" +
+				"2 passed, 2 failed\n",
+		},
+		{
+			name: "default evidence directory refused", count: 2, evidence: "evidence",
+			wantRuns: 0, wantCode: exitError,
+			wantErr: `rpcbench: --count 2 would replace evidence/ with 2 runs; name the directory with --evidence DIR, or --evidence "" to write none`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r fakeRuns
+			a, stdout, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true), r.flaky("two", cases.GroupEvidence, tt.failOn...))
+			err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Count: tt.count,
+				Evidence: tt.evidence, EvidenceSet: tt.evidenceSet, JSON: "results.json"})
+			code, errText := outcome(err, stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d (stderr %s)", code, tt.wantCode, errText)
+			}
+			if got := len(r.names()); got != tt.wantRuns {
+				t.Errorf("ran %d scenarios %v, want %d", got, r.names(), tt.wantRuns)
+			}
+			if diff := cmp.Diff(tt.wantOut, stdout.String()); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(errText, tt.wantErr) {
+				t.Errorf("stderr =\n%s\nwant it to contain %q", errText, tt.wantErr)
+			}
+			if got, want := strings.Count(errText, "# run "), tt.count; tt.count > 1 && tt.wantRuns > 0 && got != want {
+				t.Errorf("stderr has %d progress lines, want %d:\n%s", got, want, errText)
+			}
+			if code == exitError {
+				if entries, _ := os.ReadDir("."); len(entries) != 0 {
+					t.Errorf("a refused run wrote %v", entries)
+				}
+				return
+			}
+			// The evidence holds exactly what stdout showed; nothing
+			// else is written when there is none.
+			if tt.evidence != "" {
+				if got := readFile(t, filepath.Join(tt.evidence, report.OutputFile)); got != tt.wantOut {
+					t.Errorf("output.txt =\n%s\nwant what stdout showed:\n%s", got, tt.wantOut)
+				}
+			} else if entries, _ := os.ReadDir("."); len(entries) != 1 {
+				t.Errorf("wrote %v, want only results.json", entries)
+			}
+		})
+	}
+}
+
+// TestRunAllCountProgress checks that "# run K/N" precedes the CASE lines
+// of pass K when stdout and stderr are one terminal.
+func TestRunAllCountProgress(t *testing.T) {
+	var r fakeRuns
+	a, both, _ := testApp(t, r.fake("one", cases.GroupEvidence, true), r.fake("two", cases.GroupEvidence, true))
+	a.Err = both
+	err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Count: 2, Evidence: "", EvidenceSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "rpcbench: running 2 scenarios of group evidence 2 times, no evidence written\n" +
+		"# run 1/2\nCASE one PASS\nCASE two PASS\n" +
+		"# run 2/2\nCASE one PASS\nCASE two PASS\n" +
+		"one  2/2\ntwo  2/2\n4 passed, 0 failed\n"
+	if diff := cmp.Diff(want, both.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunAllCountJSON(t *testing.T) {
+	var r fakeRuns
+	a, _, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true), r.flaky("two", cases.GroupEvidence, 2))
+	err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Count: 3, Evidence: "", EvidenceSet: true, JSON: "results.json"})
+	if code, errText := outcome(err, stderr); code != exitFailed {
+		t.Fatalf("exit code %d, want %d; stderr %s", code, exitFailed, errText)
+	}
+	type count struct {
+		Name       string `json:"name"`
+		Runs       int    `json:"runs"`
+		Passed     int    `json:"passed"`
+		FailedRuns []int  `json:"failed_runs"`
+	}
+	var results struct {
+		Cases   []struct{ Name string } `json:"cases"`
+		PerCase []count                 `json:"per_case"`
+		Summary string                  `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, "results.json")), &results); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if len(results.Cases) != 6 || results.Summary != "5 passed, 1 failed" {
+		t.Errorf("results.json holds %d cases and summary %q, want 6 and \"5 passed, 1 failed\"", len(results.Cases), results.Summary)
+	}
+	want := []count{{"one", 3, 3, []int{}}, {"two", 3, 2, []int{2}}}
+	if diff := cmp.Diff(want, results.PerCase); diff != "" {
+		t.Errorf("per_case (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunAllCountInterrupted interrupts the second of three passes: the
+// run stops once the current scenario returns, records what ran and exits
+// 130.
+func TestRunAllCountInterrupted(t *testing.T) {
+	var r fakeRuns
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	interrupting := scenario{Name: "two", Group: cases.GroupEvidence, Run: func(ctx context.Context, env cases.Env) report.Line {
+		if calls++; calls < 2 {
+			return report.Line{Name: "two", Pass: true}
+		}
+		cancel() // as SIGINT would, while the scenario runs
+		<-ctx.Done()
+		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
+	}}
+	a, stdout, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true), interrupting, r.fake("three", cases.GroupEvidence, true))
+
+	err := runAll(ctx, &allOptions{app: a, Group: cases.GroupEvidence, Count: 3, Evidence: "ev", EvidenceSet: true})
+	code, errText := outcome(err, stderr)
+	if code != exitInterrupted {
+		t.Errorf("exit code %d, want %d", code, exitInterrupted)
+	}
+	if diff := cmp.Diff([]string{"one", "three", "one"}, r.names()); diff != "" {
+		t.Errorf("fakes run (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(errText, "in run 2/3; 4 of 9 scenarios not run") {
+		t.Errorf("stderr %q does not say where the run stopped", errText)
+	}
+	if strings.Contains(errText, "# run 3/3") {
+		t.Errorf("stderr %q announces a pass that never started", errText)
+	}
+	want := "CASE one PASS\nCASE two PASS\nCASE three PASS\n" +
+		"CASE one PASS\nCASE two FAIL why=[interrupted: context canceled]\n" +
+		"one    2/2\n" +
+		"two    1/2  failed in run 2\n" +
+		"three  1/1\n" +
+		"4 passed, 1 failed\n"
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if got := readFile(t, filepath.Join("ev", report.OutputFile)); got != want {
+		t.Errorf("output.txt =\n%s\nwant\n%s", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -128,6 +129,28 @@ func (f colorFlag) Set(s string) error {
 }
 
 func (colorFlag) Type() string { return "when" }
+
+// countFlag is the --count flag value: how many times to run the
+// scenarios, at least 1.
+type countFlag struct{ n *int }
+
+func (f countFlag) String() string {
+	if f.n == nil {
+		return "1"
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return errors.New("want a whole number, 1 or more")
+	}
+	*f.n = n
+	return nil
+}
+
+func (countFlag) Type() string { return "N" }
 
 // completeGroups offers the group names and "all" for --group.
 func completeGroups(a *app) cobra.CompletionFunc {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -112,5 +113,34 @@ func TestRunCompletion(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("complete(%v, %q) (-want +got):\n%s", tt.args, tt.toComplete, diff)
 		}
+	}
+}
+
+func TestRunRunCount(t *testing.T) {
+	var r fakeRuns
+	a, stdout, stderr := testApp(t,
+		r.fake("alpha", cases.GroupEvidence, true),
+		r.flaky("other", "robustness", 1),
+	)
+	err := runRun(context.Background(), &runOptions{app: a, Names: []string{"other", "alpha"}, Count: 2})
+	code, errText := outcome(err, stderr)
+	if code != exitFailed {
+		t.Errorf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+	}
+	if diff := cmp.Diff([]string{"other", "alpha", "other", "alpha"}, r.names()); diff != "" {
+		t.Errorf("scenarios run (-want +got):\n%s", diff)
+	}
+	want := "CASE other FAIL\nCASE alpha PASS\nCASE other PASS\nCASE alpha PASS\n" +
+		"other  1/2  failed in run 1\n" +
+		"alpha  2/2\n" +
+		"3 passed, 1 failed\n"
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(errText, "# run 1/2\n# run 2/2\n") {
+		t.Errorf("stderr %q lacks the progress lines", errText)
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Errorf("run wrote %v without --evidence or --json", entries)
 	}
 }
