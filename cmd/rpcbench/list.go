@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,14 @@ func newListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios: group, name and what each proves",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `List the scenarios under a GROUP NAME PROVES heading, group by group (in
+the order the groups first appear, each in run order). 'rpcbench all' runs
+the "evidence" group unless told --group; 'rpcbench run NAME' runs a
+scenario of any group.
+
+--names prints the bare names, one per line and without the heading, for
+scripts; --group limits either form to one group.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return runList(o)
 		},
@@ -33,13 +41,15 @@ func newListCmd(a *app) *cobra.Command {
 }
 
 func runList(o *listOptions) error {
-	list := o.Scenarios
-	if o.Group != groupAll {
-		var err error
-		if list, err = selectGroup(o.Scenarios, o.Group); err != nil {
-			return err
-		}
+	list, err := selectGroup(o.Scenarios, o.Group)
+	if err != nil {
+		return err
 	}
+	groups := groupsOf(list)
+	list = slices.Clone(list)
+	slices.SortStableFunc(list, func(x, y scenario) int {
+		return slices.Index(groups, x.Group) - slices.Index(groups, y.Group)
+	})
 	if o.Names {
 		for _, s := range list {
 			if _, err := fmt.Fprintln(o.Out, s.Name); err != nil {
@@ -49,6 +59,7 @@ func runList(o *listOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tNAME\tPROVES")
 	for _, s := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Group, s.Name, s.Doc)
 	}
