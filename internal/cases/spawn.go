@@ -25,10 +25,16 @@ const startTimeout = 10 * time.Second
 
 // serverOpts are the rpcserver flags a scenario sets.
 type serverOpts struct {
-	Workers    int
-	Chunk      bool
-	Faults     []string
-	StartDelay time.Duration
+	// Workers, QueueSize, MaxOutBytes and WriteTimeout set -workers,
+	// -queue, -max-out-bytes and -write-timeout; zero leaves the server's
+	// default.
+	Workers      int
+	QueueSize    int
+	MaxOutBytes  int
+	WriteTimeout time.Duration
+	Chunk        bool
+	Faults       []string
+	StartDelay   time.Duration
 	// Addr is the address to bind; empty means 127.0.0.1:0.
 	Addr string
 	// NoWait returns as soon as the process has started, without waiting
@@ -68,6 +74,15 @@ func startServer(ctx context.Context, bin, logPath string, o serverOpts) (*serve
 	args := []string{"-addr", addr, "-log", logPath}
 	if o.Workers > 0 {
 		args = append(args, "-workers", strconv.Itoa(o.Workers))
+	}
+	if o.QueueSize > 0 {
+		args = append(args, "-queue", strconv.Itoa(o.QueueSize))
+	}
+	if o.MaxOutBytes > 0 {
+		args = append(args, "-max-out-bytes", strconv.Itoa(o.MaxOutBytes))
+	}
+	if o.WriteTimeout > 0 {
+		args = append(args, "-write-timeout", o.WriteTimeout.String())
 	}
 	if o.Chunk {
 		args = append(args, "-chunk")
@@ -134,6 +149,9 @@ func (s *server) awaitListen(ctx context.Context, timeout time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// pid returns the server's process ID.
+func (s *server) pid() int { return s.cmd.Process.Pid }
 
 // stop asks the server to exit and kills it if it has not within a
 // grace period. It returns once the process is gone.
