@@ -20,6 +20,9 @@ const (
 	// GroupEvidence holds the 20 scenarios whose lines make up
 	// evidence/output.txt.
 	GroupEvidence = "evidence"
+	// GroupRobustness holds the scenarios in which hostile clients and
+	// overload attack a server while a well-behaved client is served.
+	GroupRobustness = "robustness"
 )
 
 // Case is one named scenario.

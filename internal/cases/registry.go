@@ -24,6 +24,10 @@ var registry = []Case{
 	{"connect_refused_bounded_retry", GroupEvidence, "nothing listens: retries stop at 4 attempts, or earlier when the next pause would cross the deadline", connectRefusedBoundedRetry},
 	{"server_starts_late_recovery", GroupEvidence, "the server binds late: refused attempts are retried and the keyless debit executes once", serverStartsLateRecovery},
 	{"compare_per_request_vs_multiplex", GroupEvidence, "400 calls over a connection each versus one shared connection: connections and TIME_WAIT sockets", comparePerRequestVsMultiplex},
+
+	{"hostile_garbage_bytes", GroupRobustness, "50 connections send random bytes: each is closed as a protocol error while a polite client is served", hostileGarbageBytes},
+	{"hostile_huge_length_prefix", GroupRobustness, "a 0x7fffffff length prefix closes its connection without the server's memory growing", hostileHugeLengthPrefix},
+	{"hostile_reset_mid_frame", GroupRobustness, "half a frame then an RST: the server logs it and reaps the connection, leaking no goroutine", hostileResetMidFrame},
 }
 
 // All returns every scenario in run order.

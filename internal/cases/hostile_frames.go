@@ -1,0 +1,236 @@
+package cases
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+func hostileGarbageBytes(t *T) {
+	const (
+		conns = 50
+		held  = 1024 // bytes each connection sends before the polite gets
+	)
+	s := t.startServer(serverOpts{})
+	c := t.politeClient(s)
+	w := t.watch(s)
+
+	// Even connections send a first byte other than 0, which declares a
+	// frame over 16 MiB: refused on the prefix alone. Odd ones declare
+	// their own length, so the server awaits the whole body before it
+	// finds the magic wrong; until then they hold half a frame.
+	rng := rand.New(rand.NewPCG(50, 4096))
+	garbage := make([][]byte, conns)
+	ncs := make([]*net.TCPConn, conns)
+	for i := range ncs {
+		b := make([]byte, 2048+rng.IntN(2049))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if i%2 == 0 {
+			b[0] = max(b[0], 1)
+		} else {
+			binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+			if binary.BigEndian.Uint16(b[4:]) == proto.Magic {
+				b[4] ^= 0xff
+			}
+		}
+		garbage[i] = b
+		ncs[i] = t.dialRaw(s.Addr)
+		if err := writeTimed(ncs[i], b[:held]); err != nil && !isReset(err) {
+			t.Fatalf("garbage connection %d: %v", i, err)
+		}
+	}
+	t.awaitTakeIn(s, "even connections refused, odd ones open", func(ctr map[string]int64) bool {
+		return ctr["protocol_errors"] >= conns/2 && ctr["conns_open"] >= w.before.connsOpen+conns/2
+	})
+
+	var during, after polite
+	during.gets(t, c, politeDuring)
+	w.sampleDuring()
+
+	closed := 0
+	var notClosed error
+	for i, nc := range ncs {
+		// The even ones are closed already; writing to them may fail.
+		if err := writeTimed(nc, garbage[i][held:]); err != nil && !isReset(err) {
+			notClosed = fmt.Errorf("connection %d: %w", i, err)
+			continue
+		}
+		if err := awaitClose(nc); err != nil {
+			notClosed = fmt.Errorf("connection %d: %w", i, err)
+			continue
+		}
+		closed++
+		nc.Close()
+	}
+	ctr := w.settle()
+	after.gets(t, c, politeAfter)
+
+	t.Field("conns", conns)
+	t.Field("heldMidFrame", conns/2)
+	t.Field("closedByServer", closed)
+	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.report(rssLimitKB)
+	t.Check(closed == conns, "server closed %d of %d garbage connections; last left open: %v", closed, conns, notClosed)
+	t.Check(ctr["protocol_errors"] == conns, "protocol_errors=%d, want %d", ctr["protocol_errors"], conns)
+	during.check(t, "during the attack")
+	after.check(t, "after the attack")
+}
+
+func hostileHugeLengthPrefix(t *T) {
+	const (
+		conns = 20
+		// A server that trusted the prefix would read this much body
+		// into its buffers: 20 MiB in all, over rssLimitTightKB.
+		filler = 1 << 20
+		// It would also have reserved 2 GiB a connection, resident or
+		// not; the server's address space must grow far less.
+		vmLimitKB = 512 << 10
+	)
+	s := t.startServer(serverOpts{})
+	c := t.politeClient(s)
+	w := t.watch(s)
+	vmBefore := w.kb("VmPeak")
+
+	// Each connection sends half of the prefix 0x7fffffff first, so the
+	// server must wait for the rest while the polite client is served.
+	ncs := make([]*net.TCPConn, conns)
+	for i := range ncs {
+		ncs[i] = t.dialRaw(s.Addr)
+		if err := writeTimed(ncs[i], []byte{0x7f, 0xff}); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	t.awaitTakeIn(s, "connections open", func(ctr map[string]int64) bool {
+		return ctr["conns_open"] >= w.before.connsOpen+conns
+	})
+
+	var during, after polite
+	during.gets(t, c, politeDuring)
+	w.sampleDuring()
+
+	rest := make([]byte, 2+filler)
+	rest[0], rest[1] = 0xff, 0xff
+	closed := 0
+	var notClosed error
+	for i, nc := range ncs {
+		// The server closes as soon as it has the prefix, so the filler
+		// may meet a reset.
+		if err := writeTimed(nc, rest); err != nil && !isReset(err) {
+			notClosed = fmt.Errorf("connection %d: %w", i, err)
+			continue
+		}
+		if err := awaitClose(nc); err != nil {
+			notClosed = fmt.Errorf("connection %d: %w", i, err)
+			continue
+		}
+		closed++
+		nc.Close()
+	}
+	ctr := w.settle()
+	after.gets(t, c, politeAfter)
+
+	t.Field("conns", conns)
+	t.Field("prefix", "0x7fffffff")
+	t.Field("fillerBytes", filler)
+	t.Field("closedByServer", closed)
+	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.report(rssLimitTightKB)
+	if vmAfter := w.kb("VmPeak"); vmBefore >= 0 && vmAfter >= 0 {
+		t.Volatile("vmPeakGrowthKB", vmAfter-vmBefore)
+		t.Check(vmAfter-vmBefore <= vmLimitKB, "server address space peaked %d kB above its baseline, limit %d kB", vmAfter-vmBefore, vmLimitKB)
+	}
+	t.Check(closed == conns, "server closed %d of %d connections; last left open: %v", closed, conns, notClosed)
+	t.Check(ctr["protocol_errors"] == conns, "protocol_errors=%d, want %d", ctr["protocol_errors"], conns)
+	during.check(t, "during the attack")
+	after.check(t, "after the attack")
+}
+
+func hostileResetMidFrame(t *T) {
+	const conns = 20
+	s := t.startServer(serverOpts{})
+	c := t.politeClient(s)
+	w := t.watch(s)
+
+	// A whole get answered first shows that the connection's reader is
+	// running; then half of a second get, then an RST.
+	whole := t.requestBytes(1, proto.MethodGet, "account=acct-reset")
+	second := t.requestBytes(2, proto.MethodGet, "account=acct-reset")
+	half := len(second) / 2
+	ncs := make([]*net.TCPConn, conns)
+	for i := range ncs {
+		ncs[i] = t.dialRaw(s.Addr)
+		if err := writeTimed(ncs[i], whole); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		if f, err := readFrame(ncs[i]); err != nil || f.ID != 1 || f.Status != proto.StatusOK {
+			t.Fatalf("connection %d: first get answered %v %v %q", i, err, f.Status, f.Payload)
+		}
+		if err := writeTimed(ncs[i], second[:half]); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+
+	var during, after polite
+	during.gets(t, c, politeDuring)
+	w.sampleDuring()
+
+	var resetErr error
+	for _, nc := range ncs {
+		if err := resetConn(nc); err != nil {
+			resetErr = err
+		}
+	}
+	ctr := w.settle()
+	after.gets(t, c, politeAfter)
+	midFrame := countLogLines(s.LogPath, "CONN_CLOSED_MID_FRAME", fmt.Sprintf("buffered=%d", half))
+	resets := countLogLines(s.LogPath, "CONN_READ_ERROR", "reset")
+
+	t.Field("conns", conns)
+	t.Field("halfFrameBytes", half)
+	t.Field("loggedMidFrame", midFrame)
+	t.Field("loggedResets", resets)
+	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.report(rssLimitKB)
+	t.Check(resetErr == nil, "reset: %v", resetErr)
+	t.Check(midFrame == conns, "server logged %d closes mid-frame with %d bytes buffered, want %d", midFrame, half, conns)
+	t.Check(resets == conns, "server logged %d read errors for a reset, want %d", resets, conns)
+	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0: a reset is not a bad frame", ctr["protocol_errors"])
+	during.check(t, "during the attack")
+	after.check(t, "after the attack")
+}
+
+// countLogLines counts the lines of the log at path that contain every
+// one of substrs.
+func countLogLines(path string, substrs ...string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+next:
+	for sc.Scan() {
+		for _, s := range substrs {
+			if !strings.Contains(sc.Text(), s) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,90 @@
+package cases
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// ioTimeout bounds each read and write of a hostile connection, so that a
+// server that fails to react fails the scenario instead of hanging it.
+const ioTimeout = 5 * time.Second
+
+// dialRaw opens a plain TCP connection to addr, closed when the scenario
+// ends if it is still open then.
+func (t *T) dialRaw(addr string) *net.TCPConn {
+	nc, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.cleanup(func() { nc.Close() })
+	return nc.(*net.TCPConn)
+}
+
+// resetConn aborts nc: with SO_LINGER 0, close discards unsent data and
+// sends an RST instead of a FIN.
+func resetConn(nc *net.TCPConn) error {
+	if err := nc.SetLinger(0); err != nil {
+		nc.Close()
+		return err
+	}
+	return nc.Close()
+}
+
+// isReset reports whether err says the peer aborted the connection.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// writeTimed writes b within ioTimeout.
+func writeTimed(nc net.Conn, b []byte) error {
+	nc.SetWriteDeadline(time.Now().Add(ioTimeout))
+	_, err := nc.Write(b)
+	return err
+}
+
+// awaitClose reads and discards until the peer closes nc, and returns
+// nil if it did so (EOF or reset) within ioTimeout.
+func awaitClose(nc net.Conn) error {
+	nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	_, err := io.Copy(io.Discard, nc)
+	if isReset(err) {
+		return nil
+	}
+	return err
+}
+
+// requestBytes encodes a request with a 1 s budget.
+func (t *T) requestBytes(id uint64, method, payload string) []byte {
+	f := proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: 1000, Method: method, Payload: []byte(payload)}
+	b, err := proto.AppendFrame(nil, &f)
+	if err != nil {
+		t.Fatalf("encode %s request: %v", method, err)
+	}
+	return b
+}
+
+// readFrame reads from nc until a whole frame has arrived, within
+// ioTimeout, and returns the first one.
+func readFrame(nc net.Conn) (proto.Frame, error) {
+	nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	var dec proto.Decoder
+	buf := make([]byte, 4096)
+	for {
+		n, err := nc.Read(buf)
+		fs, derr := dec.Feed(buf[:n])
+		if derr != nil {
+			return proto.Frame{}, derr
+		}
+		if len(fs) > 0 {
+			return fs[0], nil
+		}
+		if err != nil {
+			return proto.Frame{}, err
+		}
+	}
+}
