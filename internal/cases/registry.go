@@ -28,6 +28,9 @@ var registry = []Case{
 	{"hostile_garbage_bytes", GroupRobustness, "50 connections send random bytes: each is closed as a protocol error while a polite client is served", hostileGarbageBytes},
 	{"hostile_huge_length_prefix", GroupRobustness, "a 0x7fffffff length prefix closes its connection without the server's memory growing", hostileHugeLengthPrefix},
 	{"hostile_reset_mid_frame", GroupRobustness, "half a frame then an RST: the server logs it and reaps the connection, leaking no goroutine", hostileResetMidFrame},
+	{"hostile_slow_sender", GroupRobustness, "a request sent one byte per 100 ms holds no worker: with one worker, other gets succeed meanwhile", hostileSlowSender},
+	{"hostile_idle_connections", GroupRobustness, "500 idle connections cost two goroutines each, block no one, and are reaped when closed", hostileIdleConnections},
+	{"hostile_connect_churn", GroupRobustness, "2000 connections opened and closed or reset at once: the server keeps serving and accepting", hostileConnectChurn},
 }
 
 // All returns every scenario in run order.

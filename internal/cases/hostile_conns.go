@@ -1,0 +1,197 @@
+package cases
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+func hostileSlowSender(t *T) {
+	const (
+		slowBytes = 15
+		pace      = 100 * time.Millisecond
+	)
+	s := t.startServer(serverOpts{Workers: 1})
+	c := t.politeClient(s)
+	w := t.watch(s)
+
+	req := t.requestBytes(1, proto.MethodGet, "account=acct-slow")
+	nc := t.dialRaw(s.Addr)
+	// The ticker paces the attack; after each byte the polite client makes
+	// one get, so every get overlaps a frame the server holds in part.
+	sent := make(chan error, slowBytes)
+	start := time.Now()
+	go func() {
+		tick := time.NewTicker(pace)
+		defer tick.Stop()
+		for i := range slowBytes {
+			<-tick.C
+			sent <- writeTimed(nc, req[i:i+1])
+		}
+	}()
+	var during, after polite
+	for range slowBytes {
+		if err := <-sent; err != nil {
+			t.Fatalf("slow sender: %v", err)
+		}
+		during.gets(t, c, 1)
+	}
+	slowFor := time.Since(start)
+	w.sampleDuring()
+
+	var answer proto.Frame
+	err := writeTimed(nc, req[slowBytes:])
+	if err == nil {
+		answer, err = readFrame(nc)
+	}
+	nc.Close()
+	ctr := w.settle()
+	after.gets(t, c, politeAfter)
+	slowOK := err == nil && answer.ID == 1 && answer.Status == proto.StatusOK && fieldOf(answer.Payload, "account") == "acct-slow"
+
+	t.Field("workers", 1)
+	t.Field("slowBytes", fmt.Sprintf("%d/%d", slowBytes, len(req)))
+	t.Field("pace", ms(pace))
+	t.Volatile("slowFor", ms(slowFor))
+	t.Field("politeDuring", &during)
+	t.Field("politeDuringMaxAttempts", during.maxAttempts)
+	t.Volatile("politeDuringSlowest", ms(during.slowest))
+	t.Field("slowAnswer", fmt.Sprintf("%v account=%s", answer.Status, fieldOf(answer.Payload, "account")))
+	t.Field("politeAfter", &after)
+	t.Field("protocolErrors", ctr["protocol_errors"])
+	w.report(rssLimitKB)
+	during.check(t, "while the slow sender held a partial frame")
+	t.Check(during.maxAttempts == 1, "a polite get needed %d attempts: the slow sender held up the worker or the server", during.maxAttempts)
+	t.Check(slowOK, "slow request answered %v %v %q, want OK for acct-slow", err, answer.Status, answer.Payload)
+	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0", ctr["protocol_errors"])
+	after.check(t, "after the attack")
+}
+
+func hostileIdleConnections(t *T) {
+	const idle = 500
+	s := t.startServer(serverOpts{})
+	c := t.politeClient(s)
+	w := t.watch(s)
+
+	ncs := make([]*net.TCPConn, idle)
+	for i := range ncs {
+		ncs[i] = t.dialRaw(s.Addr)
+	}
+	t.awaitTakeIn(s, "idle connections open", func(ctr map[string]int64) bool {
+		return ctr["conns_open"] >= w.before.connsOpen+idle
+	})
+	var during, after polite
+	during.gets(t, c, politeDuring)
+	ctrDuring := w.sampleDuring()
+
+	for _, nc := range ncs {
+		nc.Close()
+	}
+	ctr := w.settle()
+	after.gets(t, c, politeAfter)
+
+	// Each connection has a reader and a writer goroutine and nothing
+	// more. The baseline's control connection may be gone from the
+	// sample, or an earlier one still there.
+	perConn := w.during.goroutines - w.before.goroutines
+	t.Field("idleConns", idle)
+	t.Volatile("connsOpenDuring", ctrDuring["conns_open"])
+	t.Field("connsRejected", ctr["conns_rejected"])
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.report(rssLimitKB)
+	t.Check(perConn >= 2*idle-goroutineSlack && perConn <= 2*idle+goroutineSlack,
+		"server goroutines grew by %d with %d idle connections, want about %d", perConn, idle, 2*idle)
+	t.Check(ctr["conns_rejected"] == 0, "conns_rejected=%d, want 0 under -max-conns", ctr["conns_rejected"])
+	during.check(t, "with the idle connections open")
+	after.check(t, "after the attack")
+}
+
+func hostileConnectChurn(t *T) {
+	const (
+		conns    = 2000
+		churners = 8
+	)
+	s := t.startServer(serverOpts{})
+	c := t.politeClient(s)
+	w := t.watch(s)
+	base := t.counters(s)["conns_scenario"]
+
+	// Connection i closes at once (i%4 == 0), resets at once (1), writes
+	// part of a frame and closes (2), or writes part of a frame and
+	// resets (3).
+	partial := t.requestBytes(1, proto.MethodGet, "account=acct-churn")[:10]
+	var dialErrs, writeErrs atomic.Int64
+	var wg sync.WaitGroup
+	for g := range churners {
+		wg.Go(func() {
+			for i := g; i < conns; i += churners {
+				nc, err := net.DialTimeout("tcp", s.Addr, ioTimeout)
+				if err != nil {
+					dialErrs.Add(1)
+					continue
+				}
+				tc := nc.(*net.TCPConn)
+				if i%4 >= 2 {
+					if err := writeTimed(tc, partial); err != nil {
+						writeErrs.Add(1)
+					}
+				}
+				if i%2 == 1 {
+					resetConn(tc)
+				} else {
+					tc.Close()
+				}
+			}
+		})
+	}
+	churned := make(chan struct{})
+	go func() { wg.Wait(); close(churned) }()
+
+	// The polite client makes gets until the churn is over; a get counts
+	// as during it if it started before the churn ended.
+	var during, after polite
+	politeDone := make(chan struct{})
+	go func() {
+		defer close(politeDone)
+		for {
+			select {
+			case <-churned:
+				return
+			default:
+			}
+			during.add(c.Do(t.ctx, getCall(politeAccount)))
+		}
+	}()
+	waitFor(settleTimeout, func() bool { return t.counters(s)["conns_scenario"] >= base+conns/2 })
+	w.sampleDuring()
+	<-politeDone
+
+	accepted := waitFor(settleTimeout, func() bool { return t.counters(s)["conns_scenario"] >= base+conns })
+	ctr := w.settle()
+	fresh := t.client(s.Addr, proto.DefaultConfig())
+	after.gets(t, fresh, politeAfter)
+	after.gets(t, c, politeAfter)
+
+	t.Field("conns", conns)
+	t.Field("churners", churners)
+	t.Field("dialErrors", dialErrs.Load())
+	t.Field("writeErrors", writeErrs.Load())
+	t.Field("serverAccepted", ctr["conns_scenario"]-base)
+	t.Field("connsRejected", ctr["conns_rejected"])
+	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("servedDuring", during.calls > 0 && during.ok == during.calls)
+	t.Volatile("politeDuring", &during)
+	t.Field("politeAfterFreshAndOld", &after)
+	w.report(rssLimitKB)
+	t.Check(dialErrs.Load() == 0 && writeErrs.Load() == 0, "churn: %d dials and %d writes failed, want 0", dialErrs.Load(), writeErrs.Load())
+	t.Check(accepted, "server accepted %d of %d churned connections", ctr["conns_scenario"]-base, conns)
+	t.Check(ctr["conns_rejected"] == 0, "conns_rejected=%d, want 0", ctr["conns_rejected"])
+	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0: partial frames are not bad ones", ctr["protocol_errors"])
+	during.check(t, "during the churn")
+	after.check(t, "after the churn, on a new connection and the old one")
+}
