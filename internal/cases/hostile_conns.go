@@ -1,6 +1,7 @@
 package cases
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -194,4 +195,120 @@ func hostileConnectChurn(t *T) {
 	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0: partial frames are not bad ones", ctr["protocol_errors"])
 	during.check(t, "during the churn")
 	after.check(t, "after the churn, on a new connection and the old one")
+}
+
+// neverReader floods a server with pipelined requests and never reads a
+// byte of the answers.
+type neverReader struct {
+	name    string
+	sent    int64         // bytes written
+	stalled chan struct{} // closed once a write made no progress for stallAfter
+	dropped bool          // the server closed the connection
+	err     error         // why the attack ended otherwise
+}
+
+func hostileNeverReads(t *T) {
+	const (
+		writeTimeout = time.Second
+		maxOutBytes  = proto.MaxFrameLen + 4
+		attackFor    = 3 * time.Second
+		// A write that makes no progress for stallAfter means TCP is
+		// holding the attacker back: the server stopped reading it.
+		stallAfter = 100 * time.Millisecond
+		// A small receive buffer, and a fixed one: the kernel no longer
+		// grows it. Below the 64 KiB segments of loopback it would drop
+		// the server's segments, and both ends would back off
+		// retransmitting instead of the server's write blocking.
+		readBuffer = 64 << 10
+		batch      = 256 // requests per write
+	)
+	s := t.startServer(serverOpts{WriteTimeout: writeTimeout, MaxOutBytes: maxOutBytes})
+	c := t.politeClient(s)
+	w := t.watch(s)
+
+	// Plain gets may run on the connection's reader, which then blocks
+	// writing their answers itself. A sleep field sends them through the
+	// queue and the writer goroutine instead, so that the reader stops
+	// reading at -max-out-bytes.
+	attackers := []*neverReader{{name: "inline"}, {name: "queued"}}
+	payloads := []string{"account=acct-never", "account=acct-never sleep=0"}
+	var wg sync.WaitGroup
+	for i, a := range attackers {
+		a.stalled = make(chan struct{})
+		var reqs []byte
+		for id := range batch {
+			reqs = append(reqs, t.requestBytes(uint64(id+1), proto.MethodGet, payloads[i])...)
+		}
+		nc := t.dialRaw(s.Addr)
+		if err := nc.SetReadBuffer(readBuffer); err != nil {
+			t.Fatalf("read buffer: %v", err)
+		}
+		wg.Go(func() {
+			defer nc.Close()
+			end := time.Now().Add(attackFor)
+			stalled := false
+			for b := reqs; time.Now().Before(end); {
+				nc.SetWriteDeadline(time.Now().Add(stallAfter))
+				n, err := nc.Write(b)
+				a.sent += int64(n)
+				b = b[n:]
+				var ne net.Error
+				switch {
+				case errors.As(err, &ne) && ne.Timeout():
+					if !stalled {
+						stalled = true
+						close(a.stalled)
+					}
+				case isReset(err):
+					a.dropped = true
+					return
+				case err != nil:
+					a.err = err
+					return
+				}
+				if len(b) == 0 {
+					b = reqs
+				}
+			}
+			a.err = fmt.Errorf("still connected after %v", attackFor)
+		})
+	}
+	for _, a := range attackers {
+		select {
+		case <-a.stalled:
+		case <-time.After(attackFor):
+			t.Fatalf("attacker %s: the server kept reading for %v", a.name, attackFor)
+		}
+	}
+
+	var during, after polite
+	during.gets(t, c, politeDuring)
+	ctrDuring := w.sampleDuring()
+	wg.Wait()
+	ctr := w.settle()
+	after.gets(t, c, politeAfter)
+
+	t.Field("attackers", len(attackers))
+	t.Field("writeTimeout", writeTimeout)
+	t.Field("maxOutBytes", maxOutBytes)
+	for _, a := range attackers {
+		t.Field(a.name+"Dropped", a.dropped)
+		t.Volatile(a.name+"SentBytes", a.sent)
+	}
+	t.Field("attackersOpenDuring", ctrDuring["conns_open"]-w.before.connsOpen >= int64(len(attackers)))
+	t.Field("writeTimeouts", ctr["write_timeouts"])
+	t.Field("outLimitReached", ctr["out_limit_waits"] > 0)
+	t.Volatile("outLimitWaits", ctr["out_limit_waits"])
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.report(rssLimitKB)
+	for _, a := range attackers {
+		t.Check(a.dropped, "attacker %s was not dropped: %v", a.name, a.err)
+	}
+	t.Check(ctrDuring["conns_open"]-w.before.connsOpen >= int64(len(attackers)),
+		"the polite gets came after the server dropped the attackers (conns_open=%d, baseline %d)", ctrDuring["conns_open"], w.before.connsOpen)
+	t.Check(ctr["write_timeouts"] == int64(len(attackers)), "write_timeouts=%d, want %d", ctr["write_timeouts"], len(attackers))
+	t.Check(ctr["out_limit_waits"] > 0, "out_limit_waits=0: the queued attacker never met -max-out-bytes")
+	during.check(t, "during the attack")
+	after.check(t, "after the attack")
 }

@@ -31,6 +31,7 @@ var registry = []Case{
 	{"hostile_slow_sender", GroupRobustness, "a request sent one byte per 100 ms holds no worker: with one worker, other gets succeed meanwhile", hostileSlowSender},
 	{"hostile_idle_connections", GroupRobustness, "500 idle connections cost two goroutines each, block no one, and are reaped when closed", hostileIdleConnections},
 	{"hostile_connect_churn", GroupRobustness, "2000 connections opened and closed or reset at once: the server keeps serving and accepting", hostileConnectChurn},
+	{"hostile_never_reads", GroupRobustness, "clients that never read their answers are held back by TCP and dropped at the write timeout", hostileNeverReads},
 }
 
 // All returns every scenario in run order.
