@@ -32,6 +32,7 @@ var registry = []Case{
 	{"hostile_idle_connections", GroupRobustness, "500 idle connections cost two goroutines each, block no one, and are reaped when closed", hostileIdleConnections},
 	{"hostile_connect_churn", GroupRobustness, "2000 connections opened and closed or reset at once: the server keeps serving and accepting", hostileConnectChurn},
 	{"hostile_never_reads", GroupRobustness, "clients that never read their answers are held back by TCP and dropped at the write timeout", hostileNeverReads},
+	{"backpressure_burst", GroupRobustness, "a burst past a queue of 8: each debit is executed or UNAVAILABLE unexecuted, and a retrying client gets each executed once", backpressureBurst},
 }
 
 // All returns every scenario in run order.
