@@ -93,8 +93,11 @@ func hostileHugeLengthPrefix(t *T) {
 		// into its buffers: 20 MiB in all, over rssLimitTightKB.
 		filler = 1 << 20
 		// It would also have reserved 2 GiB a connection, resident or
-		// not; the server's address space must grow far less.
-		vmLimitKB = 512 << 10
+		// not, so its address space must grow by less than one such
+		// buffer. The allowance is for threads: each new one maps a
+		// stack and a 64 MiB glibc arena, and runs have seen up to
+		// 264 MiB.
+		vmLimitKB = 1 << 20
 	)
 	s := t.startServer(serverOpts{})
 	c := t.politeClient(s)
