@@ -220,8 +220,8 @@ func (m *connModel) probe() bool { return m.violation == nil && !m.partial }
 
 // checkHostileConn writes head and then tail on a new connection and
 // checks what comes back against m.
-func checkHostileConn(t testing.TB, ln *fuzzListener, head, tail []byte, m connModel) {
-	nc, sc := ln.dial(t)
+func checkHostileConn(t testing.TB, ln *pipeListener, head, tail []byte, m connModel) {
+	nc, sc := dialWatched(t, ln)
 	r := startFrameReader(nc)
 	defer r.close()
 
@@ -323,8 +323,8 @@ func answers(fr proto.Frame, asked map[uint64][]string) error {
 }
 
 // checkFreshConn checks that a well-behaved connection is served.
-func checkFreshConn(t testing.TB, ln *fuzzListener) {
-	nc, sc := ln.dial(t)
+func checkFreshConn(t testing.TB, ln *pipeListener) {
+	nc, sc := dialWatched(t, ln)
 	r := startFrameReader(nc)
 	defer r.close()
 	nc.SetWriteDeadline(time.Now().Add(waitLimit))
@@ -429,14 +429,14 @@ func counterDelta(t testing.TB, before, after proto.Fields, name string) int64 {
 // that the minimizer's reruns start clean.
 type fuzzServer struct {
 	srv  *proto.Server
-	ln   *fuzzListener
+	ln   *pipeListener
 	errc chan error
 	uses int
 }
 
 const recycleAfter = 1000
 
-func (s *fuzzServer) get(t testing.TB) (*proto.Server, *fuzzListener) {
+func (s *fuzzServer) get(t testing.TB) (*proto.Server, *pipeListener) {
 	t.Helper()
 	if s.srv != nil && s.uses >= recycleAfter {
 		s.close(t)
@@ -446,7 +446,7 @@ func (s *fuzzServer) get(t testing.TB) (*proto.Server, *fuzzListener) {
 		if err != nil {
 			t.Fatalf("NewServer: %v", err)
 		}
-		s.srv, s.ln, s.errc, s.uses = srv, newFuzzListener(), make(chan error, 1), 0
+		s.srv, s.ln, s.errc, s.uses = srv, newPipeListener(), make(chan error, 1), 0
 		go func() { s.errc <- srv.Serve(s.ln) }()
 	}
 	s.uses++
@@ -471,39 +471,9 @@ func (s *fuzzServer) close(t testing.TB) {
 	s.srv = nil
 }
 
-// fuzzListener is a net.Listener whose connections are net.Pipe pairs:
-// no sockets and no file descriptors. net.Pipe buffers nothing, so the
-// client must keep reading while it writes, and each Write reaches the
-// server as reads of its own.
-type fuzzListener struct {
-	conns chan net.Conn
-	once  sync.Once
-	done  chan struct{}
-}
-
-func newFuzzListener() *fuzzListener {
-	return &fuzzListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *fuzzListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *fuzzListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *fuzzListener) Addr() net.Addr { return &net.UnixAddr{Name: "fuzz", Net: "pipe"} }
-
-// dial returns the client end of a new connection and the server's end,
-// once the server has accepted it.
-func (l *fuzzListener) dial(t testing.TB) (net.Conn, *fuzzServerSide) {
+// dialWatched connects to l like pipeListener.dial, and also returns the
+// server's end of the connection, which records when the server closes it.
+func dialWatched(t testing.TB, l *pipeListener) (net.Conn, *fuzzServerSide) {
 	t.Helper()
 	client, server := net.Pipe()
 	sc := &fuzzServerSide{Conn: server, closed: make(chan struct{})}
