@@ -205,6 +205,7 @@ type neverReader struct {
 	sent    int64         // bytes written
 	stalled chan struct{} // closed once a write made no progress for stallAfter
 	dropped bool          // the server closed the connection
+	after   time.Duration // from the first write to the drop
 	err     error         // why the attack ended otherwise
 }
 
@@ -212,7 +213,14 @@ func hostileNeverReads(t *T) {
 	const (
 		writeTimeout = time.Second
 		maxOutBytes  = proto.MaxFrameLen + 4
-		attackFor    = 3 * time.Second
+		// The server must drop each attacker within dropWithin. It
+		// normally takes writeTimeout and a few hundred ms. But a
+		// segment lost early on loopback can leave the attacker's kernel
+		// backing off its retransmits for seconds, while the server has
+		// nothing to read and its answers still fit its send buffer.
+		dropWithin = 10 * time.Second
+		// The server must stop reading each attacker within stopWithin.
+		stopWithin = 3 * time.Second
 		// A write that makes no progress for stallAfter means TCP is
 		// holding the attacker back: the server stopped reading it.
 		stallAfter = 100 * time.Millisecond
@@ -246,7 +254,8 @@ func hostileNeverReads(t *T) {
 		}
 		wg.Go(func() {
 			defer nc.Close()
-			end := time.Now().Add(attackFor)
+			start := time.Now()
+			end := start.Add(dropWithin)
 			stalled := false
 			for b := reqs; time.Now().Before(end); {
 				nc.SetWriteDeadline(time.Now().Add(stallAfter))
@@ -261,7 +270,7 @@ func hostileNeverReads(t *T) {
 						close(a.stalled)
 					}
 				case isReset(err):
-					a.dropped = true
+					a.dropped, a.after = true, time.Since(start)
 					return
 				case err != nil:
 					a.err = err
@@ -271,14 +280,14 @@ func hostileNeverReads(t *T) {
 					b = reqs
 				}
 			}
-			a.err = fmt.Errorf("still connected after %v", attackFor)
+			a.err = fmt.Errorf("still connected after %v", dropWithin)
 		})
 	}
 	for _, a := range attackers {
 		select {
 		case <-a.stalled:
-		case <-time.After(attackFor):
-			t.Fatalf("attacker %s: the server kept reading for %v", a.name, attackFor)
+		case <-time.After(stopWithin):
+			t.Fatalf("attacker %s: the server kept reading for %v", a.name, stopWithin)
 		}
 	}
 
@@ -295,6 +304,7 @@ func hostileNeverReads(t *T) {
 	for _, a := range attackers {
 		t.Field(a.name+"Dropped", a.dropped)
 		t.Volatile(a.name+"SentBytes", a.sent)
+		t.Volatile(a.name+"DroppedAfter", ms(a.after))
 	}
 	t.Field("attackersOpenDuring", ctrDuring["conns_open"]-w.before.connsOpen >= int64(len(attackers)))
 	t.Field("writeTimeouts", ctr["write_timeouts"])
