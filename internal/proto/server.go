@@ -603,14 +603,14 @@ type args struct {
 	amount, sleep int64
 }
 
-// parseArgs reads the space-separated key=value pairs of a business
-// payload without allocating. A later pair overrides an earlier one with
+// parseArgs reads the key=value pairs of a business payload, separated by
+// ASCII white space, without allocating. A later pair overrides an earlier one with
 // the same key.
 func parseArgs(p []byte) (args, error) {
 	var a args
 	for len(p) > 0 {
 		var tok []byte
-		if i := bytes.IndexByte(p, ' '); i >= 0 {
+		if i := bytes.IndexAny(p, " \t\n\v\f\r"); i >= 0 {
 			tok, p = p[:i], p[i+1:]
 		} else {
 			tok, p = p, nil

@@ -66,6 +66,7 @@ func TestBusinessMethods(t *testing.T) {
 		{"get_no_account", proto.MethodGet, "sleep=1", answer{proto.StatusInvalidArgument, "account is required"}},
 		{"get_empty_account", proto.MethodGet, "account=", answer{proto.StatusInvalidArgument, "account is required"}},
 		{"get_not_key_value", proto.MethodGet, "account", answer{proto.StatusInvalidArgument, `proto: "account" is not key=value`}},
+		{"get_tab_separated", proto.MethodGet, "account=a\tsleep=x", answer{proto.StatusInvalidArgument, `proto: field sleep="x" is not an integer`}},
 		{"get_bad_sleep", proto.MethodGet, "account=a sleep=x", answer{proto.StatusInvalidArgument, `proto: field sleep="x" is not an integer`}},
 		{"debit", proto.MethodDebit, "account=a amount=1000",
 			answer{proto.StatusOK, "account=a balance=0 budget=5000 exec=1 replayed=false"}},
