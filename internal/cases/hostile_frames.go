@@ -55,21 +55,8 @@ func hostileGarbageBytes(t *T) {
 	during.gets(t, c, politeDuring)
 	w.sampleDuring()
 
-	closed := 0
-	var notClosed error
-	for i, nc := range ncs {
-		// The even ones are closed already; writing to them may fail.
-		if err := writeTimed(nc, garbage[i][held:]); err != nil && !isReset(err) {
-			notClosed = fmt.Errorf("connection %d: %w", i, err)
-			continue
-		}
-		if err := awaitClose(nc); err != nil {
-			notClosed = fmt.Errorf("connection %d: %w", i, err)
-			continue
-		}
-		closed++
-		nc.Close()
-	}
+	// The even ones are closed already; writing to them may fail.
+	closed, notClosed := finishAndAwaitClose(ncs, func(i int) []byte { return garbage[i][held:] })
 	ctr := w.settle()
 	after.gets(t, c, politeAfter)
 
@@ -123,22 +110,9 @@ func hostileHugeLengthPrefix(t *T) {
 
 	rest := make([]byte, 2+filler)
 	rest[0], rest[1] = 0xff, 0xff
-	closed := 0
-	var notClosed error
-	for i, nc := range ncs {
-		// The server closes as soon as it has the prefix, so the filler
-		// may meet a reset.
-		if err := writeTimed(nc, rest); err != nil && !isReset(err) {
-			notClosed = fmt.Errorf("connection %d: %w", i, err)
-			continue
-		}
-		if err := awaitClose(nc); err != nil {
-			notClosed = fmt.Errorf("connection %d: %w", i, err)
-			continue
-		}
-		closed++
-		nc.Close()
-	}
+	// The server closes as soon as it has the prefix, so the filler may
+	// meet a reset.
+	closed, notClosed := finishAndAwaitClose(ncs, func(int) []byte { return rest })
 	ctr := w.settle()
 	after.gets(t, c, politeAfter)
 
@@ -236,4 +210,24 @@ next:
 		n++
 	}
 	return n
+}
+
+// finishAndAwaitClose writes rest(i) to each connection i, where a reset
+// is expected since the server may have closed it already, then waits for
+// the server to close it. It returns how many the server closed, and the
+// last failure.
+func finishAndAwaitClose(ncs []*net.TCPConn, rest func(i int) []byte) (closed int, err error) {
+	for i, nc := range ncs {
+		if werr := writeTimed(nc, rest(i)); werr != nil && !isReset(werr) {
+			err = fmt.Errorf("connection %d: %w", i, werr)
+			continue
+		}
+		if cerr := awaitClose(nc); cerr != nil {
+			err = fmt.Errorf("connection %d: %w", i, cerr)
+			continue
+		}
+		closed++
+		nc.Close()
+	}
+	return closed, err
 }
