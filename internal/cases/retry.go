@@ -100,12 +100,19 @@ func retryUnavailableNonIdempotent(t *T) {
 // first debit executes and is never answered.
 const noReplyDebit = "kind=noreply method=debit count=1"
 
-func unknownNotRetriedWithoutKey(t *T) {
+// debitWithoutReply makes one logical debit of 10 on account, with key,
+// against a server whose first debit executes and is never answered, and
+// returns the result, the server's counters and the final balance.
+func (t *T) debitWithoutReply(cfg proto.Config, account, key string) (proto.Result, map[string]int64, int64) {
 	s := t.startServer(serverOpts{Faults: []string{noReplyDebit}})
-	c := t.client(s.Addr, proto.DefaultConfig())
-	r := c.Do(t.ctx, debitCall("acct-N", 10, ""))
+	c := t.client(s.Addr, cfg)
+	r := c.Do(t.ctx, debitCall(account, 10, key))
 	ctr := t.counters(s)
-	balance := t.balance(s, "acct-N")
+	return r, ctr, t.balance(s, account)
+}
+
+func unknownNotRetriedWithoutKey(t *T) {
+	r, ctr, balance := t.debitWithoutReply(proto.DefaultConfig(), "acct-N", "")
 	t.Field("status", r.Status)
 	t.Field("attempts", r.Attempts)
 	t.Field("outcomes", outcomes(r))
@@ -119,11 +126,7 @@ func unknownNotRetriedWithoutKey(t *T) {
 }
 
 func retryWithIdempotencyKey(t *T) {
-	s := t.startServer(serverOpts{Faults: []string{noReplyDebit}})
-	c := t.client(s.Addr, proto.DefaultConfig())
-	r := c.Do(t.ctx, debitCall("acct-K", 10, "debit-acct-K-0001"))
-	ctr := t.counters(s)
-	balance := t.balance(s, "acct-K")
+	r, ctr, balance := t.debitWithoutReply(proto.DefaultConfig(), "acct-K", "debit-acct-K-0001")
 	t.Field("status", r.Status)
 	t.Field("attempts", r.Attempts)
 	t.Field("outcomes", outcomes(r))
@@ -143,13 +146,9 @@ func retryWithIdempotencyKey(t *T) {
 // negativeControlNaiveRetry passes only if the naive policy really
 // executed one logical debit twice.
 func negativeControlNaiveRetry(t *T) {
-	s := t.startServer(serverOpts{Faults: []string{noReplyDebit}})
 	cfg := proto.DefaultConfig()
 	cfg.Retry = proto.RetryNaive
-	c := t.client(s.Addr, cfg)
-	r := c.Do(t.ctx, debitCall("acct-V", 10, ""))
-	ctr := t.counters(s)
-	balance := t.balance(s, "acct-V")
+	r, ctr, balance := t.debitWithoutReply(cfg, "acct-V", "")
 	t.Field("expectDoubleExecution", true)
 	t.Field("policy", cfg.Retry)
 	t.Field("status", r.Status)
