@@ -1,12 +1,12 @@
 // Command rpcserver is the fault-injecting RPC server that rpcbench drives.
 // It always runs as its own process. Once it is listening it prints one
-// line to stdout:
+// line to stdout, serverapi.Announce(addr):
 //
 //	RPCSERVER LISTEN 127.0.0.1:41234
 //
-// and then logs events to the file named by -log. See
-// internal/proto/SPEC.md for the protocol, the control methods and the
-// fault switches.
+// and then logs events, one JSON object per line, to the file named by
+// -log. See internal/proto/SPEC.md for the protocol, the control methods
+// and the fault switches.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -23,13 +23,25 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
-// AnnouncePrefix starts the line rpcserver prints once it is listening.
-const AnnouncePrefix = "RPCSERVER LISTEN "
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
-type faultFlags []proto.Fault
+// options are the parsed command line.
+type options struct {
+	addr       string
+	logPath    string
+	startDelay time.Duration
+	cpuProfile string
+	cfg        server.Config
+}
+
+type faultFlags []server.Fault
 
 func (f *faultFlags) String() string {
 	s := make([]string, len(*f))
@@ -40,7 +52,7 @@ func (f *faultFlags) String() string {
 }
 
 func (f *faultFlags) Set(v string) error {
-	ft, err := proto.ParseFault(v)
+	ft, err := server.ParseFault(v)
 	if err != nil {
 		return err
 	}
@@ -48,107 +60,128 @@ func (f *faultFlags) Set(v string) error {
 	return nil
 }
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func run(args []string, stdout, stderr io.Writer) int {
+// parse reads the command line; a usage error has already been printed.
+func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("rpcserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def := proto.DefaultServerConfig()
-	var (
-		addr       = fs.String("addr", "127.0.0.1:0", "address to listen on; port 0 picks a free port")
-		logPath    = fs.String("log", "", "file to append event lines to (default: stderr)")
-		startDelay = fs.Duration("start-delay", 0, "wait this long before binding (fault: delayed start)")
-		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-		faults     faultFlags
-		cfg        = def
-	)
-	fs.IntVar(&cfg.Workers, "workers", def.Workers, "goroutines executing business requests")
-	fs.IntVar(&cfg.QueueSize, "queue", def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
-	fs.BoolVar(&cfg.Chunk, "chunk", false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
-	fs.DurationVar(&cfg.ChunkWindow, "chunk-window", def.ChunkWindow, "how long chunk mode gathers responses")
-	fs.IntVar(&cfg.MaxConns, "max-conns", def.MaxConns, "connections open at once; more are closed on accept")
-	fs.IntVar(&cfg.MaxOutBytes, "max-out-bytes", def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
-	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
-	fs.Var(&faults, "fault", `fault rule, repeatable, e.g. "kind=late method=get count=1 delay=150ms"`)
+	def := server.DefaultConfig()
+	o := options{cfg: def}
+	var faults faultFlags
+	fs.StringVar(&o.addr, serverapi.FlagAddr, "127.0.0.1:0", "address to listen on; port 0 picks a free port")
+	fs.StringVar(&o.logPath, serverapi.FlagLog, "", "file to append JSON event lines to (default: stderr)")
+	fs.DurationVar(&o.startDelay, serverapi.FlagStartDelay, 0, "wait this long before binding (fault: delayed start)")
+	fs.StringVar(&o.cpuProfile, serverapi.FlagCPUProfile, "", "write a CPU profile of the whole run to this file")
+	fs.IntVar(&o.cfg.Workers, serverapi.FlagWorkers, def.Workers, "goroutines executing business requests")
+	fs.IntVar(&o.cfg.QueueSize, serverapi.FlagQueue, def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
+	fs.BoolVar(&o.cfg.Chunk, serverapi.FlagChunk, false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
+	fs.DurationVar(&o.cfg.ChunkWindow, serverapi.FlagChunkWindow, def.ChunkWindow, "how long chunk mode gathers responses")
+	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept")
+	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
+	fs.DurationVar(&o.cfg.WriteTimeout, serverapi.FlagWriteTimeout, def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
+	fs.Var(&faults, serverapi.FlagFault, `fault rule, repeatable, e.g. "kind=late method=get count=1 delay=150ms"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return o, err
 		}
-		return 2
+		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "rpcserver: unexpected arguments %q\n", fs.Args())
 		fs.Usage()
-		return 2
+		return o, errUsage
 	}
-	cfg.Faults = faults
+	o.cfg.Faults = faults
+	if err := o.cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+		return o, errUsage
+	}
+	return o, nil
+}
 
+// run is rpcserver's whole life; its result is the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return exitCode(err)
+	}
+	err = serve(o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+	}
+	return exitCode(err)
+}
+
+// serve opens the log, starts the server and serves until a signal.
+func serve(o options, stdout, stderr io.Writer) error {
 	logOut := stderr
-	if *logPath != "" {
-		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if o.logPath != "" {
+		f, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-			return 1
+			return err
 		}
 		defer f.Close()
 		logOut = f
 	}
-	cfg.Log = log.New(logOut, "", log.Ltime|log.Lmicroseconds)
+	lg := slog.New(slog.NewJSONHandler(logOut, nil))
+	o.cfg.Log = lg
 
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if o.cpuProfile != "" {
+		stop, err := startProfile(o.cpuProfile)
 		if err != nil {
-			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-			return 1
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 
-	srv, err := proto.NewServer(cfg)
+	srv, err := server.New(o.cfg, bank.New(bank.NewMemory(), lg))
 	if err != nil {
-		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-		return 2
+		return err
 	}
 	defer srv.Close()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	if *startDelay > 0 {
-		cfg.Log.Printf("START_DELAY %v", *startDelay)
+	if o.startDelay > 0 {
+		lg.Info(serverapi.EventStartDelay, serverapi.KeyDelay, o.startDelay.String())
 		select {
-		case <-time.After(*startDelay):
+		case <-time.After(o.startDelay):
 		case s := <-sigs:
-			cfg.Log.Printf("SIGNAL %v before bind", s)
-			return 0
+			lg.Info(serverapi.EventSignal, serverapi.KeySignal, s.String())
+			return nil
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-		return 1
+		return err
 	}
-	cfg.Log.Printf("LISTEN addr=%v workers=%d queue=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		ln.Addr(), cfg.Workers, cfg.QueueSize, cfg.MaxConns, cfg.MaxOutBytes, cfg.WriteTimeout, cfg.Chunk, &faults)
-	fmt.Fprintf(stdout, "%s%s\n", AnnouncePrefix, ln.Addr())
+	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, fmt.Sprintf(
+		"workers=%d queue=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, (*faultFlags)(&o.cfg.Faults)))
+	fmt.Fprintln(stdout, serverapi.Announce(ln.Addr().String()))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case s := <-sigs:
-		cfg.Log.Printf("SIGNAL %v: shutting down", s)
+		lg.Info(serverapi.EventSignal, serverapi.KeySignal, s.String())
 		srv.Close()
 		<-errc
-		return 0
+		return nil
 	case err := <-errc:
-		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-		return 1
+		return err
 	}
+}
+
+// startProfile starts a CPU profile into path and returns what stops it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"os"
@@ -10,6 +11,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -54,9 +61,9 @@ func TestAnnounceAndShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading announce line: %v", err)
 	}
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), AnnouncePrefix)
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), serverapi.AnnouncePrefix)
 	if !ok {
-		t.Fatalf("announce line = %q, want prefix %q", line, AnnouncePrefix)
+		t.Fatalf("announce line = %q, want prefix %q", line, serverapi.AnnouncePrefix)
 	}
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -64,6 +71,21 @@ func TestAnnounceAndShutdown(t *testing.T) {
 	}
 	nc.Close()
 	go io.Copy(io.Discard, pr)
+
+	// The counters rpcserver reports are exactly the ones the contract
+	// names: a counter renamed on either side fails here.
+	c, err := client.New(addr, client.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Do(context.Background(), client.Call{Method: serverapi.MethodStats, Idempotent: true})
+	c.Close()
+	if r.Status != proto.StatusOK {
+		t.Fatalf("%s: %v %v", serverapi.MethodStats, r.Status, r.Err)
+	}
+	if _, err := serverapi.ParseCounters(r.Payload); err != nil {
+		t.Errorf("%s answer does not decode: %v", serverapi.MethodStats, err)
+	}
 
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	select {
@@ -74,13 +96,29 @@ func TestAnnounceAndShutdown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not stop after SIGTERM")
 	}
-	logText, err := os.ReadFile(logPath)
+	f, err := os.Open(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LISTEN addr=" + addr, "kind=noreply method=debit count=1", "SIGNAL terminated"} {
-		if !strings.Contains(string(logText), want) {
-			t.Errorf("log lacks %q:\n%s", want, logText)
+	defer f.Close()
+	evs, err := serverapi.ReadEvents(f)
+	if err != nil {
+		t.Fatalf("the log does not decode as events: %v", err)
+	}
+	var got []string
+	for _, e := range evs {
+		switch e.Name {
+		case serverapi.EventListen:
+			got = append(got, e.Name+" "+e.Text(serverapi.KeyAddr))
+			if !strings.Contains(e.Text(serverapi.KeyConfig), "kind=noreply method=debit count=1") {
+				t.Errorf("%s config %q lacks the fault rule", e.Name, e.Text(serverapi.KeyConfig))
+			}
+		case serverapi.EventSignal:
+			got = append(got, e.Name+" "+e.Text(serverapi.KeySignal))
 		}
+	}
+	want := []string{serverapi.EventListen + " " + addr, serverapi.EventSignal + " terminated"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LISTEN and SIGNAL events (-want +got):\n%s", diff)
 	}
 }

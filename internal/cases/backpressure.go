@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
@@ -26,11 +28,11 @@ func backpressureBurst(t *T) {
 
 	// With one attempt per call, each result says what happened to its
 	// one request: OK executed, UNAVAILABLE rejected unexecuted.
-	once := proto.DefaultConfig()
+	once := client.DefaultConfig()
 	once.MaxAttempts = 1
 	bc := t.client(s.Addr, once)
 	wait := t.debitBurst(bc, "acct-B", burst, sleepMs, attemptTimeout)
-	waitFor(settleTimeout, func() bool { return t.counters(s)["requests.debit"] >= burst/2 })
+	waitFor(settleTimeout, func() bool { return t.counters(s).RequestsDebit >= burst/2 })
 	w.sampleDuring()
 	ok, unavailable, other, firstOther := tally(wait())
 	ctr1 := t.counters(s)
@@ -38,7 +40,7 @@ func backpressureBurst(t *T) {
 
 	// A retrying client: rejected attempts are retried, and each logical
 	// debit executes exactly once.
-	retry := proto.DefaultConfig()
+	retry := client.DefaultConfig()
 	retry.MaxAttempts, retry.Deadline = 10, 5*time.Second
 	rc := t.client(s.Addr, retry)
 	rresults := t.debitBurst(rc, "acct-C", retried, sleepMs, attemptTimeout)()
@@ -51,8 +53,8 @@ func backpressureBurst(t *T) {
 		attempts += r.Attempts
 	}
 	rbalance := t.balance(s, "acct-C")
-	rexec := ctr["exec.debit"] - ctr1["exec.debit"]
-	rrejected := ctr["queue_full"] - ctr1["queue_full"]
+	rexec := ctr.ExecDebit - ctr1.ExecDebit
+	rrejected := ctr.QueueFull - ctr1.QueueFull
 	var after polite
 	after.gets(t, c, politeAfter)
 
@@ -65,9 +67,9 @@ func backpressureBurst(t *T) {
 	t.Field("other", other)
 	t.Field("accounted", ok+unavailable)
 	t.Field("bothOutcomes", ok > 0 && unavailable > 0)
-	t.Field("okIsExecuted", int64(ok) == ctr1["exec.debit"])
-	t.Field("unavailableIsQueueFull", int64(unavailable) == ctr1["queue_full"])
-	t.Field("balanceIs1000MinusOk", balance == int64(proto.DefaultBalance-ok))
+	t.Field("okIsExecuted", int64(ok) == ctr1.ExecDebit)
+	t.Field("unavailableIsQueueFull", int64(unavailable) == ctr1.QueueFull)
+	t.Field("balanceIs1000MinusOk", balance == int64(bank.DefaultBalance-ok))
 	t.Field("retried", retried)
 	t.Field("retriedOk", rok)
 	t.Field("retriedExec", rexec)
@@ -79,14 +81,14 @@ func backpressureBurst(t *T) {
 
 	t.Check(other == 0, "%d calls ended neither OK nor UNAVAILABLE, the first %s", other, firstOther)
 	t.Check(ok+unavailable == burst, "OK %d + UNAVAILABLE %d = %d, want %d", ok, unavailable, ok+unavailable, burst)
-	t.Check(int64(ok) == ctr1["exec.debit"], "%d calls OK, server executed %d debits", ok, ctr1["exec.debit"])
-	t.Check(int64(unavailable) == ctr1["queue_full"], "%d calls UNAVAILABLE, server found its queue full %d times", unavailable, ctr1["queue_full"])
-	t.Check(balance == int64(proto.DefaultBalance-ok), "acct-B balance=%d, want %d", balance, proto.DefaultBalance-ok)
+	t.Check(int64(ok) == ctr1.ExecDebit, "%d calls OK, server executed %d debits", ok, ctr1.ExecDebit)
+	t.Check(int64(unavailable) == ctr1.QueueFull, "%d calls UNAVAILABLE, server found its queue full %d times", unavailable, ctr1.QueueFull)
+	t.Check(balance == int64(bank.DefaultBalance-ok), "acct-B balance=%d, want %d", balance, bank.DefaultBalance-ok)
 	t.Check(ok > 0 && unavailable > 0, "OK %d, UNAVAILABLE %d: the burst did not overflow the queue, the case proves nothing", ok, unavailable)
 
 	t.Check(rok == retried, "retrying client: %d of %d OK, %d UNAVAILABLE, %d other, the first %s", rok, retried, runavailable, rother, rfirstOther)
 	t.Check(rexec == retried, "retrying client: server executed %d debits, want %d", rexec, retried)
-	t.Check(rbalance == proto.DefaultBalance-retried, "acct-C balance=%d, want %d", rbalance, proto.DefaultBalance-retried)
+	t.Check(rbalance == bank.DefaultBalance-retried, "acct-C balance=%d, want %d", rbalance, bank.DefaultBalance-retried)
 	t.Check(int64(attempts) == rexec+rrejected, "retrying client: %d attempts, server executed %d and rejected %d", attempts, rexec, rrejected)
 	t.Check(rrejected > 0, "no retried debit was rejected: the retry phase proves nothing")
 	after.check(t, "after the bursts")
@@ -94,8 +96,8 @@ func backpressureBurst(t *T) {
 
 // debitBurst starts n keyless debits of 1 on account through c, all at
 // once, and returns a function that waits for their results.
-func (t *T) debitBurst(c *proto.Client, account string, n, sleepMs int, attemptTimeout time.Duration) func() []proto.Result {
-	results := make([]proto.Result, n)
+func (t *T) debitBurst(c *client.Client, account string, n, sleepMs int, attemptTimeout time.Duration) func() []client.Result {
+	results := make([]client.Result, n)
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Go(func() {
@@ -105,7 +107,7 @@ func (t *T) debitBurst(c *proto.Client, account string, n, sleepMs int, attemptT
 			results[i] = c.Do(t.ctx, call)
 		})
 	}
-	return func() []proto.Result {
+	return func() []client.Result {
 		wg.Wait()
 		return results
 	}
@@ -113,7 +115,7 @@ func (t *T) debitBurst(c *proto.Client, account string, n, sleepMs int, attemptT
 
 // tally counts OK, UNAVAILABLE and other results, and describes the
 // first other one.
-func tally(results []proto.Result) (ok, unavailable, other int, first string) {
+func tally(results []client.Result) (ok, unavailable, other int, first string) {
 	for _, r := range results {
 		switch r.Status {
 		case proto.StatusOK:

@@ -5,30 +5,32 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
-func getCall(account string) proto.Call {
-	return proto.Call{Method: proto.MethodGet, Idempotent: true, Payload: []byte("account=" + account)}
+func getCall(account string) client.Call {
+	return client.Call{Method: bank.MethodGet, Idempotent: true, Payload: []byte("account=" + account)}
 }
 
-func debitCall(account string, amount int, key string) proto.Call {
-	return proto.Call{Method: proto.MethodDebit, Key: key, Payload: fmt.Appendf(nil, "account=%s amount=%d", account, amount)}
+func debitCall(account string, amount int, key string) client.Call {
+	return client.Call{Method: bank.MethodDebit, Key: key, Payload: fmt.Appendf(nil, "account=%s amount=%d", account, amount)}
 }
 
 // fields parses a result's payload; a payload that is not key=value text
 // yields an empty set.
-func fields(r proto.Result) proto.Fields {
-	fs, err := proto.ParseFields(r.Payload)
+func fields(r client.Result) serverapi.Fields {
+	fs, err := serverapi.ParseFields(r.Payload)
 	if err != nil {
-		return proto.Fields{}
+		return serverapi.Fields{}
 	}
 	return fs
 }
 
 // brief renders a result as its status followed by the chosen payload
 // fields, e.g. "OK account=acct-B balance=1000".
-func brief(r proto.Result, keys ...string) string {
+func brief(r client.Result, keys ...string) string {
 	fs := fields(r)
 	parts := []string{r.Status.String()}
 	for _, k := range keys {
@@ -40,7 +42,7 @@ func brief(r proto.Result, keys ...string) string {
 }
 
 // attemptLog renders every attempt of a result: "a1 TIMEOUT id=1 ..., a2 ...".
-func attemptLog(r proto.Result) string {
+func attemptLog(r client.Result) string {
 	parts := make([]string, len(r.Log))
 	for i, a := range r.Log {
 		parts[i] = fmt.Sprintf("a%d %v", i+1, a)
@@ -50,11 +52,11 @@ func attemptLog(r proto.Result) string {
 
 // outcomes renders what each attempt met, without the values that vary
 // between runs: "TIMEOUT,RESPONSE/OK".
-func outcomes(r proto.Result) string {
+func outcomes(r client.Result) string {
 	parts := make([]string, len(r.Log))
 	for i, a := range r.Log {
-		parts[i] = a.Outcome
-		if a.Outcome == proto.OutcomeResponse {
+		parts[i] = a.Outcome.String()
+		if a.Outcome == client.OutcomeResponse {
 			parts[i] += "/" + a.Status.String()
 		}
 	}

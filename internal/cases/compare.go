@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/client"
 )
 
 func comparePerRequestVsMultiplex(t *T) {
@@ -20,13 +20,13 @@ func comparePerRequestVsMultiplex(t *T) {
 	port, _ := strconv.ParseUint(portText, 10, 16)
 
 	twBefore, twErr := timeWait(uint16(port))
-	cfg := proto.DefaultConfig()
+	cfg := client.DefaultConfig()
 	cfg.ConnPerCall = true
 	per := t.client(s.Addr, cfg)
 	pr := t.runLoad(per, false)
 	twAfter, _ := timeWait(uint16(port))
 
-	mux := t.client(s.Addr, proto.DefaultConfig())
+	mux := t.client(s.Addr, client.DefaultConfig())
 	mr := t.runLoad(mux, false)
 
 	t.Field("calls", loadCalls)

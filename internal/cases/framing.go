@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 const (
@@ -30,7 +34,7 @@ type loadResult struct {
 // Goroutine g uses its own account acct-g<g>; when withDebits is set every
 // second call is a debit of 1. A response naming another account is a
 // mismatch.
-func (t *T) runLoad(c *proto.Client, withDebits bool) *loadResult {
+func (t *T) runLoad(c *client.Client, withDebits bool) *loadResult {
 	var res loadResult
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -62,7 +66,7 @@ func (t *T) runLoad(c *proto.Client, withDebits bool) *loadResult {
 
 func normalMultiplex(t *T) {
 	s := t.startServer(serverOpts{})
-	c := t.client(s.Addr, proto.DefaultConfig())
+	c := t.client(s.Addr, client.DefaultConfig())
 	res := t.runLoad(c, true)
 	ctr := t.counters(s)
 	t.Field("calls", loadCalls)
@@ -71,15 +75,15 @@ func normalMultiplex(t *T) {
 	t.Field("mismatch", res.mismatch.Load())
 	t.Field("nonOk", res.nonOK.Load())
 	t.Field("clientConns", c.Stats().ConnsOpened)
-	t.Field("serverConns", ctr["conns_scenario"])
+	t.Field("serverConns", ctr.ConnsScenario)
 	t.Field("debitsSent", res.debits.Load())
-	t.Field("serverDebitExec", ctr["exec.debit"])
+	t.Field("serverDebitExec", ctr.ExecDebit)
 	t.Volatile("elapsed", ms(res.elapsed))
 	t.Check(res.ok.Load() == loadCalls, "ok=%d, want %d", res.ok.Load(), loadCalls)
 	t.Check(res.mismatch.Load() == 0, "mismatch=%d, want 0", res.mismatch.Load())
-	t.Check(ctr["conns_scenario"] == 1, "server accepted %d connections, want 1", ctr["conns_scenario"])
-	t.Check(ctr["exec.debit"] == res.debits.Load(), "server executed %d debits, client sent %d", ctr["exec.debit"], res.debits.Load())
-	want := int64(proto.DefaultBalance - loadCalls/loadGoroutines/2)
+	t.Check(ctr.ConnsScenario == 1, "server accepted %d connections, want 1", ctr.ConnsScenario)
+	t.Check(ctr.ExecDebit == res.debits.Load(), "server executed %d debits, client sent %d", ctr.ExecDebit, res.debits.Load())
+	want := int64(bank.DefaultBalance - loadCalls/loadGoroutines/2)
 	for g := range loadGoroutines {
 		account := fmt.Sprintf("acct-g%d", g)
 		if b := t.balance(s, account); !t.Check(b == want, "%s balance=%d, want %d", account, b, want) {
@@ -184,29 +188,29 @@ func randomFrame(rng *rand.Rand, id uint64) proto.Frame {
 
 func halfPacketStickyReal(t *T) {
 	s := t.startServer(serverOpts{Chunk: true})
-	c := t.client(s.Addr, proto.DefaultConfig())
+	c := t.client(s.Addr, client.DefaultConfig())
 	res := t.runLoad(c, false)
 	// The server counts a frame once its last piece is written, which can
 	// be just after the client has read it.
-	var ctr map[string]int64
+	var ctr counters
 	waitFor(5*time.Second, func() bool {
 		ctr = t.counters(s)
-		return ctr["frames_sent"] >= loadCalls
+		return ctr.FramesSent >= loadCalls
 	})
 	st := c.Stats()
 	t.Field("ok", res.ok.Load())
 	t.Field("mismatch", res.mismatch.Load())
 	t.Field("nonOk", res.nonOK.Load())
-	t.Volatile("serverChunks", ctr["write_chunks"])
-	t.Field("serverFrames", ctr["frames_sent"])
+	t.Volatile("serverChunks", ctr.WriteChunks)
+	t.Field("serverFrames", ctr.FramesSent)
 	t.Volatile("clientReadsEndingMidFrame", st.ReadsMidFrame)
 	t.Volatile("clientReadsWithMultipleFrames", st.ReadsMultiFrame)
-	t.Field("protocolErrors", ctr["protocol_errors"]+st.ProtocolErrors)
+	t.Field("protocolErrors", ctr.ProtocolErrors+st.ProtocolErrors)
 	t.Field("midFrameSeen", st.ReadsMidFrame > 0)
 	t.Field("multiFrameSeen", st.ReadsMultiFrame > 0)
 	t.Check(res.ok.Load() == loadCalls && res.mismatch.Load() == 0, "ok=%d mismatch=%d, want %d and 0", res.ok.Load(), res.mismatch.Load(), loadCalls)
-	t.Check(ctr["protocol_errors"] == 0 && st.ProtocolErrors == 0, "protocol errors: server %d, client %d", ctr["protocol_errors"], st.ProtocolErrors)
-	t.Check(ctr["write_chunks"] > ctr["frames_sent"], "server wrote %d chunks for %d frames: chunk mode did not split", ctr["write_chunks"], ctr["frames_sent"])
+	t.Check(ctr.ProtocolErrors == 0 && st.ProtocolErrors == 0, "protocol errors: server %d, client %d", ctr.ProtocolErrors, st.ProtocolErrors)
+	t.Check(ctr.WriteChunks > ctr.FramesSent, "server wrote %d chunks for %d frames: chunk mode did not split", ctr.WriteChunks, ctr.FramesSent)
 	t.Check(st.ReadsMidFrame > 0, "no client read ended mid-frame: the case proves nothing")
 	t.Check(st.ReadsMultiFrame > 0, "no client read carried several frames: the case proves nothing")
 }
@@ -214,7 +218,7 @@ func halfPacketStickyReal(t *T) {
 func serverSplitAndInvalidRequest(t *T) {
 	s := t.startServer(serverOpts{})
 
-	req := proto.Frame{Type: proto.TypeRequest, ID: 7, BudgetMs: 1000, Method: proto.MethodGet, Payload: []byte("account=acct-S")}
+	req := proto.Frame{Type: proto.TypeRequest, ID: 7, BudgetMs: 1000, Method: bank.MethodGet, Payload: []byte("account=acct-S")}
 	enc, err := proto.AppendFrame(nil, &req)
 	if err != nil {
 		t.Fatalf("encode: %v", err)
@@ -228,7 +232,7 @@ func serverSplitAndInvalidRequest(t *T) {
 	huge := binary.BigEndian.AppendUint32(nil, 1<<31-1)
 	closedHuge, errHuge := closedAfter(s.Addr, huge)
 
-	c := t.client(s.Addr, proto.DefaultConfig())
+	c := t.client(s.Addr, client.DefaultConfig())
 	after := c.Do(t.ctx, getCall("acct-S"))
 	ctr := t.counters(s)
 
@@ -236,17 +240,17 @@ func serverSplitAndInvalidRequest(t *T) {
 	t.Field("splitOk", splitOK)
 	t.Field("badMagicClosed", closedMagic)
 	t.Field("hugeLengthClosed", closedHuge)
-	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("protocolErrors", ctr.ProtocolErrors)
 	t.Field("afterwards", brief(after, "account"))
 	t.Check(splitOK, "request written one byte at a time: %v %v %q", err, resp.Status, resp.Payload)
 	t.Check(closedMagic, "server did not close after bad magic: %v", errMagic)
 	t.Check(closedHuge, "server did not close after a 2^31-1 length: %v", errHuge)
-	t.Check(ctr["protocol_errors"] == 2, "protocol_errors=%d, want 2", ctr["protocol_errors"])
+	t.Check(ctr.ProtocolErrors == 2, "protocol_errors=%d, want 2", ctr.ProtocolErrors)
 	t.Check(after.Status == proto.StatusOK, "new connection afterwards: %v", after.Status)
 }
 
 func fieldOf(payload []byte, key string) string {
-	fs, err := proto.ParseFields(payload)
+	fs, err := serverapi.ParseFields(payload)
 	if err != nil {
 		return ""
 	}
@@ -269,21 +273,8 @@ func byteByByte(addr string, enc []byte) (proto.Frame, int, error) {
 		}
 		writes++
 	}
-	var dec proto.Decoder
-	buf := make([]byte, 4096)
-	for {
-		n, err := nc.Read(buf)
-		fs, derr := dec.Feed(buf[:n])
-		if derr != nil {
-			return proto.Frame{}, writes, derr
-		}
-		if len(fs) > 0 {
-			return fs[0], writes, nil
-		}
-		if err != nil {
-			return proto.Frame{}, writes, err
-		}
-	}
+	f, err := proto.NewFrameReader(nc, proto.TypeResponse, 4096).ReadFrame()
+	return f, writes, err
 }
 
 // closedAfter writes b to a new connection and reports whether the server
@@ -308,12 +299,12 @@ func closedAfter(addr string, b []byte) (bool, error) {
 
 func clientOversizeRejectedLocally(t *T) {
 	s := t.startServer(serverOpts{})
-	c := t.client(s.Addr, proto.DefaultConfig())
+	c := t.client(s.Addr, client.DefaultConfig())
 	call := debitCall("acct-O", 1, "")
 	call.Payload = append(call.Payload, make([]byte, proto.MaxFrameLen)...)
 	r := c.Do(t.ctx, call)
 	ctr := t.counters(s)
-	requests := ctr["requests.get"] + ctr["requests.debit"] + ctr["requests.other"]
+	requests := ctr.RequestsGet + ctr.RequestsDebit + ctr.RequestsOther
 	t.Field("payloadBytes", len(call.Payload))
 	t.Field("status", r.Status)
 	t.Field("attempts", r.Attempts)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
@@ -20,7 +22,7 @@ func hostileSlowSender(t *T) {
 	c := t.politeClient(s)
 	w := t.watch(s)
 
-	req := t.requestBytes(1, proto.MethodGet, "account=acct-slow")
+	req := t.requestBytes(1, bank.MethodGet, "account=acct-slow")
 	nc := t.dialRaw(s.Addr)
 	// The ticker paces the attack; after each byte the polite client makes
 	// one get, so every get overlaps a frame the server holds in part.
@@ -63,12 +65,12 @@ func hostileSlowSender(t *T) {
 	t.Volatile("politeDuringSlowest", ms(during.slowest))
 	t.Field("slowAnswer", fmt.Sprintf("%v account=%s", answer.Status, fieldOf(answer.Payload, "account")))
 	t.Field("politeAfter", &after)
-	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("protocolErrors", ctr.ProtocolErrors)
 	w.report(rssLimitKB)
 	during.check(t, "while the slow sender held a partial frame")
 	t.Check(during.maxAttempts == 1, "a polite get needed %d attempts: the slow sender held up the worker or the server", during.maxAttempts)
 	t.Check(slowOK, "slow request answered %v %v %q, want OK for acct-slow", err, answer.Status, answer.Payload)
-	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0", ctr["protocol_errors"])
+	t.Check(ctr.ProtocolErrors == 0, "protocol_errors=%d, want 0", ctr.ProtocolErrors)
 	after.check(t, "after the attack")
 }
 
@@ -82,8 +84,8 @@ func hostileIdleConnections(t *T) {
 	for i := range ncs {
 		ncs[i] = t.dialRaw(s.Addr)
 	}
-	t.awaitTakeIn(s, "idle connections open", func(ctr map[string]int64) bool {
-		return ctr["conns_open"] >= w.before.connsOpen+idle
+	t.awaitTakeIn(s, "idle connections open", func(ctr counters) bool {
+		return ctr.ConnsOpen >= w.before.connsOpen+idle
 	})
 	var during, after polite
 	during.gets(t, c, politeDuring)
@@ -101,14 +103,14 @@ func hostileIdleConnections(t *T) {
 	// sample may not have been reaped.
 	grown := w.during.goroutines - w.before.goroutines
 	t.Field("idleConns", idle)
-	t.Volatile("connsOpenDuring", ctrDuring["conns_open"])
-	t.Field("connsRejected", ctr["conns_rejected"])
+	t.Volatile("connsOpenDuring", ctrDuring.ConnsOpen)
+	t.Field("connsRejected", ctr.ConnsRejected)
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
 	w.report(rssLimitKB)
 	t.Check(grown >= 2*idle-goroutineSlack && grown <= 2*idle+2*goroutineSlack,
 		"server goroutines grew by %d with %d idle connections, want %d to %d", grown, idle, 2*idle-goroutineSlack, 2*idle+2*goroutineSlack)
-	t.Check(ctr["conns_rejected"] == 0, "conns_rejected=%d, want 0 under -max-conns", ctr["conns_rejected"])
+	t.Check(ctr.ConnsRejected == 0, "conns_rejected=%d, want 0 under -max-conns", ctr.ConnsRejected)
 	during.check(t, "with the idle connections open")
 	after.check(t, "after the attack")
 }
@@ -121,12 +123,12 @@ func hostileConnectChurn(t *T) {
 	s := t.startServer(serverOpts{})
 	c := t.politeClient(s)
 	w := t.watch(s)
-	base := t.counters(s)["conns_scenario"]
+	base := t.counters(s).ConnsScenario
 
 	// Connection i closes at once (i%4 == 0), resets at once (1), writes
 	// part of a frame and closes (2), or writes part of a frame and
 	// resets (3).
-	partial := t.requestBytes(1, proto.MethodGet, "account=acct-churn")[:10]
+	partial := t.requestBytes(1, bank.MethodGet, "account=acct-churn")[:10]
 	var dialErrs, writeErrs atomic.Int64
 	var wg sync.WaitGroup
 	for g := range churners {
@@ -169,13 +171,13 @@ func hostileConnectChurn(t *T) {
 			during.add(c.Do(t.ctx, getCall(politeAccount)))
 		}
 	}()
-	waitFor(settleTimeout, func() bool { return t.counters(s)["conns_scenario"] >= base+conns/2 })
+	waitFor(settleTimeout, func() bool { return t.counters(s).ConnsScenario >= base+conns/2 })
 	w.sampleDuring()
 	<-politeDone
 
-	accepted := waitFor(settleTimeout, func() bool { return t.counters(s)["conns_scenario"] >= base+conns })
+	accepted := waitFor(settleTimeout, func() bool { return t.counters(s).ConnsScenario >= base+conns })
 	ctr := w.settle()
-	fresh := t.client(s.Addr, proto.DefaultConfig())
+	fresh := t.client(s.Addr, client.DefaultConfig())
 	after.gets(t, fresh, politeAfter)
 	after.gets(t, c, politeAfter)
 
@@ -183,17 +185,17 @@ func hostileConnectChurn(t *T) {
 	t.Field("churners", churners)
 	t.Field("dialErrors", dialErrs.Load())
 	t.Field("writeErrors", writeErrs.Load())
-	t.Field("serverAccepted", ctr["conns_scenario"]-base)
-	t.Field("connsRejected", ctr["conns_rejected"])
-	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("serverAccepted", ctr.ConnsScenario-base)
+	t.Field("connsRejected", ctr.ConnsRejected)
+	t.Field("protocolErrors", ctr.ProtocolErrors)
 	t.Field("servedDuring", during.calls > 0 && during.ok == during.calls)
 	t.Volatile("politeDuring", &during)
 	t.Field("politeAfterFreshAndOld", &after)
 	w.report(rssLimitKB)
 	t.Check(dialErrs.Load() == 0 && writeErrs.Load() == 0, "churn: %d dials and %d writes failed, want 0", dialErrs.Load(), writeErrs.Load())
-	t.Check(accepted, "server accepted %d of %d churned connections", ctr["conns_scenario"]-base, conns)
-	t.Check(ctr["conns_rejected"] == 0, "conns_rejected=%d, want 0", ctr["conns_rejected"])
-	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0: partial frames are not bad ones", ctr["protocol_errors"])
+	t.Check(accepted, "server accepted %d of %d churned connections", ctr.ConnsScenario-base, conns)
+	t.Check(ctr.ConnsRejected == 0, "conns_rejected=%d, want 0", ctr.ConnsRejected)
+	t.Check(ctr.ProtocolErrors == 0, "protocol_errors=%d, want 0: partial frames are not bad ones", ctr.ProtocolErrors)
 	during.check(t, "during the churn")
 	after.check(t, "after the churn, on a new connection and the old one")
 }
@@ -236,17 +238,17 @@ func hostileNeverReads(t *T) {
 	w := t.watch(s)
 
 	// Plain gets may run on the connection's reader, which then blocks
-	// writing their answers itself. A sleep field sends them through the
-	// queue and the writer goroutine instead, so that the reader stops
-	// reading at -max-out-bytes.
+	// writing their answers itself. A 1 ms sleep makes the bank declare a
+	// request blocking, which sends it through the queue and the writer
+	// goroutine instead, so that the reader stops reading at -max-out-bytes.
 	attackers := []*neverReader{{name: "inline"}, {name: "queued"}}
-	payloads := []string{"account=acct-never", "account=acct-never sleep=0"}
+	payloads := []string{"account=acct-never", "account=acct-never sleep=1"}
 	var wg sync.WaitGroup
 	for i, a := range attackers {
 		a.stalled = make(chan struct{})
 		var reqs []byte
 		for id := range batch {
-			reqs = append(reqs, t.requestBytes(uint64(id+1), proto.MethodGet, payloads[i])...)
+			reqs = append(reqs, t.requestBytes(uint64(id+1), bank.MethodGet, payloads[i])...)
 		}
 		nc := t.dialRaw(s.Addr)
 		if err := nc.SetReadBuffer(readBuffer); err != nil {
@@ -306,20 +308,20 @@ func hostileNeverReads(t *T) {
 		t.Volatile(a.name+"SentBytes", a.sent)
 		t.Volatile(a.name+"DroppedAfter", ms(a.after))
 	}
-	t.Field("attackersOpenDuring", ctrDuring["conns_open"]-w.before.connsOpen >= int64(len(attackers)))
-	t.Field("writeTimeouts", ctr["write_timeouts"])
-	t.Field("outLimitReached", ctr["out_limit_waits"] > 0)
-	t.Volatile("outLimitWaits", ctr["out_limit_waits"])
+	t.Field("attackersOpenDuring", ctrDuring.ConnsOpen-w.before.connsOpen >= int64(len(attackers)))
+	t.Field("writeTimeouts", ctr.WriteTimeouts)
+	t.Field("outLimitReached", ctr.OutLimitWaits > 0)
+	t.Volatile("outLimitWaits", ctr.OutLimitWaits)
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
 	w.report(rssLimitKB)
 	for _, a := range attackers {
 		t.Check(a.dropped, "attacker %s was not dropped: %v", a.name, a.err)
 	}
-	t.Check(ctrDuring["conns_open"]-w.before.connsOpen >= int64(len(attackers)),
-		"the polite gets came after the server dropped the attackers (conns_open=%d, baseline %d)", ctrDuring["conns_open"], w.before.connsOpen)
-	t.Check(ctr["write_timeouts"] == int64(len(attackers)), "write_timeouts=%d, want %d", ctr["write_timeouts"], len(attackers))
-	t.Check(ctr["out_limit_waits"] > 0, "out_limit_waits=0: the queued attacker never met -max-out-bytes")
+	t.Check(ctrDuring.ConnsOpen-w.before.connsOpen >= int64(len(attackers)),
+		"the polite gets came after the server dropped the attackers (conns_open=%d, baseline %d)", ctrDuring.ConnsOpen, w.before.connsOpen)
+	t.Check(ctr.WriteTimeouts == int64(len(attackers)), "write_timeouts=%d, want %d", ctr.WriteTimeouts, len(attackers))
+	t.Check(ctr.OutLimitWaits > 0, "out_limit_waits=0: the queued attacker never met -max-out-bytes")
 	during.check(t, "during the attack")
 	after.check(t, "after the attack")
 }

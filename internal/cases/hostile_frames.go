@@ -1,15 +1,14 @@
 package cases
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"strings"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 func hostileGarbageBytes(t *T) {
@@ -47,8 +46,8 @@ func hostileGarbageBytes(t *T) {
 			t.Fatalf("garbage connection %d: %v", i, err)
 		}
 	}
-	t.awaitTakeIn(s, "even connections refused, odd ones open", func(ctr map[string]int64) bool {
-		return ctr["protocol_errors"] >= conns/2 && ctr["conns_open"] >= w.before.connsOpen+conns/2
+	t.awaitTakeIn(s, "even connections refused, odd ones open", func(ctr counters) bool {
+		return ctr.ProtocolErrors >= conns/2 && ctr.ConnsOpen >= w.before.connsOpen+conns/2
 	})
 
 	var during, after polite
@@ -63,12 +62,12 @@ func hostileGarbageBytes(t *T) {
 	t.Field("conns", conns)
 	t.Field("heldMidFrame", conns/2)
 	t.Field("closedByServer", closed)
-	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("protocolErrors", ctr.ProtocolErrors)
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
 	w.report(rssLimitKB)
 	t.Check(closed == conns, "server closed %d of %d garbage connections; last left open: %v", closed, conns, notClosed)
-	t.Check(ctr["protocol_errors"] == conns, "protocol_errors=%d, want %d", ctr["protocol_errors"], conns)
+	t.Check(ctr.ProtocolErrors == conns, "protocol_errors=%d, want %d", ctr.ProtocolErrors, conns)
 	during.check(t, "during the attack")
 	after.check(t, "after the attack")
 }
@@ -100,8 +99,8 @@ func hostileHugeLengthPrefix(t *T) {
 			t.Fatalf("connection %d: %v", i, err)
 		}
 	}
-	t.awaitTakeIn(s, "connections open", func(ctr map[string]int64) bool {
-		return ctr["conns_open"] >= w.before.connsOpen+conns
+	t.awaitTakeIn(s, "connections open", func(ctr counters) bool {
+		return ctr.ConnsOpen >= w.before.connsOpen+conns
 	})
 
 	var during, after polite
@@ -120,7 +119,7 @@ func hostileHugeLengthPrefix(t *T) {
 	t.Field("prefix", "0x7fffffff")
 	t.Field("fillerBytes", filler)
 	t.Field("closedByServer", closed)
-	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("protocolErrors", ctr.ProtocolErrors)
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
 	w.report(rssLimitTightKB)
@@ -129,7 +128,7 @@ func hostileHugeLengthPrefix(t *T) {
 		t.Check(vmAfter-vmBefore <= vmLimitKB, "server address space peaked %d kB above its baseline, limit %d kB", vmAfter-vmBefore, vmLimitKB)
 	}
 	t.Check(closed == conns, "server closed %d of %d connections; last left open: %v", closed, conns, notClosed)
-	t.Check(ctr["protocol_errors"] == conns, "protocol_errors=%d, want %d", ctr["protocol_errors"], conns)
+	t.Check(ctr.ProtocolErrors == conns, "protocol_errors=%d, want %d", ctr.ProtocolErrors, conns)
 	during.check(t, "during the attack")
 	after.check(t, "after the attack")
 }
@@ -142,8 +141,8 @@ func hostileResetMidFrame(t *T) {
 
 	// A whole get answered first shows that the connection's reader is
 	// running; then half of a second get, then an RST.
-	whole := t.requestBytes(1, proto.MethodGet, "account=acct-reset")
-	second := t.requestBytes(2, proto.MethodGet, "account=acct-reset")
+	whole := t.requestBytes(1, bank.MethodGet, "account=acct-reset")
+	second := t.requestBytes(2, bank.MethodGet, "account=acct-reset")
 	half := len(second) / 2
 	ncs := make([]*net.TCPConn, conns)
 	for i := range ncs {
@@ -171,45 +170,29 @@ func hostileResetMidFrame(t *T) {
 	}
 	ctr := w.settle()
 	after.gets(t, c, politeAfter)
-	midFrame := countLogLines(s.LogPath, "CONN_CLOSED_MID_FRAME", fmt.Sprintf("buffered=%d", half))
-	resets := countLogLines(s.LogPath, "CONN_READ_ERROR", "reset")
+	evs := t.events(s)
+	midFrame := countEvents(evs, func(e serverapi.Event) bool {
+		n, _ := e.Int(serverapi.KeyBuffered)
+		return e.Name == serverapi.EventConnClosedMidFrame && n == int64(half)
+	})
+	resets := countEvents(evs, func(e serverapi.Event) bool {
+		return e.Name == serverapi.EventConnReadError && e.Bool(serverapi.KeyReset)
+	})
 
 	t.Field("conns", conns)
 	t.Field("halfFrameBytes", half)
 	t.Field("loggedMidFrame", midFrame)
 	t.Field("loggedResets", resets)
-	t.Field("protocolErrors", ctr["protocol_errors"])
+	t.Field("protocolErrors", ctr.ProtocolErrors)
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
 	w.report(rssLimitKB)
 	t.Check(resetErr == nil, "reset: %v", resetErr)
 	t.Check(midFrame == conns, "server logged %d closes mid-frame with %d bytes buffered, want %d", midFrame, half, conns)
 	t.Check(resets == conns, "server logged %d read errors for a reset, want %d", resets, conns)
-	t.Check(ctr["protocol_errors"] == 0, "protocol_errors=%d, want 0: a reset is not a bad frame", ctr["protocol_errors"])
+	t.Check(ctr.ProtocolErrors == 0, "protocol_errors=%d, want 0: a reset is not a bad frame", ctr.ProtocolErrors)
 	during.check(t, "during the attack")
 	after.check(t, "after the attack")
-}
-
-// countLogLines counts the lines of the log at path that contain every
-// one of substrs.
-func countLogLines(path string, substrs ...string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-next:
-	for sc.Scan() {
-		for _, s := range substrs {
-			if !strings.Contains(sc.Text(), s) {
-				continue next
-			}
-		}
-		n++
-	}
-	return n
 }
 
 // finishAndAwaitClose writes rest(i) to each connection i, where a reset

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
@@ -23,7 +25,7 @@ var lateGetFault = fmt.Sprintf("kind=late method=get count=1 delay=%v", lateDela
 
 func lateResponseDroppedByID(t *T) {
 	s := t.startServer(serverOpts{Faults: []string{lateGetFault}})
-	c := t.client(s.Addr, proto.DefaultConfig())
+	c := t.client(s.Addr, client.DefaultConfig())
 
 	a := getCall("acct-A")
 	a.Timeout, a.AttemptTimeout = aTimeout, aTimeout
@@ -58,15 +60,15 @@ func lateResponseDroppedByID(t *T) {
 // client. It passes only if B really received A's answer with no error.
 func negativeControlFIFOCrosstalk(t *T) {
 	s := t.startServer(serverOpts{Faults: []string{lateGetFault}})
-	c, err := proto.DialFIFO(t.ctx, s.Addr)
+	c, err := dialFIFO(t.ctx, s.Addr)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
 	t.cleanup(func() { c.Close() })
 
-	_, errA := c.Do(t.ctx, proto.MethodGet, []byte("account=acct-A"), aTimeout)
-	fb, errB := c.Do(t.ctx, proto.MethodGet, fmt.Appendf(nil, "account=acct-B sleep=%d", bSleep.Milliseconds()), bTimeout)
-	fc, errC := c.Do(t.ctx, proto.MethodGet, []byte("account=acct-C"), bTimeout)
+	_, errA := c.Do(t.ctx, bank.MethodGet, []byte("account=acct-A"), aTimeout)
+	fb, errB := c.Do(t.ctx, bank.MethodGet, fmt.Appendf(nil, "account=acct-B sleep=%d", bSleep.Milliseconds()), bTimeout)
+	fc, errC := c.Do(t.ctx, bank.MethodGet, []byte("account=acct-C"), bTimeout)
 
 	crosstalk := 0
 	for _, x := range []struct {
@@ -99,11 +101,11 @@ func errText(err error) string {
 
 func lateThenRetryNewRequestID(t *T) {
 	s := t.startServer(serverOpts{Faults: []string{lateGetFault}})
-	c := t.client(s.Addr, proto.DefaultConfig())
+	c := t.client(s.Addr, client.DefaultConfig())
 	r := c.Do(t.ctx, getCall("acct-L"))
 	// The first attempt's answer is due at its budget plus lateDelay; wait
 	// for the reader to see and drop it.
-	dropped := waitFor(proto.DefaultConfig().AttemptTimeout+lateDelay+2*time.Second, func() bool { return c.Stats().LateDropped >= 1 })
+	dropped := waitFor(client.DefaultConfig().AttemptTimeout+lateDelay+2*time.Second, func() bool { return c.Stats().LateDropped >= 1 })
 	ids := make([]uint64, len(r.Log))
 	idText := make([]string, len(r.Log))
 	for i, a := range r.Log {
@@ -119,6 +121,6 @@ func lateThenRetryNewRequestID(t *T) {
 	t.Check(r.Status == proto.StatusOK && fields(r)["account"] == "acct-L", "status %v %q, want OK acct-L", r.Status, r.Payload)
 	t.Check(r.Attempts == 2, "attempts=%d, want 2", r.Attempts)
 	t.Check(len(ids) == 2 && ids[0] != ids[1], "attempt IDs %v, want two distinct", ids)
-	t.Check(len(r.Log) > 0 && r.Log[0].Outcome == proto.OutcomeTimeout, "first attempt %v, want TIMEOUT", outcomes(r))
+	t.Check(len(r.Log) > 0 && r.Log[0].Outcome == client.OutcomeTimeout, "first attempt %v, want TIMEOUT", outcomes(r))
 	t.Check(dropped && c.Stats().LateDropped == 1, "lateDropped=%d, want 1", c.Stats().LateDropped)
 }

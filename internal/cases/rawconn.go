@@ -72,19 +72,5 @@ func (t *T) requestBytes(id uint64, method, payload string) []byte {
 // ioTimeout, and returns the first one.
 func readFrame(nc net.Conn) (proto.Frame, error) {
 	nc.SetReadDeadline(time.Now().Add(ioTimeout))
-	var dec proto.Decoder
-	buf := make([]byte, 4096)
-	for {
-		n, err := nc.Read(buf)
-		fs, derr := dec.Feed(buf[:n])
-		if derr != nil {
-			return proto.Frame{}, derr
-		}
-		if len(fs) > 0 {
-			return fs[0], nil
-		}
-		if err != nil {
-			return proto.Frame{}, err
-		}
-	}
+	return proto.NewFrameReader(nc, proto.TypeResponse, 4096).ReadFrame()
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
@@ -61,14 +63,14 @@ func (t *T) watch(s *server) *watch {
 	return w
 }
 
-func (w *watch) sample() (usage, map[string]int64) {
+func (w *watch) sample() (usage, counters) {
 	ctr := w.t.counters(w.s)
-	return usage{rssKB: w.kb("VmRSS"), goroutines: ctr["goroutines"], connsOpen: ctr["conns_open"]}, ctr
+	return usage{rssKB: w.kb("VmRSS"), goroutines: ctr.Goroutines, connsOpen: ctr.ConnsOpen}, ctr
 }
 
 // kb reads one memory figure of the server; -1 where /proc is missing.
 func (w *watch) kb(name string) int64 {
-	n, err := procStatusKB(w.s.pid(), name)
+	n, err := procStatusKB(w.s.PID, name)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return -1
 	}
@@ -80,7 +82,7 @@ func (w *watch) kb(name string) int64 {
 
 // sampleDuring records the usage while the attack holds and returns the
 // counters read with it.
-func (w *watch) sampleDuring() map[string]int64 {
+func (w *watch) sampleDuring() counters {
 	u, ctr := w.sample()
 	w.during = u
 	return ctr
@@ -92,10 +94,10 @@ func (w *watch) sampleDuring() map[string]int64 {
 // counters read with it. The slack is two connections' reader and writer:
 // the control connection of an earlier poll may not be reaped yet. Not
 // settling within settleTimeout is a failed check.
-func (w *watch) settle() map[string]int64 {
+func (w *watch) settle() counters {
 	var (
 		u   usage
-		ctr map[string]int64
+		ctr counters
 	)
 	ok := waitFor(settleTimeout, func() bool {
 		u, ctr = w.sample()
@@ -135,11 +137,11 @@ func kbText(kb int64) string {
 // awaitTakeIn waits until the server has taken in an attack, as cond on
 // its counters says, and ends the scenario if it does not within
 // settleTimeout: what follows would not run during the attack.
-func (t *T) awaitTakeIn(s *server, what string, cond func(ctr map[string]int64) bool) {
-	var ctr map[string]int64
+func (t *T) awaitTakeIn(s *server, what string, cond func(ctr counters) bool) {
+	var ctr counters
 	if !waitFor(settleTimeout, func() bool { ctr = t.counters(s); return cond(ctr) }) {
 		t.Fatalf("server did not take in the attack (%s) within %v: conns_open=%d protocol_errors=%d",
-			what, settleTimeout, ctr["conns_open"], ctr["protocol_errors"])
+			what, settleTimeout, ctr.ConnsOpen, ctr.ProtocolErrors)
 	}
 }
 
@@ -154,8 +156,8 @@ type polite struct {
 
 // politeClient returns the well-behaved client, connected: its first get
 // has succeeded.
-func (t *T) politeClient(s *server) *proto.Client {
-	c := t.client(s.Addr, proto.DefaultConfig())
+func (t *T) politeClient(s *server) *client.Client {
+	c := t.client(s.Addr, client.DefaultConfig())
 	var p polite
 	if !p.add(c.Do(t.ctx, getCall(politeAccount))) {
 		t.Fatalf("polite client before the attack: %s", p.bad)
@@ -165,12 +167,12 @@ func (t *T) politeClient(s *server) *proto.Client {
 
 // add records r and reports whether it is correct: OK, for the right
 // account, with the untouched balance.
-func (p *polite) add(r proto.Result) bool {
+func (p *polite) add(r client.Result) bool {
 	p.calls++
 	p.maxAttempts = max(p.maxAttempts, r.Attempts)
 	p.slowest = max(p.slowest, r.Elapsed)
 	fs := fields(r)
-	if r.Status == proto.StatusOK && fs["account"] == politeAccount && fs["balance"] == strconv.Itoa(proto.DefaultBalance) {
+	if r.Status == proto.StatusOK && fs["account"] == politeAccount && fs["balance"] == strconv.Itoa(bank.DefaultBalance) {
 		p.ok++
 		return true
 	}
@@ -181,7 +183,7 @@ func (p *polite) add(r proto.Result) bool {
 }
 
 // gets makes n gets one after the other.
-func (p *polite) gets(t *T, c *proto.Client, n int) {
+func (p *polite) gets(t *T, c *client.Client, n int) {
 	for range n {
 		p.add(c.Do(t.ctx, getCall(politeAccount)))
 	}

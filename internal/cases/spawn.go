@@ -1,54 +1,24 @@
 package cases
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
-// announcePrefix starts the line rpcserver prints once it listens.
-const announcePrefix = "RPCSERVER LISTEN "
-
-// startTimeout bounds how long a server may take to announce itself,
-// start delay excluded.
-const startTimeout = 10 * time.Second
-
-// serverOpts are the rpcserver flags a scenario sets.
-type serverOpts struct {
-	// Workers, QueueSize, MaxOutBytes and WriteTimeout set -workers,
-	// -queue, -max-out-bytes and -write-timeout; zero leaves the server's
-	// default.
-	Workers      int
-	QueueSize    int
-	MaxOutBytes  int
-	WriteTimeout time.Duration
-	Chunk        bool
-	Faults       []string
-	StartDelay   time.Duration
-	// Addr is the address to bind; empty means 127.0.0.1:0.
-	Addr string
-	// NoWait returns as soon as the process has started, without waiting
-	// for its announce line (for a server that binds late).
-	NoWait bool
-}
+// serverOpts are the rpcserver settings a scenario chooses; startServer
+// fills in Bin, LogPath and Stderr.
+type serverOpts = serverproc.RPCServer
 
 // server is a running rpcserver process.
 type server struct {
-	Addr    string
+	*serverproc.Proc
 	LogPath string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when Wait returns
-	lines   chan string   // stdout lines
 	// ctlConns counts connections opened by control calls, so that
 	// counters can report the scenario's own connections apart.
 	ctlConns int64
@@ -58,118 +28,23 @@ type server struct {
 // SIGKILL after a grace period) when the scenario ends. On Linux the child
 // is also killed if this process dies.
 func (t *T) startServer(o serverOpts) *server {
-	s, err := startServer(t.ctx, t.env.ServerBin, t.logPath(), o)
-	if err != nil {
+	s := t.startServerNoWait(o)
+	if err := s.Await(t.ctx, o.StartDelay+serverproc.StartTimeout); err != nil {
 		t.Fatalf("start rpcserver: %v", err)
 	}
-	t.cleanup(s.stop)
 	return s
 }
 
-func startServer(ctx context.Context, bin, logPath string, o serverOpts) (*server, error) {
-	addr := o.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	args := []string{"-addr", addr, "-log", logPath}
-	if o.Workers > 0 {
-		args = append(args, "-workers", strconv.Itoa(o.Workers))
-	}
-	if o.QueueSize > 0 {
-		args = append(args, "-queue", strconv.Itoa(o.QueueSize))
-	}
-	if o.MaxOutBytes > 0 {
-		args = append(args, "-max-out-bytes", strconv.Itoa(o.MaxOutBytes))
-	}
-	if o.WriteTimeout > 0 {
-		args = append(args, "-write-timeout", o.WriteTimeout.String())
-	}
-	if o.Chunk {
-		args = append(args, "-chunk")
-	}
-	if o.StartDelay > 0 {
-		args = append(args, "-start-delay", o.StartDelay.String())
-	}
-	for _, f := range o.Faults {
-		args = append(args, "-fault", f)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = childAttr()
-	stdout, err := cmd.StdoutPipe()
+// startServerNoWait is startServer without waiting for the announce line,
+// for a server that binds late; the scenario calls Await.
+func (t *T) startServerNoWait(o serverOpts) *server {
+	o.Bin, o.LogPath, o.Stderr = t.env.ServerBin, t.logPath(), os.Stderr
+	p, err := serverproc.Start(t.ctx, o.Spec())
 	if err != nil {
-		return nil, err
+		t.Fatalf("start rpcserver: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{LogPath: logPath, cmd: cmd, exited: make(chan struct{}), lines: make(chan string, 4)}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case s.lines <- sc.Text():
-			default:
-			}
-		}
-		close(s.lines)
-	}()
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	if o.NoWait {
-		return s, nil
-	}
-	if err := s.awaitListen(ctx, o.StartDelay+startTimeout); err != nil {
-		s.stop()
-		return nil, err
-	}
-	return s, nil
-}
-
-// awaitListen waits for the announce line and records the address.
-func (s *server) awaitListen(ctx context.Context, timeout time.Duration) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case line, ok := <-s.lines:
-		if !ok {
-			return errors.New("rpcserver exited before announcing its address")
-		}
-		addr, found := strings.CutPrefix(line, announcePrefix)
-		if !found {
-			return fmt.Errorf("rpcserver printed %q, want %q<addr>", line, announcePrefix)
-		}
-		s.Addr = addr
-		return nil
-	case <-t.C:
-		return fmt.Errorf("rpcserver did not announce within %v", timeout)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// pid returns the server's process ID.
-func (s *server) pid() int { return s.cmd.Process.Pid }
-
-// stop asks the server to exit and kills it if it has not within a
-// grace period. It returns once the process is gone.
-func (s *server) stop() {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(3 * time.Second)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-	case <-t.C:
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
+	t.cleanup(p.Stop)
+	return &server{Proc: p, LogPath: o.LogPath}
 }
 
 // freeAddr returns a loopback address that nothing listens on at the
@@ -184,8 +59,8 @@ func freeAddr() (string, error) {
 }
 
 // client returns a client for addr that is closed when the scenario ends.
-func (t *T) client(addr string, cfg proto.Config) *proto.Client {
-	c, err := proto.NewClient(addr, cfg)
+func (t *T) client(addr string, cfg client.Config) *client.Client {
+	c, err := client.New(addr, cfg)
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
@@ -193,49 +68,83 @@ func (t *T) client(addr string, cfg proto.Config) *proto.Client {
 	return c
 }
 
-// control sends method to the server over a connection of its own and
-// returns the answer's fields. The connection is counted in s.ctlConns so
+// controlCall sends method to the server over a connection of its own and
+// returns the OK answer. The connection is counted in s.ctlConns so
 // scenarios can tell their own connections from these.
-func (t *T) control(s *server, method, payload string) proto.Fields {
-	c, err := proto.NewClient(s.Addr, proto.DefaultConfig())
+func (t *T) controlCall(s *server, method, payload string) client.Result {
+	c, err := client.New(s.Addr, client.DefaultConfig())
 	if err != nil {
 		t.Fatalf("control client: %v", err)
 	}
 	defer c.Close()
-	r := c.Do(t.ctx, proto.Call{Method: method, Idempotent: method != proto.MethodFault, Payload: []byte(payload)})
+	r := c.Do(t.ctx, client.Call{Method: method, Idempotent: method != serverapi.MethodFault, Payload: []byte(payload)})
 	s.ctlConns += c.Stats().ConnsOpened
 	if r.Status != proto.StatusOK {
 		t.Fatalf("%s %q: %v %s (%v)", method, payload, r.Status, r.Payload, r.Err)
 	}
-	fs, err := proto.ParseFields(r.Payload)
+	return r
+}
+
+// control is controlCall with the answer parsed as key=value fields.
+func (t *T) control(s *server, method, payload string) serverapi.Fields {
+	r := t.controlCall(s, method, payload)
+	fs, err := serverapi.ParseFields(r.Payload)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
 	return fs
 }
 
-// counters returns the server's counters as integers.
-func (t *T) counters(s *server) map[string]int64 {
-	fs := t.control(s, proto.MethodStats, "")
-	out := make(map[string]int64, len(fs))
-	for k := range fs {
-		n, err := fs.Int(k, 0)
-		if err != nil {
-			t.Fatalf("counter %s: %v", k, err)
-		}
-		out[k] = n
+// counters are the server's counters as a scenario sees them.
+type counters struct {
+	serverapi.Counters
+	// ConnsScenario counts the connections the scenario itself opened:
+	// ConnsAccepted less the control calls' own.
+	ConnsScenario int64
+}
+
+// counters returns the server's counters. A counter the server did not
+// report, or one this program does not know, fails the scenario.
+func (t *T) counters(s *server) counters {
+	r := t.controlCall(s, serverapi.MethodStats, "")
+	c, err := serverapi.ParseCounters(r.Payload)
+	if err != nil {
+		t.Fatalf("%s: %v", serverapi.MethodStats, err)
 	}
-	// Connections the scenario itself opened, not counting control ones.
-	out["conns_scenario"] = out["conns_accepted"] - s.ctlConns
-	return out
+	return counters{Counters: c, ConnsScenario: c.ConnsAccepted - s.ctlConns}
 }
 
 // balance reads an account's balance over a control connection.
 func (t *T) balance(s *server, account string) int64 {
-	fs := t.control(s, proto.MethodGet, "account="+account)
+	fs := t.control(s, bank.MethodGet, "account="+account)
 	b, err := fs.Int("balance", -1)
 	if err != nil {
 		t.Fatalf("balance of %s: %v", account, err)
 	}
 	return b
+}
+
+// events returns the events the server has logged so far.
+func (t *T) events(s *server) []serverapi.Event {
+	f, err := os.Open(s.LogPath)
+	if err != nil {
+		t.Fatalf("server log: %v", err)
+	}
+	defer f.Close()
+	evs, err := serverapi.ReadEvents(f)
+	if err != nil {
+		t.Fatalf("server log %s: %v", s.LogPath, err)
+	}
+	return evs
+}
+
+// countEvents counts the events for which match holds.
+func countEvents(evs []serverapi.Event, match func(serverapi.Event) bool) int {
+	n := 0
+	for _, e := range evs {
+		if match(e) {
+			n++
+		}
+	}
+	return n
 }

@@ -406,18 +406,6 @@ func TestStringers(t *testing.T) {
 		{proto.TypeResponse, "RESPONSE"},
 		{proto.Type(0), "UNKNOWN_TYPE_0"},
 		{proto.Type(9), "UNKNOWN_TYPE_9"},
-		{proto.ClassNotSent, "NOT_SENT"},
-		{proto.ClassNotExecuted, "NOT_EXECUTED"},
-		{proto.ClassUnknown, "OUTCOME_UNKNOWN"},
-		{proto.ClassFinal, "FINAL"},
-		{proto.Class(0), "UNKNOWN_CLASS_0"},
-		{proto.Class(7), "UNKNOWN_CLASS_7"},
-		{proto.RetryClassified, "CLASSIFIED"},
-		{proto.RetryNaive, "NAIVE"},
-		{proto.RetryPolicy(7), "UNKNOWN_POLICY_7"},
-		{proto.FaultLate, "late"},
-		{proto.FaultBadMagic, "badmagic"},
-		{proto.FaultKind(0), "unknown_fault_0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -124,47 +124,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestStartServerFailures(t *testing.T) {
-	sh, err := os.Stat("/bin/sh")
-	if err != nil || sh.IsDir() {
-		t.Skip("no /bin/sh")
-	}
-	tests := []struct {
-		name   string
-		script string
-		want   string
-	}{
-		{"exits silently", "exit 3", "exited before announcing"},
-		{"wrong line", "echo hello; sleep 10", `printed "hello"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := startServer(context.Background(), "fake", "/bin/sh", []string{"-c", tt.script}, benchpeerAnnounce, nil)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("got %v, want an error containing %q", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestStartServerStops(t *testing.T) {
-	p, err := startServer(context.Background(), "fake", "/bin/sh",
-		[]string{"-c", "echo LISTEN 127.0.0.1:9; exec sleep 60"}, benchpeerAnnounce, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Addr != "127.0.0.1:9" {
-		t.Errorf("addr: got %q, want 127.0.0.1:9", p.Addr)
-	}
-	if err := p.alive(); err != nil {
-		t.Fatalf("alive: %v", err)
-	}
-	p.stop()
-	if err := p.alive(); !errors.Is(err, errServerExited) {
-		t.Errorf("after stop: got %v, want errServerExited", err)
-	}
-}
-
 func TestWriteMarkdownFlagsFailedRows(t *testing.T) {
 	rep := &Report{
 		Settings: Settings{Systems: []string{KeyRPCBench, KeyPerRequest}, N: 100, Rounds: 1, Workers: 8, Reduced: []Reduced{{System: "rpcbench-per-request", Div: 10}}},

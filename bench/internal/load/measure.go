@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/bench/internal/workload"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // Sample is one row's measured phase in one round.
@@ -53,7 +54,7 @@ func (s *Sample) CallsPerSec() float64 {
 // row is what measure needs to run one row of one round.
 type row struct {
 	sys     System
-	srv     *serverProc
+	srv     *serverproc.Proc
 	g       int
 	n       int // measured calls
 	warmup  int
@@ -71,7 +72,7 @@ func measure(ctx context.Context, r row, reqs [][]byte) Sample {
 		s.NonOK, s.FirstError = s.Calls, err.Error()
 		return s
 	}
-	if err := r.srv.alive(); err != nil {
+	if err := r.srv.Alive(); err != nil {
 		return failAll(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -125,7 +126,7 @@ func measure(ctx context.Context, r row, reqs [][]byte) Sample {
 	s.ServerCPU, s.ServerCPUOK = srv1-srv0, serr0 == nil && serr1 == nil
 	s.Mallocs = m1.Mallocs - m0.Mallocs
 	if s.NonOK == 0 {
-		if err := r.srv.alive(); err != nil {
+		if err := r.srv.Alive(); err != nil {
 			s.FirstError = err.Error() // answered every call, then died
 		}
 	}

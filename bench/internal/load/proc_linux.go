@@ -15,12 +15,6 @@ import (
 // CPU is therefore known to 10ms.
 const userHZ = 100
 
-// childAttr makes the kernel kill a server if the driver dies, so no
-// server outlives an interrupted run.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
 // selfCPU returns the user plus system CPU time this process has used.
 func selfCPU() (time.Duration, error) {
 	var ru syscall.Rusage

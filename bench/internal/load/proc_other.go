@@ -4,13 +4,10 @@ package load
 
 import (
 	"errors"
-	"syscall"
 	"time"
 )
 
 var errNoCPU = errors.New("load: CPU time is measured on Linux only")
-
-func childAttr() *syscall.SysProcAttr { return nil }
 
 func selfCPU() (time.Duration, error) { return 0, errNoCPU }
 

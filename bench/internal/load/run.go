@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/bench/internal/workload"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // Run starts the servers the selected systems need, runs every row
@@ -54,18 +55,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	servers := map[string]*serverProc{}
+	servers := map[string]*serverproc.Proc{}
 	defer func() {
 		for _, s := range servers {
-			s.stop()
+			s.Stop()
 		}
 	}()
 	for _, s := range systems {
 		if servers[s.Server] != nil {
 			continue
 		}
-		bin, args, announce := serverArgs(s.Server, &o, bins, dir)
-		p, err := startServer(ctx, s.Server, bin, args, announce, log)
+		p, err := serverproc.StartAwait(ctx, serverSpec(s.Server, &o, bins, dir, log), serverproc.StartTimeout)
 		if err != nil {
 			return nil, err
 		}

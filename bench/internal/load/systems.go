@@ -10,6 +10,8 @@ import (
 	"github.com/rpcbench/rpcbench/bench/internal/grpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/netrpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/rawwire"
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
@@ -101,8 +103,8 @@ func selectSystems(keys []string) ([]System, error) {
 
 // RPCBenchConfig is the client configuration of the rpcbench rows: the
 // defaults, with timeouts long enough that no call times out under load.
-func RPCBenchConfig(connPerCall bool) proto.Config {
-	cfg := proto.DefaultConfig()
+func RPCBenchConfig(connPerCall bool) client.Config {
+	cfg := client.DefaultConfig()
 	cfg.AttemptTimeout = 5 * time.Second
 	cfg.Deadline = 10 * time.Second
 	cfg.ConnPerCall = connPerCall
@@ -110,13 +112,13 @@ func RPCBenchConfig(connPerCall bool) proto.Config {
 }
 
 type rpcbenchClient struct {
-	c       *proto.Client
+	c       *client.Client
 	retried atomic.Int64
 }
 
 func dialRPCBench(connPerCall bool) func(context.Context, string) (Client, error) {
 	return func(_ context.Context, addr string) (Client, error) {
-		c, err := proto.NewClient(addr, RPCBenchConfig(connPerCall))
+		c, err := client.New(addr, RPCBenchConfig(connPerCall))
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +143,7 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Unwrap() error { return e.Err }
 
 func (c *rpcbenchClient) Call(ctx context.Context, req []byte) ([]byte, error) {
-	r := c.c.Do(ctx, proto.Call{Method: proto.MethodGet, Idempotent: true, Payload: req})
+	r := c.c.Do(ctx, client.Call{Method: bank.MethodGet, Idempotent: true, Payload: req})
 	if r.Attempts > 1 {
 		c.retried.Add(1)
 	}

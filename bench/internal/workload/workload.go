@@ -17,7 +17,7 @@ import (
 const Accounts = 64
 
 // DefaultBalance is every account's balance; it matches rpcserver's
-// proto.DefaultBalance, and the workload never debits.
+// bank.DefaultBalance, and the workload never debits.
 const DefaultBalance = 1000
 
 // BudgetMs is the budget the peer servers print in their answer. rpcserver

@@ -1,4 +1,4 @@
-package proto
+package server
 
 import (
 	"errors"
@@ -6,23 +6,29 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
-// serverConn is one accepted connection: a reader goroutine that decodes
-// and dispatches requests, and a writer goroutine that owns every write.
-type serverConn struct {
+// conn is one accepted connection: a reader goroutine that decodes and
+// dispatches requests, and a writer goroutine that writes queued answers.
+// Writes are serialized by wmu: the writer goroutine makes them, and so
+// does the reader when it flushes answers it executed itself while the
+// writer is idle (flushHeld).
+type conn struct {
 	s  *Server
 	nc net.Conn
 
 	wake    chan struct{} // capacity 1: the writer has work
 	drained chan struct{} // capacity 1: the writer took the queued output
 
-	// Used by the reader goroutine only: its payload buffer for requests
-	// it executes, and whether it queued answers it has not flushed.
-	scratch  []byte
-	unsignal bool
+	// rd is touched by the reader goroutine only.
+	rd readerState
 
 	wmu   sync.Mutex // held while writing; guards spare and rng
 	spare []byte     // the output buffer not in use, swapped with out
@@ -39,8 +45,16 @@ type serverConn struct {
 	done      chan struct{} // closed by close
 }
 
-func newServerConn(s *Server, nc net.Conn) *serverConn {
-	c := &serverConn{
+// readerState is what the reader goroutine keeps across requests it
+// executes itself.
+type readerState struct {
+	scratch []byte  // payload buffer for the answers
+	req     Request // the request being executed, reused
+	held    bool    // answers are queued that nobody was woken for
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
 		s:       s,
 		nc:      nc,
 		wake:    make(chan struct{}, 1),
@@ -54,54 +68,101 @@ func newServerConn(s *Server, nc net.Conn) *serverConn {
 	return c
 }
 
-func (c *serverConn) readLoop() {
+func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer c.close()
-	var dec Decoder
-	buf := make([]byte, readBufSize)
+	fr := proto.NewFrameReader(c.nc, proto.TypeRequest, 0)
 	for {
-		n, err := c.nc.Read(buf)
-		if n > 0 {
-			frames, derr := dec.Feed(buf[:n])
+		frames, err := fr.ReadBatch()
+		if len(frames) > 0 {
 			now := time.Now()
-			for _, f := range frames {
-				if f.Type != TypeRequest {
-					derr = protocolErrorf("%v frame from client", f.Type)
-					break
-				}
-				c.s.dispatch(c, f, now)
+			for i := range frames {
+				c.dispatch(frames[i], now)
 			}
 			if !c.flushHeld() || !c.awaitRoom() {
 				return
 			}
-			if derr != nil {
-				c.s.counters.protocolErrors.Add(1)
-				c.s.log.Printf("PROTOCOL_ERROR remote=%v err=%q", c.nc.RemoteAddr(), derr)
-				return
-			}
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				c.s.log.Printf("CONN_READ_ERROR remote=%v err=%q", c.nc.RemoteAddr(), err)
-			}
-			if p := dec.Buffered(); p > 0 {
-				c.s.log.Printf("CONN_CLOSED_MID_FRAME remote=%v buffered=%d", c.nc.RemoteAddr(), p)
+		if err == nil {
+			continue
+		}
+		remote := c.nc.RemoteAddr().String()
+		var pe *proto.ProtocolError
+		switch {
+		case errors.As(err, &pe):
+			c.s.counters.protocolErrors.Add(1)
+			c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error())
+		case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
+			c.s.log.Warn(serverapi.EventConnReadError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error(),
+				serverapi.KeyReset, errors.Is(err, syscall.ECONNRESET))
+		}
+		if p := fr.Buffered(); p > 0 {
+			c.s.log.Warn(serverapi.EventConnClosedMidFrame, serverapi.KeyRemote, remote, serverapi.KeyBuffered, p)
+		}
+		return
+	}
+}
+
+// dispatch handles one decoded request on the reader: control methods at
+// once; a business method on the reader itself when no fault rule is
+// configured, the handler says it cannot block and a slot is free, so
+// that the reader is back to reading at once; otherwise through the queue.
+func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
+	s := c.s
+	i := s.method(f.Method)
+	switch {
+	case i >= 0:
+		s.reqs[i].Add(1)
+	case serverapi.IsControl(f.Method):
+		s.counters.requestsCtl.Add(1)
+		c.send(s.control(&f))
+		return
+	default:
+		s.counters.requestsOther.Add(1)
+		c.send(respond(&f, proto.StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)))
+		return
+	}
+	j := job{c: c, f: f, arrival: arrival}
+	if s.faults.empty() {
+		c.rd.req = request(&j, s.done)
+		if !s.h.MayBlock(&c.rd.req) && s.queue.claim() {
+			rf, ok := s.serve(&j, &c.rd.req, c.rd.scratch[:0])
+			s.queue.release()
+			if ok {
+				c.rd.scratch = rf.Payload
+				c.hold(&rf)
 			}
 			return
 		}
 	}
+	if !s.queue.push(j) {
+		s.counters.queueFull.Add(1)
+		s.counters.unavailable.Add(1)
+		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
+		c.send(respond(&f, proto.StatusUnavailable, "queue full"))
+	}
+}
+
+// hold queues an answer the reader executed itself; flushHeld writes it
+// after the batch. In chunk mode answers always go through the writer.
+func (c *conn) hold(f *proto.Frame) {
+	if c.rng != nil {
+		c.sendFrame(f)
+		return
+	}
+	c.rd.held = c.queueFrame(f) || c.rd.held
 }
 
 // send queues the encoded frame b for writing.
-func (c *serverConn) send(b []byte) { c.enqueue(b, false) }
+func (c *conn) send(b []byte) { c.enqueue(b, false) }
 
 // sendThenClose queues b (possibly nil or part of a frame) and then a
 // close of the connection; anything queued later is dropped.
-func (c *serverConn) sendThenClose(b []byte) { c.enqueue(b, true) }
+func (c *conn) sendThenClose(b []byte) { c.enqueue(b, true) }
 
 // sendFrame encodes f straight into the output queue and wakes the
 // writer.
-func (c *serverConn) sendFrame(f *Frame) {
+func (c *conn) sendFrame(f *proto.Frame) {
 	if c.queueFrame(f) {
 		c.signal()
 	}
@@ -109,7 +170,7 @@ func (c *serverConn) sendFrame(f *Frame) {
 
 // queueFrame encodes f into the output queue without waking the writer;
 // the caller flushes or signals. It reports whether f was queued.
-func (c *serverConn) queueFrame(f *Frame) bool {
+func (c *conn) queueFrame(f *proto.Frame) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.closing {
@@ -124,7 +185,7 @@ func (c *serverConn) queueFrame(f *Frame) bool {
 }
 
 // sendAt queues b at time at, unless the connection is closed by then.
-func (c *serverConn) sendAt(b []byte, at time.Time) {
+func (c *conn) sendAt(b []byte, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -140,7 +201,7 @@ func (c *serverConn) sendAt(b []byte, at time.Time) {
 	c.timers[t] = struct{}{}
 }
 
-func (c *serverConn) enqueue(b []byte, closeAfter bool) {
+func (c *conn) enqueue(b []byte, closeAfter bool) {
 	c.mu.Lock()
 	if c.closed || c.closing {
 		c.mu.Unlock()
@@ -155,14 +216,14 @@ func (c *serverConn) enqueue(b []byte, closeAfter bool) {
 	c.signal()
 }
 
-func (c *serverConn) signal() {
+func (c *conn) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (c *serverConn) writeLoop() {
+func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	defer c.close()
 	for {
@@ -195,7 +256,7 @@ func (c *serverConn) writeLoop() {
 
 // flush writes everything queued; the caller holds wmu. It returns false
 // when the connection must close: the write failed, or a close was queued.
-func (c *serverConn) flush() bool {
+func (c *conn) flush() bool {
 	// Swap buffers: others append to the spare while buf is written.
 	c.mu.Lock()
 	buf, frames, closeAfter := c.out, c.outFrames, c.closing
@@ -210,13 +271,14 @@ func (c *serverConn) flush() bool {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			c.s.counters.writeTimeouts.Add(1)
-			c.s.log.Printf("WRITE_TIMEOUT remote=%v unwritten=%d timeout=%v", c.nc.RemoteAddr(), len(buf), c.s.cfg.WriteTimeout)
+			c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
+				serverapi.KeyUnwritten, len(buf), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String())
 		}
 		return false
 	}
 	c.s.counters.framesSent.Add(int64(frames))
 	if closeAfter {
-		c.s.log.Printf("CONN_CLOSE_INJECTED remote=%v", c.nc.RemoteAddr())
+		c.s.log.Info(serverapi.EventConnCloseInjected, serverapi.KeyRemote, c.nc.RemoteAddr().String())
 		return false
 	}
 	return true
@@ -226,7 +288,7 @@ func (c *serverConn) flush() bool {
 // answers are at MaxOutBytes, so that a client that does not read its
 // answers stops being read instead of growing the server's memory. It
 // returns false if the connection closed meanwhile.
-func (c *serverConn) awaitRoom() bool {
+func (c *conn) awaitRoom() bool {
 	for {
 		c.mu.Lock()
 		full := len(c.out) >= c.s.cfg.MaxOutBytes
@@ -246,11 +308,11 @@ func (c *serverConn) awaitRoom() bool {
 // flushHeld writes the answers the reader queued itself, on the reader
 // goroutine, which saves waking the writer; if the writer is busy it is
 // left to the writer. It returns false when the connection must close.
-func (c *serverConn) flushHeld() bool {
-	if !c.unsignal {
+func (c *conn) flushHeld() bool {
+	if !c.rd.held {
 		return true
 	}
-	c.unsignal = false
+	c.rd.held = false
 	if !c.wmu.TryLock() {
 		c.signal()
 		return true
@@ -260,7 +322,7 @@ func (c *serverConn) flushHeld() bool {
 }
 
 // write writes b in one call, or in random 1-13 byte pieces when rng is set.
-func (c *serverConn) write(b []byte, rng *rand.Rand) error {
+func (c *conn) write(b []byte, rng *rand.Rand) error {
 	if len(b) == 0 {
 		return nil
 	}
@@ -283,7 +345,7 @@ func (c *serverConn) write(b []byte, rng *rand.Rand) error {
 
 // close closes the socket once, stops pending late responses and drops
 // anything not yet written.
-func (c *serverConn) close() {
+func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
@@ -296,6 +358,6 @@ func (c *serverConn) close() {
 		close(c.done)
 		c.nc.Close()
 		c.s.forget(c)
-		c.s.log.Printf("CONN_CLOSED remote=%v", c.nc.RemoteAddr())
+		c.s.log.Info(serverapi.EventConnClosed, serverapi.KeyRemote, c.nc.RemoteAddr().String())
 	})
 }

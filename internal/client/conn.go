@@ -1,7 +1,6 @@
-package proto
+package client
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// readBufSize is the size of each connection's read buffer.
-const readBufSize = 32 << 10
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
 
 // ConnLostError fails every attempt still pending on a connection that
 // died: the peer closed it, a read or write failed, or the peer sent a bad
@@ -34,33 +32,33 @@ func (e *ConnLostError) Error() string {
 		cause = "eof"
 	}
 	if e.Partial > 0 {
-		return fmt.Sprintf("proto: connection lost: %s (buffered partial bytes=%d)", cause, e.Partial)
+		return fmt.Sprintf("client: connection lost: %s (buffered partial bytes=%d)", cause, e.Partial)
 	}
-	return "proto: connection lost: " + cause
+	return "client: connection lost: " + cause
 }
 
 func (e *ConnLostError) Unwrap() error { return e.Err }
 
 // errNotStarted marks a request none of whose bytes were written, so its
 // attempt was not sent.
-var errNotStarted = errors.New("proto: write not started")
+var errNotStarted = errors.New("client: write not started")
 
 // ErrClosed is returned for calls on a closed Client.
-var ErrClosed = errors.New("proto: client closed")
+var ErrClosed = errors.New("client: closed")
 
 // reply is what the connection hands an attempt: a response, or the error
 // that ended the connection. notSent is set when the attempt's request was
 // still queued, unwritten, when the connection died.
 type reply struct {
-	f       Frame
+	f       proto.Frame
 	err     error
 	notSent bool
 }
 
-// clientConn is one TCP connection of a Client, with a reader goroutine
+// conn is one TCP connection of a Client, with a reader goroutine
 // that routes responses by ID and a writer goroutine that coalesces
 // queued requests into as few writes as possible.
-type clientConn struct {
+type conn struct {
 	nc    net.Conn
 	stats *clientStats
 	// writeTimeout bounds one write; a write that blocks longer (a peer
@@ -83,8 +81,8 @@ type clientConn struct {
 	writeDone chan struct{} // closed when the writer exits
 }
 
-func newClientConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration) *clientConn {
-	c := &clientConn{
+func newConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration) *conn {
+	c := &conn{
 		nc:           nc,
 		stats:        stats,
 		writeTimeout: writeTimeout,
@@ -105,7 +103,7 @@ func newClientConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration) 
 // nothing of f will ever be written and nothing was registered. Once
 // submit returns nil the request counts as written: the writer may put it
 // on the wire at any moment.
-func (c *clientConn) submit(f *Frame, ch chan reply) error {
+func (c *conn) submit(f *proto.Frame, ch chan reply) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -113,7 +111,7 @@ func (c *clientConn) submit(f *Frame, ch chan reply) error {
 		return fmt.Errorf("%w: connection already dead: %w", errNotStarted, err)
 	}
 	var err error
-	if c.wq, err = AppendFrame(c.wq, f); err != nil {
+	if c.wq, err = proto.AppendFrame(c.wq, f); err != nil {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
@@ -130,7 +128,7 @@ func (c *clientConn) submit(f *Frame, ch chan reply) error {
 // remove deletes the pending entry for id and reports whether it was still
 // there. An attempt that gives up calls it first; if it returns false a
 // reply has already been, or is being, handed over.
-func (c *clientConn) remove(id uint64) bool {
+func (c *conn) remove(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.pending[id]
@@ -140,7 +138,7 @@ func (c *clientConn) remove(id uint64) bool {
 
 // writeLoop writes whatever requests are queued in one write call, so
 // concurrent callers share syscalls. It owns the socket's write side.
-func (c *clientConn) writeLoop() {
+func (c *conn) writeLoop() {
 	defer close(c.writeDone)
 	var spare []byte
 	var spareIDs []uint64
@@ -176,7 +174,7 @@ func (c *clientConn) writeLoop() {
 // fail kills the connection once: it records err, closes the socket and
 // hands every pending attempt the same error. Attempts whose requests were
 // still queued are told they were not sent.
-func (c *clientConn) fail(err error) {
+func (c *conn) fail(err error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -195,52 +193,43 @@ func (c *clientConn) fail(err error) {
 }
 
 // close fails the connection with ErrClosed and waits for its goroutines.
-func (c *clientConn) close() {
+func (c *conn) close() {
 	c.fail(ErrClosed)
 	<-c.readDone
 	<-c.writeDone
 }
 
-func (c *clientConn) readLoop() {
+func (c *conn) readLoop() {
 	defer close(c.readDone)
-	var dec Decoder
-	buf := make([]byte, readBufSize)
+	fr := proto.NewFrameReader(c.nc, proto.TypeResponse, 0)
 	for {
-		n, err := c.nc.Read(buf)
-		if n > 0 {
-			frames, derr := dec.Feed(buf[:n])
-			if dec.Buffered() > 0 {
-				c.stats.readsMidFrame.Add(1)
-			}
-			if len(frames) > 1 {
-				c.stats.readsMultiFrame.Add(1)
-			}
-			for i := range frames {
-				if frames[i].Type != TypeResponse {
-					derr = protocolErrorf("%v frame from server", frames[i].Type)
-					break
-				}
-				c.deliver(&frames[i])
-			}
-			if derr != nil {
-				c.stats.protocolErrors.Add(1)
-				c.fail(&ConnLostError{Err: derr})
-				return
-			}
+		frames, err := fr.ReadBatch()
+		if fr.Buffered() > 0 && err == nil {
+			c.stats.readsMidFrame.Add(1)
 		}
-		if err != nil {
-			if p := dec.Buffered(); p > 0 {
-				c.stats.partialBytes.Add(int64(p))
-			}
-			c.fail(&ConnLostError{Err: err, Partial: dec.Buffered()})
-			return
+		if len(frames) > 1 {
+			c.stats.readsMultiFrame.Add(1)
 		}
+		for i := range frames {
+			c.deliver(&frames[i])
+		}
+		if err == nil {
+			continue
+		}
+		var pe *proto.ProtocolError
+		if errors.As(err, &pe) {
+			c.stats.protocolErrors.Add(1)
+		}
+		p := fr.Buffered()
+		c.stats.partialBytes.Add(int64(p))
+		c.fail(&ConnLostError{Err: err, Partial: p})
+		return
 	}
 }
 
 // deliver hands f to the attempt that sent it, or drops and counts it when
 // that attempt is gone. It never hands a response to anyone else.
-func (c *clientConn) deliver(f *Frame) {
+func (c *conn) deliver(f *proto.Frame) {
 	c.mu.Lock()
 	ch, ok := c.pending[f.ID]
 	delete(c.pending, f.ID)
@@ -250,27 +239,4 @@ func (c *clientConn) deliver(f *Frame) {
 		return
 	}
 	ch <- reply{f: *f}
-}
-
-func dialConn(ctx context.Context, addr string, stats *clientStats, writeTimeout time.Duration) (*clientConn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	stats.connsOpened.Add(1)
-	return newClientConn(nc, stats, writeTimeout), nil
-}
-
-// deadlineMs converts a budget to whole milliseconds for the wire, rounding
-// down but never to zero.
-func deadlineMs(d time.Duration) uint32 {
-	ms := d.Milliseconds()
-	if ms < 1 {
-		return 1
-	}
-	if ms > int64(^uint32(0)) {
-		return ^uint32(0)
-	}
-	return uint32(ms)
 }

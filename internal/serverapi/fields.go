@@ -1,4 +1,4 @@
-package proto
+package serverapi
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func ParseFields(b []byte) (Fields, error) {
 	for _, tok := range strings.Fields(string(b)) {
 		k, v, ok := strings.Cut(tok, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("proto: %q is not key=value", tok)
+			return nil, fmt.Errorf("serverapi: %q is not key=value", tok)
 		}
 		fs[k] = v
 	}
@@ -33,7 +33,7 @@ func (fs Fields) Int(k string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("proto: field %s=%q is not an integer", k, v)
+		return 0, fmt.Errorf("serverapi: field %s=%q is not an integer", k, v)
 	}
 	return n, nil
 }

@@ -1,34 +1,10 @@
-package proto
+package client
 
 import (
 	"errors"
 	"fmt"
 	"time"
 )
-
-// RetryPolicy chooses which failed attempts a Client retries.
-type RetryPolicy uint8
-
-const (
-	// RetryClassified retries an attempt that was not sent or not executed,
-	// and one whose outcome is unknown only if the call is idempotent or
-	// carries an idempotency key.
-	RetryClassified RetryPolicy = iota
-	// RetryNaive retries every failure that is not final, whatever the
-	// call. It is wrong on purpose: negative controls use it to show a
-	// non-idempotent write executing twice.
-	RetryNaive
-)
-
-func (p RetryPolicy) String() string {
-	switch p {
-	case RetryClassified:
-		return "CLASSIFIED"
-	case RetryNaive:
-		return "NAIVE"
-	}
-	return fmt.Sprintf("UNKNOWN_POLICY_%d", uint8(p))
-}
 
 // Config tunes a Client. Start from DefaultConfig; Validate runs in NewClient
 // before any connection is made.
@@ -51,8 +27,15 @@ type Config struct {
 	// Jitter spreads each pause uniformly over ±Jitter of its value, in
 	// [0, 1). Zero makes pauses exact. Default 0.2.
 	Jitter float64
-	// Retry chooses which failures are retried. Default RetryClassified.
-	Retry RetryPolicy
+	// RetryUnknown decides whether a call one of whose attempts has an
+	// unknown outcome may be re-sent. Nil, the default, is the only safe
+	// rule: the call must be idempotent or carry an idempotency key. The
+	// hook exists for negative controls that demonstrate a wrong rule.
+	RetryUnknown func(*Call) bool
+	// WriteTimeout bounds one write on a connection; a write that makes no
+	// progress for that long (a server that stopped reading) kills the
+	// connection, failing its attempts. Must be positive. Default 2s.
+	WriteTimeout time.Duration
 	// ConnPerCall opens a new TCP connection for every attempt and closes
 	// it when the attempt ends, instead of multiplexing calls over one
 	// connection. For comparison only. Default false.
@@ -68,12 +51,12 @@ func DefaultConfig() Config {
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffMax:     200 * time.Millisecond,
 		Jitter:         0.2,
-		Retry:          RetryClassified,
+		WriteTimeout:   2 * time.Second,
 	}
 }
 
 // ErrConfig is wrapped by every error Validate returns.
-var ErrConfig = errors.New("proto: invalid config")
+var ErrConfig = errors.New("client: invalid config")
 
 // Validate reports the first field that is out of range.
 func (c *Config) Validate() error {
@@ -88,8 +71,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: backoff %v..%v must be positive and ordered", ErrConfig, c.BackoffInitial, c.BackoffMax)
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("%w: Jitter %v outside [0,1)", ErrConfig, c.Jitter)
-	case c.Retry != RetryClassified && c.Retry != RetryNaive:
-		return fmt.Errorf("%w: Retry %v", ErrConfig, c.Retry)
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("%w: WriteTimeout %v must be positive", ErrConfig, c.WriteTimeout)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package proto_test
+package server_test
 
 import (
 	"errors"
@@ -8,45 +8,53 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/servertest"
 )
 
 // TestMaxConns: a connection beyond MaxConns is closed at once and
 // counted; the ones already open are still served, and a slot freed by a
 // close can be used again.
 func TestMaxConns(t *testing.T) {
-	cfg := proto.DefaultServerConfig()
+	cfg := server.DefaultConfig()
 	cfg.MaxConns = 2
-	srv, addr := startServer(t, cfg)
-	ping := func(rc *rawConn, id uint64) {
+	srv, addr := servertest.Start(t, cfg)
+	ping := func(rc *servertest.Conn, id uint64) {
 		t.Helper()
-		rc.send(request(id, proto.MethodPing, ""))
-		if f := rc.recv(); f.ID != id || f.Status != proto.StatusOK {
+		rc.Send(servertest.Request(id, serverapi.MethodPing, ""))
+		if f := rc.Recv(); f.ID != id || f.Status != proto.StatusOK {
 			t.Fatalf("ping %d: got id %d %v, want OK", id, f.ID, f.Status)
 		}
 	}
-	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	a, b := servertest.Dial(t, addr), servertest.Dial(t, addr)
 	ping(a, 1)
 	ping(b, 2)
 
-	extra := dialRaw(t, addr)
-	if _, err := extra.waitClosed(); err == nil {
+	extra := servertest.Dial(t, addr)
+	if _, err := extra.WaitClosed(); err == nil {
 		t.Fatalf("connection beyond MaxConns: read returned no error")
 	}
-	if got := counter(t, srv, "conns_rejected"); got < 1 {
-		// The counter is read over a third connection, which may itself be
-		// rejected; counter fails the test in that case.
+	if got := servertest.Counter(t, srv, "conns_rejected"); got < 1 {
 		t.Errorf("conns_rejected = %d, want at least 1", got)
 	}
 	ping(a, 3)
 
-	b.nc.Close()
-	waitFor(t, "the closed connection to be forgotten", func() bool {
-		c := dialRaw(t, addr)
-		c.send(request(4, proto.MethodPing, ""))
-		c.nc.SetReadDeadline(time.Now().Add(time.Second))
-		n, err := c.nc.Read(c.buf)
-		c.nc.Close()
+	b.Close()
+	ping4 := servertest.Encode(t, servertest.Request(4, serverapi.MethodPing, ""))
+	servertest.WaitFor(t, "the closed connection to be forgotten", func() bool {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(time.Second))
+		if _, err := nc.Write(ping4); err != nil {
+			return false
+		}
+		n, err := nc.Read(make([]byte, 64))
 		return err == nil && n > 0
 	})
 }
@@ -84,7 +92,7 @@ func (l *pipeListener) dial(t *testing.T) net.Conn {
 	client, server := net.Pipe()
 	select {
 	case l.conns <- server:
-	case <-time.After(waitLimit):
+	case <-time.After(servertest.WaitLimit):
 		t.Fatal("server did not accept a pipe connection")
 	}
 	t.Cleanup(func() { client.Close() })
@@ -100,14 +108,11 @@ func (l *pipeListener) dial(t *testing.T) net.Conn {
 func TestClientThatNeverReads(t *testing.T) {
 	for _, chunk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunk=%v", chunk), func(t *testing.T) {
-			cfg := proto.DefaultServerConfig()
+			cfg := server.DefaultConfig()
 			cfg.Chunk = chunk
 			cfg.MaxOutBytes = proto.MaxFrameLen + 4
 			cfg.WriteTimeout = 300 * time.Millisecond
-			srv, err := proto.NewServer(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv := servertest.New(t, cfg)
 			ln := newPipeListener()
 			go srv.Serve(ln)
 			t.Cleanup(func() { srv.Close() })
@@ -118,7 +123,7 @@ func TestClientThatNeverReads(t *testing.T) {
 			go func() {
 				n := 0
 				for ; n < sent; n++ {
-					b, _ := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeRequest, ID: uint64(n + 1), BudgetMs: 5000, Method: proto.MethodGet, Payload: []byte("account=hog")})
+					b, _ := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeRequest, ID: uint64(n + 1), BudgetMs: 5000, Method: bank.MethodGet, Payload: []byte("account=hog")})
 					if _, err := hog.Write(b); err != nil {
 						break
 					}
@@ -127,16 +132,16 @@ func TestClientThatNeverReads(t *testing.T) {
 			}()
 
 			// While the hog is stuck, another connection is served.
-			rc := &rawConn{t: t, nc: ln.dial(t), buf: make([]byte, 4096)}
-			rc.send(request(1, proto.MethodGet, "account=polite"))
-			if f := rc.recv(); f.Status != proto.StatusOK {
+			rc := servertest.NewConn(t, ln.dial(t))
+			rc.Send(servertest.Request(1, bank.MethodGet, "account=polite"))
+			if f := rc.Recv(); f.Status != proto.StatusOK {
 				t.Errorf("polite client during the stall: %v %q, want OK", f.Status, f.Payload)
 			}
 
 			var n int
 			select {
 			case n = <-wrote:
-			case <-time.After(waitLimit):
+			case <-time.After(servertest.WaitLimit):
 				t.Fatal("the hog's writes never failed: the server kept reading, or never disconnected it")
 			}
 			if n >= sent {
@@ -149,8 +154,8 @@ func TestClientThatNeverReads(t *testing.T) {
 			if v, _ := stats.Int("out_limit_waits", 0); chunk && v < 1 {
 				t.Errorf("out_limit_waits = %d, want at least 1 when the writer goroutine writes", v)
 			}
-			rc.send(request(2, proto.MethodGet, "account=polite"))
-			if f := rc.recv(); f.Status != proto.StatusOK {
+			rc.Send(servertest.Request(2, bank.MethodGet, "account=polite"))
+			if f := rc.Recv(); f.Status != proto.StatusOK {
 				t.Errorf("polite client after the hog was dropped: %v, want OK", f.Status)
 			}
 			t.Logf("the hog got %d of %d requests in before the server stopped reading", n, sent)
@@ -161,16 +166,16 @@ func TestClientThatNeverReads(t *testing.T) {
 func TestServerConfigLimits(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		edit func(*proto.ServerConfig)
+		edit func(*server.Config)
 	}{
-		{"MaxConns 0", func(c *proto.ServerConfig) { c.MaxConns = 0 }},
-		{"MaxOutBytes below one frame", func(c *proto.ServerConfig) { c.MaxOutBytes = proto.MaxFrameLen }},
-		{"WriteTimeout 0", func(c *proto.ServerConfig) { c.WriteTimeout = 0 }},
+		{"MaxConns 0", func(c *server.Config) { c.MaxConns = 0 }},
+		{"MaxOutBytes below one frame", func(c *server.Config) { c.MaxOutBytes = proto.MaxFrameLen }},
+		{"WriteTimeout 0", func(c *server.Config) { c.WriteTimeout = 0 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := proto.DefaultServerConfig()
+			cfg := server.DefaultConfig()
 			tt.edit(&cfg)
-			if err := cfg.Validate(); !errors.Is(err, proto.ErrConfig) {
+			if err := cfg.Validate(); !errors.Is(err, server.ErrConfig) {
 				t.Errorf("Validate() = %v, want an error wrapping ErrConfig", err)
 			}
 		})

@@ -1,4 +1,4 @@
-package proto_test
+package client_test
 
 import (
 	"context"
@@ -13,55 +13,48 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/servertest"
 )
 
 // returnMargin is how late past its total timeout a call may return: the
 // scheduling delay of a loaded 2-core machine under the race detector.
 const returnMargin = 250 * time.Millisecond
 
-func get(account string, extra ...string) proto.Call {
-	return proto.Call{Method: proto.MethodGet, Idempotent: true, Payload: payload("account="+account, extra...)}
-}
-
-func debit(account string, amount int, extra ...string) proto.Call {
-	return proto.Call{Method: proto.MethodDebit, Payload: payload(fmt.Sprintf("account=%s amount=%d", account, amount), extra...)}
-}
-
-func payload(first string, extra ...string) []byte {
-	return []byte(strings.Join(append([]string{first}, extra...), " "))
-}
-
 // TestResponseGoesToItsAttempt: call A times out; its response arrives late
 // while call B waits on the same connection. B must get B's response, and
 // A's must be dropped and counted, never handed to B.
 func TestResponseGoesToItsAttempt(t *testing.T) {
 	t.Parallel()
-	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=late method=get count=1 delay=100ms")
-	c := newClient(t, addr, testConfig())
+	srv, addr := servertest.Start(t, server.DefaultConfig(), "kind=late method=get count=1 delay=100ms")
+	c := servertest.NewClient(t, addr, servertest.ClientConfig())
 
-	a := get("acct-a")
+	a := servertest.Get("acct-a")
 	a.Idempotent = false // one attempt only: its response must arrive after it gave up
 	a.AttemptTimeout = 200 * time.Millisecond
 	ra := c.Do(context.Background(), a)
-	if ra.Status != proto.StatusUnknown || ra.Attempts != 1 || ra.Log[0].Outcome != proto.OutcomeTimeout {
+	if ra.Status != proto.StatusUnknown || ra.Attempts != 1 || ra.Log[0].Outcome != client.OutcomeTimeout {
 		t.Fatalf("call A: got status %v, %d attempts, log %v; want UNKNOWN after 1 TIMEOUT", ra.Status, ra.Attempts, ra.Log)
 	}
 
 	// A's response is written 100ms after its budget ran out; B is sent
 	// after that budget and answered 600ms later, so it is still waiting
 	// when A's arrives.
-	rb := c.Do(context.Background(), get("acct-b", "sleep=600"))
+	rb := c.Do(context.Background(), servertest.Get("acct-b", "sleep=600"))
 	if rb.Status != proto.StatusOK {
 		t.Fatalf("call B: got status %v (%v), want OK", rb.Status, rb.Log)
 	}
-	if got := fields(t, rb.Payload)["account"]; got != "acct-b" {
+	if got := servertest.Fields(t, rb.Payload)["account"]; got != "acct-b" {
 		t.Errorf("call B got the response for account %q, want %q", got, "acct-b")
 	}
 	if got := c.Stats().LateDropped; got != 1 {
 		t.Errorf("Stats().LateDropped = %d, want 1", got)
 	}
-	if got := counter(t, srv, "faults_fired"); got != 1 {
+	if got := servertest.Counter(t, srv, "faults_fired"); got != 1 {
 		t.Errorf("server faults_fired = %d, want 1", got)
 	}
 	if got := c.Stats().ConnsOpened; got != 1 {
@@ -74,10 +67,10 @@ func TestResponseGoesToItsAttempt(t *testing.T) {
 // them into small pieces. Each call debits its own account by its own
 // amount and must see exactly its own result.
 func TestConcurrentCallsSeeTheirOwnAnswers(t *testing.T) {
-	cfg := proto.DefaultServerConfig()
+	cfg := server.DefaultConfig()
 	cfg.Chunk = true
-	srv, addr := startServer(t, cfg)
-	c := newClient(t, addr, testConfig())
+	srv, addr := servertest.Start(t, cfg)
+	c := servertest.NewClient(t, addr, servertest.ClientConfig())
 
 	const n = 64
 	type answer struct{ Account, Balance string }
@@ -85,16 +78,16 @@ func TestConcurrentCallsSeeTheirOwnAnswers(t *testing.T) {
 	want := make([]answer, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		want[i] = answer{fmt.Sprintf("acct-%d", i), fmt.Sprint(proto.DefaultBalance - (i + 1))}
+		want[i] = answer{fmt.Sprintf("acct-%d", i), fmt.Sprint(bank.DefaultBalance - (i + 1))}
 		wg.Go(func() {
-			call := debit(want[i].Account, i+1)
+			call := servertest.Debit(want[i].Account, i+1)
 			call.Key = "key-" + want[i].Account
 			r := c.Do(context.Background(), call)
 			if r.Status != proto.StatusOK {
 				t.Errorf("call %d: got status %v (%v), want OK", i, r.Status, r.Log)
 				return
 			}
-			fs := fields(t, r.Payload)
+			fs := servertest.Fields(t, r.Payload)
 			got[i] = answer{fs["account"], fs["balance"]}
 		})
 	}
@@ -105,7 +98,7 @@ func TestConcurrentCallsSeeTheirOwnAnswers(t *testing.T) {
 	if got := c.Stats().ConnsOpened; got != 1 {
 		t.Errorf("Stats().ConnsOpened = %d, want 1", got)
 	}
-	if got := counter(t, srv, "exec.debit"); got != n {
+	if got := servertest.Counter(t, srv, "exec.debit"); got != n {
 		t.Errorf("server exec.debit = %d, want %d", got, n)
 	}
 }
@@ -117,10 +110,10 @@ func TestConcurrentCallsSeeTheirOwnAnswers(t *testing.T) {
 func TestSustainedLoadKeepsStreamIntact(t *testing.T) {
 	for _, chunk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunk=%v", chunk), func(t *testing.T) {
-			cfg := proto.DefaultServerConfig()
+			cfg := server.DefaultConfig()
 			cfg.Chunk = chunk
-			srv, addr := startServer(t, cfg)
-			c := newClient(t, addr, testConfig())
+			srv, addr := servertest.Start(t, cfg)
+			c := servertest.NewClient(t, addr, servertest.ClientConfig())
 			const goroutines, calls = 16, 300
 			var wrong atomic.Int64
 			var wg sync.WaitGroup
@@ -129,8 +122,8 @@ func TestSustainedLoadKeepsStreamIntact(t *testing.T) {
 					for i := range calls {
 						account := fmt.Sprintf("acct-%d-%d", g, i)
 						pad := strings.Repeat("p", (g*calls+i)*37%3000)
-						r := c.Do(context.Background(), get(account, "pad="+pad))
-						if r.Status != proto.StatusOK || fields(t, r.Payload)["account"] != account {
+						r := c.Do(context.Background(), servertest.Get(account, "pad="+pad))
+						if r.Status != proto.StatusOK || servertest.Fields(t, r.Payload)["account"] != account {
 							if wrong.Add(1) == 1 {
 								t.Errorf("call %s: got %v %q (log %v), want OK for that account", account, r.Status, r.Payload, r.Log)
 							}
@@ -142,7 +135,7 @@ func TestSustainedLoadKeepsStreamIntact(t *testing.T) {
 			if n := wrong.Load(); n > 0 {
 				t.Errorf("%d of %d calls got a failure or another account's answer", n, goroutines*calls)
 			}
-			if got := counter(t, srv, "protocol_errors"); got != 0 {
+			if got := servertest.Counter(t, srv, "protocol_errors"); got != 0 {
 				t.Errorf("server protocol_errors = %d, want 0", got)
 			}
 			if got := c.Stats().ConnsOpened; got != 1 {
@@ -159,29 +152,29 @@ func TestCallReturnsWithinTimeout(t *testing.T) {
 	tests := []struct {
 		name           string
 		fault          string
-		call           proto.Call
+		call           client.Call
 		timeout        time.Duration
 		attemptTimeout time.Duration
-		stop           string
+		stop           client.Stop
 	}{
 		// Second attempt gets what is left of the 1s, about 380ms.
-		{"noreply_get", "kind=noreply method=get", get("a"), time.Second, 600 * time.Millisecond, proto.StopDeadline},
+		{"noreply_get", "kind=noreply method=get", servertest.Get("a"), time.Second, 600 * time.Millisecond, client.StopDeadline},
 		// The first budget is cut to the call's timeout; then pauses of
 		// 20, 40, 80, 160ms until the next 200ms would cross the deadline:
 		// the client stops rather than sleep past it.
-		{"unavailable_debit", "kind=unavailable method=debit", debit("a", 1), 500 * time.Millisecond, 600 * time.Millisecond,
-			proto.StopBackoffCrosses},
-		{"sleep_keyed_debit", "kind=sleep method=debit delay=5s", func() proto.Call { c := debit("a", 1); c.Key = "k"; return c }(),
-			900 * time.Millisecond, 300 * time.Millisecond, proto.StopDeadline},
-		{"late_get", "kind=late method=get delay=50ms", get("a"), 700 * time.Millisecond, 250 * time.Millisecond, proto.StopDeadline},
+		{"unavailable_debit", "kind=unavailable method=debit", servertest.Debit("a", 1), 500 * time.Millisecond, 600 * time.Millisecond,
+			client.StopBackoffCrosses},
+		{"sleep_keyed_debit", "kind=sleep method=debit delay=5s", func() client.Call { c := servertest.Debit("a", 1); c.Key = "k"; return c }(),
+			900 * time.Millisecond, 300 * time.Millisecond, client.StopDeadline},
+		{"late_get", "kind=late method=get delay=50ms", servertest.Get("a"), 700 * time.Millisecond, 250 * time.Millisecond, client.StopDeadline},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, addr := startServer(t, proto.DefaultServerConfig(), tt.fault)
-			cfg := testConfig()
+			_, addr := servertest.Start(t, server.DefaultConfig(), tt.fault)
+			cfg := servertest.ClientConfig()
 			cfg.MaxAttempts = 100 // the deadline, not the attempt cap, must end these calls
-			c := newClient(t, addr, cfg)
+			c := servertest.NewClient(t, addr, cfg)
 			call := tt.call
 			call.Timeout, call.AttemptTimeout = tt.timeout, tt.attemptTimeout
 
@@ -218,7 +211,7 @@ func TestCallReturnsWithinTimeout(t *testing.T) {
 				if a.BudgetMs+spent > totalMs {
 					t.Errorf("attempt %d budget = %dms after %dms already spent: crosses the %dms deadline", i+1, a.BudgetMs, spent, totalMs)
 				}
-				if a.Outcome == proto.OutcomeTimeout {
+				if a.Outcome == client.OutcomeTimeout {
 					spent += a.BudgetMs
 				}
 				spent += uint32(a.Backoff.Milliseconds())
@@ -237,9 +230,9 @@ func TestCallReturnsWithinTimeout(t *testing.T) {
 // and never answered may have executed, so it must not be sent again.
 func TestUnknownOutcomeNotResent(t *testing.T) {
 	t.Parallel()
-	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=noreply method=debit")
-	c := newClient(t, addr, testConfig())
-	call := debit("acct", 10)
+	srv, addr := servertest.Start(t, server.DefaultConfig(), "kind=noreply method=debit")
+	c := servertest.NewClient(t, addr, servertest.ClientConfig())
+	call := servertest.Debit("acct", 10)
 	call.AttemptTimeout = 200 * time.Millisecond
 
 	r := c.Do(context.Background(), call)
@@ -249,17 +242,17 @@ func TestUnknownOutcomeNotResent(t *testing.T) {
 	if r.Attempts != 1 {
 		t.Errorf("Attempts = %d, want 1 (log %v)", r.Attempts, r.Log)
 	}
-	if r.Stop != proto.StopNotRetryable {
-		t.Errorf("Stop = %q, want %q", r.Stop, proto.StopNotRetryable)
+	if r.Stop != client.StopNotRetryable {
+		t.Errorf("Stop = %q, want %q", r.Stop, client.StopNotRetryable)
 	}
-	if r.Log[0].Class != proto.ClassUnknown {
-		t.Errorf("attempt class = %v, want %v", r.Log[0].Class, proto.ClassUnknown)
+	if r.Log[0].Class != client.ClassUnknown {
+		t.Errorf("attempt class = %v, want %v", r.Log[0].Class, client.ClassUnknown)
 	}
 	if !errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Errorf("Err = %v, want %v", r.Err, context.DeadlineExceeded)
 	}
 	for name, want := range map[string]int64{"requests.debit": 1, "exec.debit": 1} {
-		if got := counter(t, srv, name); got != want {
+		if got := servertest.Counter(t, srv, name); got != want {
 			t.Errorf("server %s = %d, want %d", name, got, want)
 		}
 	}
@@ -269,34 +262,34 @@ func TestUnknownOutcomeNotResent(t *testing.T) {
 // call in flight on that connection fails at once, and the next call opens
 // a new connection.
 func TestBadFrameFailsConnection(t *testing.T) {
-	cfg := proto.DefaultServerConfig()
+	cfg := server.DefaultConfig()
 	cfg.Workers = 8
-	srv, addr := startServer(t, cfg, "kind=badmagic method=debit count=1")
-	c := newClient(t, addr, testConfig())
+	srv, addr := servertest.Start(t, cfg, "kind=badmagic method=debit count=1")
+	c := servertest.NewClient(t, addr, servertest.ClientConfig())
 
 	const inFlight = 3
-	results := make([]proto.Result, inFlight)
+	results := make([]client.Result, inFlight)
 	var wg sync.WaitGroup
 	for i := range inFlight {
 		wg.Go(func() {
-			call := get(fmt.Sprint("slow-", i), "sleep=5000")
+			call := servertest.Get(fmt.Sprint("slow-", i), "sleep=5000")
 			call.Idempotent = false // so its failure shows instead of a retry
 			call.Timeout = 8 * time.Second
 			call.AttemptTimeout = 8 * time.Second
 			results[i] = c.Do(context.Background(), call)
 		})
 	}
-	waitCounter(t, srv, "requests.get", inFlight)
+	servertest.WaitCounter(t, srv, "requests.get", inFlight)
 
-	bad := c.Do(context.Background(), debit("acct", 1))
+	bad := c.Do(context.Background(), servertest.Debit("acct", 1))
 	wg.Wait()
 	for i, r := range append(results, bad) {
 		var pe *proto.ProtocolError
 		if !errors.As(r.Err, &pe) {
 			t.Errorf("call %d: Err = %v, want a *ProtocolError", i, r.Err)
 		}
-		if r.Status != proto.StatusUnknown || r.Attempts != 1 || r.Log[0].Outcome != proto.OutcomeProtocolError {
-			t.Errorf("call %d: got status %v after %v; want UNKNOWN after one %s", i, r.Status, r.Log, proto.OutcomeProtocolError)
+		if r.Status != proto.StatusUnknown || r.Attempts != 1 || r.Log[0].Outcome != client.OutcomeProtocolError {
+			t.Errorf("call %d: got status %v after %v; want UNKNOWN after one %s", i, r.Status, r.Log, client.OutcomeProtocolError)
 		}
 		if r.Elapsed >= 5*time.Second {
 			t.Errorf("call %d took %v: it waited for its answer instead of failing with the connection", i, r.Elapsed)
@@ -307,7 +300,7 @@ func TestBadFrameFailsConnection(t *testing.T) {
 	}
 
 	before := c.Stats().ConnsOpened
-	if r := c.Do(context.Background(), get("acct")); r.Status != proto.StatusOK {
+	if r := c.Do(context.Background(), servertest.Get("acct")); r.Status != proto.StatusOK {
 		t.Fatalf("call after the bad frame: got status %v (%v), want OK", r.Status, r.Log)
 	}
 	if got, want := c.Stats().ConnsOpened, before+1; got != want {
@@ -324,11 +317,11 @@ type target struct {
 
 func realServer(faults ...string) func(*testing.T) target {
 	return func(t *testing.T) target {
-		srv, addr := startServer(t, proto.DefaultServerConfig(), faults...)
+		srv, addr := servertest.Start(t, server.DefaultConfig(), faults...)
 		return target{
 			addr:      addr,
-			execDebit: func() int64 { return counter(t, srv, "exec.debit") },
-			dedupHits: func() int64 { return counter(t, srv, "dedup_hits") },
+			execDebit: func() int64 { return servertest.Counter(t, srv, "exec.debit") },
+			dedupHits: func() int64 { return servertest.Counter(t, srv, "dedup_hits") },
 		}
 	}
 }
@@ -354,11 +347,9 @@ func answering(statuses ...proto.Status) func(*testing.T) target {
 		var mu sync.Mutex
 		var n, executed int64
 		addr := fakeServer(t, func(nc net.Conn) {
-			var dec proto.Decoder
-			buf := make([]byte, 4096)
+			fr := proto.NewFrameReader(nc, proto.TypeRequest, 4096)
 			for {
-				m, err := nc.Read(buf)
-				frames, derr := dec.Feed(buf[:m])
+				frames, err := fr.ReadBatch()
 				for _, f := range frames {
 					mu.Lock()
 					st := proto.StatusOK
@@ -374,7 +365,7 @@ func answering(statuses ...proto.Status) func(*testing.T) target {
 					b, _ := proto.AppendFrame(nil, &resp)
 					nc.Write(b)
 				}
-				if err != nil || derr != nil {
+				if err != nil {
 					return
 				}
 			}
@@ -430,30 +421,30 @@ func fakeServer(t *testing.T, serve func(net.Conn)) string {
 
 // attemptSummary is the part of an Attempt the classification rows check.
 type attemptSummary struct {
-	Outcome string
+	Outcome client.Outcome
 	Status  proto.Status // only for a RESPONSE
-	Class   proto.Class
+	Class   client.Class
 }
 
 type outcome struct {
 	Status    proto.Status
 	Attempts  []attemptSummary
-	Stop      string
+	Stop      client.Stop
 	ExecDebit int64
 	DedupHits int64
 	Replayed  string
 }
 
-func summarize(r proto.Result, tg target) outcome {
+func summarize(r client.Result, tg target) outcome {
 	o := outcome{Status: r.Status, Stop: r.Stop, ExecDebit: tg.execDebit(), DedupHits: tg.dedupHits()}
 	for _, a := range r.Log {
 		s := attemptSummary{Outcome: a.Outcome, Class: a.Class}
-		if a.Outcome == proto.OutcomeResponse {
+		if a.Outcome == client.OutcomeResponse {
 			s.Status = a.Status
 		}
 		o.Attempts = append(o.Attempts, s)
 	}
-	if fs, err := proto.ParseFields(r.Payload); err == nil {
+	if fs, err := serverapi.ParseFields(r.Payload); err == nil {
 		o.Replayed = fs["replayed"]
 	}
 	return o
@@ -464,66 +455,69 @@ func summarize(r proto.Result, tg target) outcome {
 // the call ends, and how often the server executed it.
 func TestAttemptClassification(t *testing.T) {
 	var (
-		resp = func(st proto.Status, c proto.Class) attemptSummary {
-			return attemptSummary{Outcome: proto.OutcomeResponse, Status: st, Class: c}
+		resp = func(st proto.Status, c client.Class) attemptSummary {
+			return attemptSummary{Outcome: client.OutcomeResponse, Status: st, Class: c}
 		}
-		ok          = resp(proto.StatusOK, proto.ClassFinal)
-		unavail     = proto.StatusUnavailable
-		refusedTry  = attemptSummary{Outcome: proto.OutcomeConnectFailed, Class: proto.ClassNotSent}
-		unknown     = func(tag string) attemptSummary { return attemptSummary{Outcome: tag, Class: proto.ClassUnknown} }
-		keyed       = func(c proto.Call) proto.Call { c.Key = "key-1"; return c }
-		notIdem     = func(c proto.Call) proto.Call { c.Idempotent = false; return c }
-		okReplayed  = outcome{Status: proto.StatusOK, Stop: proto.StopFinal, ExecDebit: 1, DedupHits: 1, Replayed: "true"}
-		unknownOnce = outcome{Status: proto.StatusUnknown, Stop: proto.StopNotRetryable, ExecDebit: 1}
+		ok         = resp(proto.StatusOK, client.ClassFinal)
+		unavail    = proto.StatusUnavailable
+		refusedTry = attemptSummary{Outcome: client.OutcomeConnectFailed, Class: client.ClassNotSent}
+		unknown    = func(tag client.Outcome) attemptSummary {
+			return attemptSummary{Outcome: tag, Class: client.ClassUnknown}
+		}
+		keyed       = func(c client.Call) client.Call { c.Key = "key-1"; return c }
+		notIdem     = func(c client.Call) client.Call { c.Idempotent = false; return c }
+		okReplayed  = outcome{Status: proto.StatusOK, Stop: client.StopFinal, ExecDebit: 1, DedupHits: 1, Replayed: "true"}
+		unknownOnce = outcome{Status: proto.StatusUnknown, Stop: client.StopNotRetryable, ExecDebit: 1}
 	)
 	with := func(o outcome, attempts ...attemptSummary) outcome { o.Attempts = attempts; return o }
 
 	type row struct {
 		name   string
 		target func(*testing.T) target
-		call   proto.Call
+		call   client.Call
 		want   outcome
 	}
 	rows := []row{
-		{"connect_refused_debit", refused, debit("a", 1),
-			outcome{Status: proto.StatusUnavailable, Stop: proto.StopMaxAttempts,
+		{"connect_refused_debit", refused, servertest.Debit("a", 1),
+			outcome{Status: proto.StatusUnavailable, Stop: client.StopMaxAttempts,
 				Attempts: []attemptSummary{refusedTry, refusedTry, refusedTry, refusedTry}}},
-		{"unavailable_debit", realServer("kind=unavailable method=debit count=1"), debit("a", 1),
-			outcome{Status: proto.StatusOK, Stop: proto.StopFinal, ExecDebit: 1, Replayed: "false",
-				Attempts: []attemptSummary{resp(proto.StatusUnavailable, proto.ClassNotExecuted), ok}}},
-		{"deadline_exceeded_debit", answering(proto.StatusDeadlineExceeded), debit("a", 1),
-			outcome{Status: proto.StatusOK, Stop: proto.StopFinal, ExecDebit: 1,
-				Attempts: []attemptSummary{resp(proto.StatusDeadlineExceeded, proto.ClassNotExecuted), ok}}},
-		{"unavailable_every_time", answering(unavail, unavail, unavail, unavail), debit("a", 1),
-			outcome{Status: unavail, Stop: proto.StopMaxAttempts, Attempts: []attemptSummary{
-				resp(unavail, proto.ClassNotExecuted), resp(unavail, proto.ClassNotExecuted),
-				resp(unavail, proto.ClassNotExecuted), resp(unavail, proto.ClassNotExecuted)}}},
-		{"invalid_argument_get", realServer(), get("", "sleep=1"),
-			outcome{Status: proto.StatusInvalidArgument, Stop: proto.StopFinal,
-				Attempts: []attemptSummary{resp(proto.StatusInvalidArgument, proto.ClassFinal)}}},
-		{"app_error_debit", realServer(), debit("a", proto.DefaultBalance+1),
-			outcome{Status: proto.StatusAppError, Stop: proto.StopFinal,
-				Attempts: []attemptSummary{resp(proto.StatusAppError, proto.ClassFinal)}}},
+		{"unavailable_debit", realServer("kind=unavailable method=debit count=1"), servertest.Debit("a", 1),
+			outcome{Status: proto.StatusOK, Stop: client.StopFinal, ExecDebit: 1, Replayed: "false",
+				Attempts: []attemptSummary{resp(proto.StatusUnavailable, client.ClassNotExecuted), ok}}},
+		{"deadline_exceeded_debit", answering(proto.StatusDeadlineExceeded), servertest.Debit("a", 1),
+			outcome{Status: proto.StatusOK, Stop: client.StopFinal, ExecDebit: 1,
+				Attempts: []attemptSummary{resp(proto.StatusDeadlineExceeded, client.ClassNotExecuted), ok}}},
+		{"unavailable_every_time", answering(unavail, unavail, unavail, unavail), servertest.Debit("a", 1),
+			outcome{Status: unavail, Stop: client.StopMaxAttempts, Attempts: []attemptSummary{
+				resp(unavail, client.ClassNotExecuted), resp(unavail, client.ClassNotExecuted),
+				resp(unavail, client.ClassNotExecuted), resp(unavail, client.ClassNotExecuted)}}},
+		{"invalid_argument_get", realServer(), servertest.Get("", "sleep=1"),
+			outcome{Status: proto.StatusInvalidArgument, Stop: client.StopFinal,
+				Attempts: []attemptSummary{resp(proto.StatusInvalidArgument, client.ClassFinal)}}},
+		{"app_error_debit", realServer(), servertest.Debit("a", bank.DefaultBalance+1),
+			outcome{Status: proto.StatusAppError, Stop: client.StopFinal,
+				Attempts: []attemptSummary{resp(proto.StatusAppError, client.ClassFinal)}}},
 	}
 	// Each way an attempt can end with its outcome unknown, for the three
 	// kinds of call.
 	for _, u := range []struct {
-		fault, tag string
+		fault string
+		tag   client.Outcome
 	}{
-		{"kind=late delay=50ms", proto.OutcomeTimeout},
-		{"kind=close", proto.OutcomeConnLost},
-		{"kind=partial", proto.OutcomeConnLost},
-		{"kind=badmagic", proto.OutcomeProtocolError},
+		{"kind=late delay=50ms", client.OutcomeTimeout},
+		{"kind=close", client.OutcomeConnLost},
+		{"kind=partial", client.OutcomeConnLost},
+		{"kind=badmagic", client.OutcomeProtocolError},
 	} {
 		kind := strings.TrimPrefix(strings.Fields(u.fault)[0], "kind=")
 		rows = append(rows,
-			row{kind + "_get_idempotent", realServer(u.fault + " method=get count=1"), get("a"),
-				outcome{Status: proto.StatusOK, Stop: proto.StopFinal, Replayed: "false", Attempts: []attemptSummary{unknown(u.tag), ok}}},
-			row{kind + "_get_not_idempotent", realServer(u.fault + " method=get count=1"), notIdem(get("a")),
-				outcome{Status: proto.StatusUnknown, Stop: proto.StopNotRetryable, Attempts: []attemptSummary{unknown(u.tag)}}},
-			row{kind + "_debit_keyless", realServer(u.fault + " method=debit count=1"), debit("a", 1),
+			row{kind + "_get_idempotent", realServer(u.fault + " method=get count=1"), servertest.Get("a"),
+				outcome{Status: proto.StatusOK, Stop: client.StopFinal, Replayed: "false", Attempts: []attemptSummary{unknown(u.tag), ok}}},
+			row{kind + "_get_not_idempotent", realServer(u.fault + " method=get count=1"), notIdem(servertest.Get("a")),
+				outcome{Status: proto.StatusUnknown, Stop: client.StopNotRetryable, Attempts: []attemptSummary{unknown(u.tag)}}},
+			row{kind + "_debit_keyless", realServer(u.fault + " method=debit count=1"), servertest.Debit("a", 1),
 				with(unknownOnce, unknown(u.tag))},
-			row{kind + "_debit_keyed", realServer(u.fault + " method=debit count=1"), keyed(debit("a", 1)),
+			row{kind + "_debit_keyed", realServer(u.fault + " method=debit count=1"), keyed(servertest.Debit("a", 1)),
 				with(okReplayed, unknown(u.tag), ok)},
 		)
 	}
@@ -531,7 +525,7 @@ func TestAttemptClassification(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tg := tt.target(t)
-			c := newClient(t, tg.addr, testConfig())
+			c := servertest.NewClient(t, tg.addr, servertest.ClientConfig())
 			call := tt.call
 			// Long enough for any answer that comes, short enough that the
 			// rows that time out do not take long.
@@ -550,9 +544,9 @@ func TestAttemptClassification(t *testing.T) {
 // TestPartialResponseDiscarded: half a response followed by EOF is never
 // delivered; the buffered bytes are counted.
 func TestPartialResponseDiscarded(t *testing.T) {
-	_, addr := startServer(t, proto.DefaultServerConfig(), "kind=partial method=get count=1")
-	c := newClient(t, addr, testConfig())
-	r := c.Do(context.Background(), get("a"))
+	_, addr := servertest.Start(t, server.DefaultConfig(), "kind=partial method=get count=1")
+	c := servertest.NewClient(t, addr, servertest.ClientConfig())
+	r := c.Do(context.Background(), servertest.Get("a"))
 	if r.Status != proto.StatusOK || r.Attempts != 2 {
 		t.Fatalf("got status %v after %v, want OK after 2 attempts", r.Status, r.Log)
 	}
@@ -567,20 +561,20 @@ func TestPartialResponseDiscarded(t *testing.T) {
 func TestInvalidCallRejectedLocally(t *testing.T) {
 	tests := []struct {
 		name string
-		call proto.Call
+		call client.Call
 	}{
-		{"oversize_payload", proto.Call{Method: proto.MethodGet, Payload: make([]byte, proto.MaxFrameLen)}},
-		{"empty_method", proto.Call{Payload: []byte("account=a")}},
-		{"method_33", proto.Call{Method: strings.Repeat("m", 33), Payload: []byte("account=a")}},
-		{"key_65", proto.Call{Method: proto.MethodDebit, Key: strings.Repeat("k", 65), Payload: []byte("account=a amount=1")}},
+		{"oversize_payload", client.Call{Method: bank.MethodGet, Payload: make([]byte, proto.MaxFrameLen)}},
+		{"empty_method", client.Call{Payload: []byte("account=a")}},
+		{"method_33", client.Call{Method: strings.Repeat("m", 33), Payload: []byte("account=a")}},
+		{"key_65", client.Call{Method: bank.MethodDebit, Key: strings.Repeat("k", 65), Payload: []byte("account=a amount=1")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, addr := startServer(t, proto.DefaultServerConfig())
-			c := newClient(t, addr, testConfig())
+			srv, addr := servertest.Start(t, server.DefaultConfig())
+			c := servertest.NewClient(t, addr, servertest.ClientConfig())
 			r := c.Do(context.Background(), tt.call)
-			if r.Status != proto.StatusInvalidArgument || r.Attempts != 0 || r.Stop != proto.StopFinal {
-				t.Errorf("got status %v, %d attempts, stop %q; want INVALID_ARGUMENT, 0, %q", r.Status, r.Attempts, r.Stop, proto.StopFinal)
+			if r.Status != proto.StatusInvalidArgument || r.Attempts != 0 || r.Stop != client.StopFinal {
+				t.Errorf("got status %v, %d attempts, stop %q; want INVALID_ARGUMENT, 0, %q", r.Status, r.Attempts, r.Stop, client.StopFinal)
 			}
 			if !errors.Is(r.Err, proto.ErrInvalidFrame) {
 				t.Errorf("Err = %v, want one wrapping %v", r.Err, proto.ErrInvalidFrame)
@@ -589,7 +583,7 @@ func TestInvalidCallRejectedLocally(t *testing.T) {
 				t.Errorf("Stats().ConnsOpened = %d, want 0", got)
 			}
 			for _, name := range []string{"requests.get", "requests.debit", "requests.other", "conns_accepted"} {
-				if got := counter(t, srv, name); got != 0 {
+				if got := servertest.Counter(t, srv, name); got != 0 {
 					t.Errorf("server %s = %d, want 0", name, got)
 				}
 			}
@@ -597,55 +591,88 @@ func TestInvalidCallRejectedLocally(t *testing.T) {
 	}
 }
 
-// TestRetryNaiveDoubleExecutes is the negative control: retrying a keyless
-// debit whose outcome is unknown executes it twice.
-func TestRetryNaiveDoubleExecutes(t *testing.T) {
-	t.Parallel()
-	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=noreply method=debit count=1")
-	cfg := testConfig()
-	cfg.Retry = proto.RetryNaive
-	c := newClient(t, addr, cfg)
-	call := debit("acct", 10)
-	call.AttemptTimeout = 200 * time.Millisecond
+// TestRetryUnknownHook: the RetryUnknown hook decides whether a call
+// whose outcome is unknown is re-sent. A hook that says yes to a keyless
+// debit is the negative control: the debit executes twice. Without a hook
+// the safe rule holds and it executes once.
+func TestRetryUnknownHook(t *testing.T) {
+	tests := []struct {
+		name      string
+		hook      func(*client.Call) bool
+		status    proto.Status
+		attempts  int
+		stop      client.Stop
+		execDebit int64
+	}{
+		{"hook_true_double_executes", func(*client.Call) bool { return true }, proto.StatusOK, 2, client.StopFinal, 2},
+		{"nil_not_resent", nil, proto.StatusUnknown, 1, client.StopNotRetryable, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, addr := servertest.Start(t, server.DefaultConfig(), "kind=noreply method=debit count=1")
+			cfg := servertest.ClientConfig()
+			var asked atomic.Int64
+			if tt.hook != nil {
+				cfg.RetryUnknown = func(call *client.Call) bool {
+					asked.Add(1)
+					if call.Method != bank.MethodDebit || call.Key != "" {
+						t.Errorf("RetryUnknown got call %s key %q, want the keyless debit", call.Method, call.Key)
+					}
+					return tt.hook(call)
+				}
+			}
+			c := servertest.NewClient(t, addr, cfg)
+			call := servertest.Debit("acct", 10)
+			call.AttemptTimeout = 200 * time.Millisecond
 
-	r := c.Do(context.Background(), call)
-	if r.Status != proto.StatusOK || r.Attempts != 2 {
-		t.Fatalf("got status %v after %v, want OK after 2 attempts", r.Status, r.Log)
-	}
-	if got := counter(t, srv, "exec.debit"); got != 2 {
-		t.Errorf("server exec.debit = %d, want 2", got)
-	}
-	if got, want := fields(t, r.Payload)["balance"], fmt.Sprint(proto.DefaultBalance-2*10); got != want {
-		t.Errorf("balance = %s, want %s", got, want)
+			r := c.Do(context.Background(), call)
+			if r.Status != tt.status || r.Attempts != tt.attempts || r.Stop != tt.stop {
+				t.Fatalf("got status %v after %d attempts, stop %v (log %v); want %v after %d, stop %v",
+					r.Status, r.Attempts, r.Stop, r.Log, tt.status, tt.attempts, tt.stop)
+			}
+			if got := servertest.Counter(t, srv, "exec.debit"); got != tt.execDebit {
+				t.Errorf("server exec.debit = %d, want %d", got, tt.execDebit)
+			}
+			if tt.hook != nil && asked.Load() != 1 {
+				t.Errorf("RetryUnknown called %d times, want 1 (after the unanswered attempt)", asked.Load())
+			}
+			if tt.status != proto.StatusOK {
+				return
+			}
+			if got, want := servertest.Fields(t, r.Payload)["balance"], fmt.Sprint(bank.DefaultBalance-tt.execDebit*10); got != want {
+				t.Errorf("balance = %s, want %s", got, want)
+			}
+		})
 	}
 }
 
 func TestContextCanceled(t *testing.T) {
-	srv, addr := startServer(t, proto.DefaultServerConfig(), "kind=noreply method=debit")
-	c := newClient(t, addr, testConfig())
+	srv, addr := servertest.Start(t, server.DefaultConfig(), "kind=noreply method=debit")
+	c := servertest.NewClient(t, addr, servertest.ClientConfig())
 
 	t.Run("in_flight", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		call := debit("acct", 1)
+		call := servertest.Debit("acct", 1)
 		call.Timeout, call.AttemptTimeout = time.Minute, time.Minute
-		done := make(chan proto.Result, 1)
+		done := make(chan client.Result, 1)
 		go func() { done <- c.Do(ctx, call) }()
-		waitCounter(t, srv, "exec.debit", 1)
+		servertest.WaitCounter(t, srv, "exec.debit", 1)
 		canceled := time.Now()
 		cancel()
-		var r proto.Result
+		var r client.Result
 		select {
 		case r = <-done:
-		case <-time.After(waitLimit):
-			t.Fatalf("call still running %v after cancel", waitLimit)
+		case <-time.After(servertest.WaitLimit):
+			t.Fatalf("call still running %v after cancel", servertest.WaitLimit)
 		}
 		if took := time.Since(canceled); took > returnMargin {
 			t.Errorf("call returned %v after cancel, want at most %v", took, returnMargin)
 		}
-		want := outcome{Status: proto.StatusUnknown, Stop: proto.StopCanceled, ExecDebit: 1,
-			Attempts: []attemptSummary{{Outcome: proto.OutcomeCanceled, Class: proto.ClassUnknown}}}
-		got := summarize(r, target{execDebit: func() int64 { return counter(t, srv, "exec.debit") }, dedupHits: func() int64 { return 0 }})
+		want := outcome{Status: proto.StatusUnknown, Stop: client.StopCanceled, ExecDebit: 1,
+			Attempts: []attemptSummary{{Outcome: client.OutcomeCanceled, Class: client.ClassUnknown}}}
+		got := summarize(r, target{execDebit: func() int64 { return servertest.Counter(t, srv, "exec.debit") }, dedupHits: func() int64 { return 0 }})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("outcome (-want +got):\n%s", diff)
 		}
@@ -656,9 +683,9 @@ func TestContextCanceled(t *testing.T) {
 	t.Run("before_start", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		r := c.Do(ctx, get("acct"))
-		if r.Attempts != 0 || r.Stop != proto.StopCanceled || !errors.Is(r.Err, context.Canceled) {
-			t.Errorf("got %d attempts, stop %q, Err %v; want 0, %q, %v", r.Attempts, r.Stop, r.Err, proto.StopCanceled, context.Canceled)
+		r := c.Do(ctx, servertest.Get("acct"))
+		if r.Attempts != 0 || r.Stop != client.StopCanceled || !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("got %d attempts, stop %q, Err %v; want 0, %q, %v", r.Attempts, r.Stop, r.Err, client.StopCanceled, context.Canceled)
 		}
 	})
 }
@@ -666,47 +693,47 @@ func TestContextCanceled(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*proto.Config)
+		mutate func(*client.Config)
 	}{
-		{"attempt_timeout_zero", func(c *proto.Config) { c.AttemptTimeout = 0 }},
-		{"attempt_timeout_negative", func(c *proto.Config) { c.AttemptTimeout = -time.Second }},
-		{"deadline_zero", func(c *proto.Config) { c.Deadline = 0 }},
-		{"max_attempts_zero", func(c *proto.Config) { c.MaxAttempts = 0 }},
-		{"backoff_initial_zero", func(c *proto.Config) { c.BackoffInitial = 0 }},
-		{"backoff_max_below_initial", func(c *proto.Config) { c.BackoffMax = c.BackoffInitial - 1 }},
-		{"jitter_negative", func(c *proto.Config) { c.Jitter = -0.1 }},
-		{"jitter_one", func(c *proto.Config) { c.Jitter = 1 }},
-		{"retry_unknown", func(c *proto.Config) { c.Retry = 7 }},
+		{"attempt_timeout_zero", func(c *client.Config) { c.AttemptTimeout = 0 }},
+		{"attempt_timeout_negative", func(c *client.Config) { c.AttemptTimeout = -time.Second }},
+		{"deadline_zero", func(c *client.Config) { c.Deadline = 0 }},
+		{"max_attempts_zero", func(c *client.Config) { c.MaxAttempts = 0 }},
+		{"backoff_initial_zero", func(c *client.Config) { c.BackoffInitial = 0 }},
+		{"backoff_max_below_initial", func(c *client.Config) { c.BackoffMax = c.BackoffInitial - 1 }},
+		{"jitter_negative", func(c *client.Config) { c.Jitter = -0.1 }},
+		{"jitter_one", func(c *client.Config) { c.Jitter = 1 }},
+		{"write_timeout_zero", func(c *client.Config) { c.WriteTimeout = 0 }},
 	}
-	def := proto.DefaultConfig()
+	def := client.DefaultConfig()
 	if err := def.Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v, want nil", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := proto.DefaultConfig()
+			cfg := client.DefaultConfig()
 			tt.mutate(&cfg)
-			if err := cfg.Validate(); !errors.Is(err, proto.ErrConfig) {
-				t.Errorf("Validate() = %v, want an error wrapping %v", err, proto.ErrConfig)
+			if err := cfg.Validate(); !errors.Is(err, client.ErrConfig) {
+				t.Errorf("Validate() = %v, want an error wrapping %v", err, client.ErrConfig)
 			}
-			if c, err := proto.NewClient("127.0.0.1:1", cfg); !errors.Is(err, proto.ErrConfig) || c != nil {
-				t.Errorf("NewClient() = %v, %v; want nil, an error wrapping %v", c, err, proto.ErrConfig)
+			if c, err := client.New("127.0.0.1:1", cfg); !errors.Is(err, client.ErrConfig) || c != nil {
+				t.Errorf("client.New() = %v, %v; want nil, an error wrapping %v", c, err, client.ErrConfig)
 			}
 		})
 	}
 }
 
 func TestDefaultConfig(t *testing.T) {
-	want := proto.Config{
+	want := client.Config{
 		AttemptTimeout: 300 * time.Millisecond,
 		Deadline:       2 * time.Second,
 		MaxAttempts:    4,
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffMax:     200 * time.Millisecond,
 		Jitter:         0.2,
-		Retry:          proto.RetryClassified,
+		WriteTimeout:   2 * time.Second,
 	}
-	if diff := cmp.Diff(want, proto.DefaultConfig()); diff != "" {
+	if diff := cmp.Diff(want, client.DefaultConfig()); diff != "" {
 		t.Errorf("DefaultConfig() (-want +got):\n%s", diff)
 	}
 }
@@ -720,16 +747,16 @@ func TestBackoff(t *testing.T) {
 	for _, jitter := range []float64{0, 0.2} {
 		t.Run(fmt.Sprint("jitter=", jitter), func(t *testing.T) {
 			t.Parallel()
-			_, addr := startServer(t, proto.DefaultServerConfig(), "kind=unavailable method=debit")
-			cfg := testConfig()
+			_, addr := servertest.Start(t, server.DefaultConfig(), "kind=unavailable method=debit")
+			cfg := servertest.ClientConfig()
 			cfg.MaxAttempts = len(nominal)
 			cfg.Jitter = jitter
-			c := newClient(t, addr, cfg)
-			call := debit("a", 1)
+			c := servertest.NewClient(t, addr, cfg)
+			call := servertest.Debit("a", 1)
 			call.Timeout = time.Minute
 			r := c.Do(context.Background(), call)
-			if r.Stop != proto.StopMaxAttempts {
-				t.Fatalf("Stop = %q, want %q (log %v)", r.Stop, proto.StopMaxAttempts, r.Log)
+			if r.Stop != client.StopMaxAttempts {
+				t.Fatalf("Stop = %q, want %q (log %v)", r.Stop, client.StopMaxAttempts, r.Log)
 			}
 			got := make([]time.Duration, len(r.Log))
 			for i, a := range r.Log {
@@ -754,69 +781,46 @@ func TestBackoff(t *testing.T) {
 
 // TestConnPerCall: every attempt dials its own connection.
 func TestConnPerCall(t *testing.T) {
-	srv, addr := startServer(t, proto.DefaultServerConfig())
-	cfg := testConfig()
+	srv, addr := servertest.Start(t, server.DefaultConfig())
+	cfg := servertest.ClientConfig()
 	cfg.ConnPerCall = true
-	c := newClient(t, addr, cfg)
+	c := servertest.NewClient(t, addr, cfg)
 	const n = 3
 	for i := range n {
-		if r := c.Do(context.Background(), get(fmt.Sprint(i))); r.Status != proto.StatusOK {
+		if r := c.Do(context.Background(), servertest.Get(fmt.Sprint(i))); r.Status != proto.StatusOK {
 			t.Fatalf("call %d: got status %v (%v), want OK", i, r.Status, r.Log)
 		}
 	}
 	if got := c.Stats().ConnsOpened; got != n {
 		t.Errorf("Stats().ConnsOpened = %d, want %d", got, n)
 	}
-	waitCounter(t, srv, "conns_accepted", n)
+	servertest.WaitCounter(t, srv, "conns_accepted", n)
 }
 
 // TestClientClose: Close fails a call in flight, and later calls fail
 // without dialing.
 func TestClientClose(t *testing.T) {
-	srv, addr := startServer(t, proto.DefaultServerConfig())
-	c, err := proto.NewClient(addr, testConfig())
+	srv, addr := servertest.Start(t, server.DefaultConfig())
+	c, err := client.New(addr, servertest.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan proto.Result, 1)
-	go func() { done <- c.Do(context.Background(), debit("a", 1, "sleep=5000")) }()
-	waitCounter(t, srv, "requests.debit", 1)
+	done := make(chan client.Result, 1)
+	go func() { done <- c.Do(context.Background(), servertest.Debit("a", 1, "sleep=5000")) }()
+	servertest.WaitCounter(t, srv, "requests.debit", 1)
 	c.Close()
 	r := <-done
-	if r.Status != proto.StatusUnknown || !errors.Is(r.Err, proto.ErrClosed) {
-		t.Errorf("call in flight at Close: got status %v, Err %v; want UNKNOWN, %v", r.Status, r.Err, proto.ErrClosed)
+	if r.Status != proto.StatusUnknown || !errors.Is(r.Err, client.ErrClosed) {
+		t.Errorf("call in flight at Close: got status %v, Err %v; want UNKNOWN, %v", r.Status, r.Err, client.ErrClosed)
 	}
-	r = c.Do(context.Background(), get("a"))
-	if r.Status == proto.StatusOK || !errors.Is(r.Err, proto.ErrClosed) {
-		t.Errorf("call after Close: got status %v, Err %v; want a failure with %v", r.Status, r.Err, proto.ErrClosed)
+	r = c.Do(context.Background(), servertest.Get("a"))
+	if r.Status == proto.StatusOK || !errors.Is(r.Err, client.ErrClosed) {
+		t.Errorf("call after Close: got status %v, Err %v; want a failure with %v", r.Status, r.Err, client.ErrClosed)
 	}
-	if r.Attempts != 1 || r.Stop != proto.StopClosed {
-		t.Errorf("call after Close: got %d attempts, stop %q; want 1, %q", r.Attempts, r.Stop, proto.StopClosed)
+	if r.Attempts != 1 || r.Stop != client.StopClosed {
+		t.Errorf("call after Close: got %d attempts, stop %q; want 1, %q", r.Attempts, r.Stop, client.StopClosed)
 	}
 	if got := c.Stats().ConnsOpened; got != 1 {
 		t.Errorf("Stats().ConnsOpened = %d, want 1", got)
-	}
-}
-
-// TestFIFOClientCrossTalk checks that the negative control does what it is
-// for: under a late response it hands the next caller the wrong answer
-// with no error.
-func TestFIFOClientCrossTalk(t *testing.T) {
-	t.Parallel()
-	_, addr := startServer(t, proto.DefaultServerConfig(), "kind=late method=get count=1 delay=100ms")
-	fc, err := proto.DialFIFO(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
-	if _, err := fc.Do(context.Background(), proto.MethodGet, []byte("account=acct-a"), 200*time.Millisecond); !errors.Is(err, proto.ErrFIFOTimeout) {
-		t.Fatalf("call A: got error %v, want %v", err, proto.ErrFIFOTimeout)
-	}
-	f, err := fc.Do(context.Background(), proto.MethodGet, []byte("account=acct-b sleep=600"), 5*time.Second)
-	if err != nil {
-		t.Fatalf("call B: %v", err)
-	}
-	if got := fields(t, f.Payload)["account"]; got != "acct-a" {
-		t.Errorf("FIFO call B got account %q, want %q (A's late response)", got, "acct-a")
 	}
 }

@@ -1,4 +1,4 @@
-package proto_test
+package server_test
 
 import (
 	"bytes"
@@ -14,19 +14,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/servertest"
 )
 
 // FuzzServerConn feeds arbitrary bytes to one server connection, written
 // in two pieces split at cut so that frames and bad bytes also straddle
 // the server's reads. Invariants, for every input:
 //   - the server neither panics nor stops making progress: every wait below
-//     ends within waitLimit;
+//     ends within servertest.WaitLimit;
 //   - the server acts on exactly the valid prefix of the input: the
 //     request frames before the first bad frame (one the Decoder rejects,
 //     or a RESPONSE frame). Its requests.* counters grow by exactly those
 //     requests, so no byte after a bad frame is interpreted;
-//   - every frame the server sends decodes with a Decoder and is a
+//   - every frame the server sends decodes with a FrameReader and is a
 //     RESPONSE with an empty key and budget 0 that answers a request of
 //     the valid prefix: same ID and method, and no ID answered more often
 //     than it was asked;
@@ -46,33 +50,33 @@ func FuzzServerConn(f *testing.F) {
 	req := func(id uint64, method, key, payload string) proto.Frame {
 		return proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: 5000, Method: method, Key: key, Payload: []byte(payload)}
 	}
-	get := encode(f, req(1, proto.MethodGet, "", "account=a"))
-	several := encode(f,
-		req(1, proto.MethodGet, "", "account=a"),
-		req(2, proto.MethodDebit, "", "account=a amount=5"),
-		req(3, proto.MethodStats, "", ""),
-		req(4, proto.MethodPing, "", ""),
-		req(5, proto.MethodDebit, "", "account=a amount=5000"),
+	get := servertest.Encode(f, req(1, bank.MethodGet, "", "account=a"))
+	several := servertest.Encode(f,
+		req(1, bank.MethodGet, "", "account=a"),
+		req(2, bank.MethodDebit, "", "account=a amount=5"),
+		req(3, serverapi.MethodStats, "", ""),
+		req(4, serverapi.MethodPing, "", ""),
+		req(5, bank.MethodDebit, "", "account=a amount=5000"),
 	)
-	keyed := encode(f,
-		req(1, proto.MethodDebit, "k1", "account=b amount=1"),
-		req(2, proto.MethodDebit, "k1", "account=b amount=1"),
-		req(3, proto.MethodDebit, "k1", "account=b amount=2"),
+	keyed := servertest.Encode(f,
+		req(1, bank.MethodDebit, "k1", "account=b amount=1"),
+		req(2, bank.MethodDebit, "k1", "account=b amount=1"),
+		req(3, bank.MethodDebit, "k1", "account=b amount=2"),
 	)
-	odd := encode(f,
+	odd := servertest.Encode(f,
 		req(1, "put", "", "account=a"),
-		req(2, proto.MethodDebit, "", "account=a amount=-1"),
-		req(3, proto.MethodGet, "", "account"),
-		req(4, proto.MethodGet, "", ""),
-		req(5, proto.MethodFault, "", "kind=bogus"),
-		req(6, proto.MethodClear, "", ""),
-		req(math.MaxUint64, proto.MethodGet, "", "account=a"),
-		req(6, proto.MethodPing, "", ""),
+		req(2, bank.MethodDebit, "", "account=a amount=-1"),
+		req(3, bank.MethodGet, "", "account"),
+		req(4, bank.MethodGet, "", ""),
+		req(5, serverapi.MethodFault, "", "kind=bogus"),
+		req(6, serverapi.MethodClear, "", ""),
+		req(math.MaxUint64, bank.MethodGet, "", "account=a"),
+		req(6, serverapi.MethodPing, "", ""),
 	)
-	expired := encode(f, proto.Frame{Type: proto.TypeRequest, ID: 7, Method: proto.MethodGet, Payload: []byte("account=a")})
+	expired := servertest.Encode(f, proto.Frame{Type: proto.TypeRequest, ID: 7, Method: bank.MethodGet, Payload: []byte("account=a")})
 	badMagic := bytes.Clone(get)
 	badMagic[4], badMagic[5] = 0xde, 0xad
-	fromServer := encode(f, proto.Frame{Type: proto.TypeResponse, ID: 2, Method: proto.MethodPing})
+	fromServer := servertest.Encode(f, proto.Frame{Type: proto.TypeResponse, ID: 2, Method: serverapi.MethodPing})
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	for _, seed := range []struct {
 		data []byte
@@ -143,7 +147,7 @@ func (fs *fuzzServer) run(t testing.TB, data []byte, cut uint) {
 // checks the whole package at exit, and a failure here prints every stack.
 func waitGoroutines(t testing.TB, n int) {
 	t.Helper()
-	limit := time.Now().Add(waitLimit)
+	limit := time.Now().Add(servertest.WaitLimit)
 	for i := 0; runtime.NumGoroutine() > n; i++ {
 		// The goroutines of a connection the server has just closed need
 		// only to be scheduled to exit; a sleep would cost more than the
@@ -193,19 +197,19 @@ func modelConn(data []byte) connModel {
 // (noreply, close, late, ...) that withholds answers on purpose and, on a
 // shared server, would change how later inputs are answered. Neither is a
 // bug, and bounding them would need a copy of the server's payload rules,
-// so such inputs are skipped: the test mirrors the server's own rule for
-// requests that may block (any "sleep=" in the payload), and asks
+// so such inputs are skipped: the test mirrors, loosely, the bank's rule
+// for requests that may block (any "sleep=" in the payload), and asks
 // ParseFault, as the server does. Malformed faults still run; they are
 // answered INVALID_ARGUMENT and change nothing.
 func (m *connModel) unbounded() string {
 	for _, r := range m.requests {
 		switch r.Method {
-		case proto.MethodGet, proto.MethodDebit:
+		case bank.MethodGet, bank.MethodDebit:
 			if bytes.Contains(r.Payload, []byte("sleep=")) {
 				return "a business request may sleep"
 			}
-		case proto.MethodFault:
-			if _, err := proto.ParseFault(string(r.Payload)); err == nil {
+		case serverapi.MethodFault:
+			if _, err := server.ParseFault(string(r.Payload)); err == nil {
 				return "ctl.fault installs a fault rule"
 			}
 		}
@@ -238,12 +242,12 @@ func checkHostileConn(t testing.TB, ln *pipeListener, head, tail []byte, m connM
 		for asked[id] != nil {
 			id++
 		}
-		asked[id] = []string{proto.MethodPing}
+		asked[id] = []string{serverapi.MethodPing}
 		wantAnswers++
-		probe = encode(t, proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: 5000, Method: proto.MethodPing})
+		probe = servertest.Encode(t, proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: 5000, Method: serverapi.MethodPing})
 	}
 
-	nc.SetWriteDeadline(time.Now().Add(waitLimit))
+	nc.SetWriteDeadline(time.Now().Add(servertest.WaitLimit))
 	for _, b := range [][]byte{head, tail, probe} {
 		if len(b) == 0 {
 			continue
@@ -260,7 +264,7 @@ func checkHostileConn(t testing.TB, ln *pipeListener, head, tail []byte, m connM
 	// every request is answered, then close and drain whatever follows.
 	var got []proto.Frame
 	ended := false
-	limit := time.NewTimer(waitLimit)
+	limit := time.NewTimer(servertest.WaitLimit)
 	defer limit.Stop()
 	for !ended && (m.violation != nil || len(got) < wantAnswers) {
 		select {
@@ -271,7 +275,7 @@ func checkHostileConn(t testing.TB, ln *pipeListener, head, tail []byte, m connM
 				ended = true
 			}
 		case <-limit.C:
-			t.Fatalf("after %v: %d answers, connection still open; want %s", waitLimit, len(got), m.expect(wantAnswers))
+			t.Fatalf("after %v: %d answers, connection still open; want %s", servertest.WaitLimit, len(got), m.expect(wantAnswers))
 		}
 	}
 	if !ended {
@@ -327,9 +331,9 @@ func checkFreshConn(t testing.TB, ln *pipeListener) {
 	nc, sc := dialWatched(t, ln)
 	r := startFrameReader(nc)
 	defer r.close()
-	nc.SetWriteDeadline(time.Now().Add(waitLimit))
+	nc.SetWriteDeadline(time.Now().Add(servertest.WaitLimit))
 	const payload = "account=fuzz-fresh"
-	if _, err := nc.Write(encode(t, request(1, proto.MethodGet, payload))); err != nil {
+	if _, err := nc.Write(servertest.Encode(t, servertest.Request(1, bank.MethodGet, payload))); err != nil {
 		t.Fatalf("fresh connection: write: %v", err)
 	}
 	select {
@@ -337,20 +341,21 @@ func checkFreshConn(t testing.TB, ln *pipeListener) {
 		if !ok {
 			t.Fatalf("fresh connection: closed before answering: %v", errors.Join(r.readErr, r.decodeErr))
 		}
-		if fr.Type != proto.TypeResponse || fr.ID != 1 || fr.Method != proto.MethodGet || fr.Status != proto.StatusOK ||
+		if fr.Type != proto.TypeResponse || fr.ID != 1 || fr.Method != bank.MethodGet || fr.Status != proto.StatusOK ||
 			!bytes.HasPrefix(fr.Payload, []byte(payload+" ")) {
 			t.Errorf("fresh connection: got %v id=%d %s %v %q, want RESPONSE id=1 get OK %q...", fr.Type, fr.ID, fr.Method, fr.Status, fr.Payload, payload)
 		}
-	case <-time.After(waitLimit):
-		t.Fatalf("fresh connection: no answer after %v", waitLimit)
+	case <-time.After(servertest.WaitLimit):
+		t.Fatalf("fresh connection: no answer after %v", servertest.WaitLimit)
 	}
 	r.close()
 	waitServerClosed(t, sc)
 }
 
 // frameReader decodes everything the server sends on one connection.
-// frames is closed when the connection ends; readErr and decodeErr may be
-// read after that.
+// frames is closed when the connection ends; readErr (the read's error)
+// or decodeErr (a bad frame, or a REQUEST from the server) may be read
+// after that.
 type frameReader struct {
 	nc        net.Conn
 	frames    chan proto.Frame
@@ -362,16 +367,19 @@ func startFrameReader(nc net.Conn) *frameReader {
 	r := &frameReader{nc: nc, frames: make(chan proto.Frame, 16)}
 	go func() {
 		defer close(r.frames)
-		var d proto.Decoder
-		buf := make([]byte, 4096)
+		fr := proto.NewFrameReader(nc, proto.TypeResponse, 4096)
 		for {
-			n, err := nc.Read(buf)
-			frames, derr := d.Feed(buf[:n])
-			for _, fr := range frames {
-				r.frames <- fr
+			frames, err := fr.ReadBatch()
+			for _, f := range frames {
+				r.frames <- f
 			}
-			if derr != nil || err != nil {
-				r.readErr, r.decodeErr = err, derr
+			if err != nil {
+				var pe *proto.ProtocolError
+				if errors.As(err, &pe) {
+					r.decodeErr = err
+				} else {
+					r.readErr = err
+				}
 				return
 			}
 		}
@@ -391,26 +399,26 @@ func waitServerClosed(t testing.TB, sc *fuzzServerSide) {
 	t.Helper()
 	select {
 	case <-sc.closed:
-	case <-time.After(waitLimit):
-		t.Fatalf("server has not closed its side %v after the client did", waitLimit)
+	case <-time.After(servertest.WaitLimit):
+		t.Fatalf("server has not closed its side %v after the client did", servertest.WaitLimit)
 	}
 }
 
 // requestCounter names the requests.* counter a request counts in.
 func requestCounter(method string) string {
-	switch method {
-	case proto.MethodGet, proto.MethodDebit:
+	switch {
+	case method == bank.MethodGet, method == bank.MethodDebit:
 		return "requests." + method
-	case proto.MethodStats, proto.MethodFault, proto.MethodClear, proto.MethodPing:
+	case serverapi.IsControl(method):
 		return "requests.ctl"
 	}
 	return "requests.other"
 }
 
-func counterDelta(t testing.TB, before, after proto.Fields, name string) int64 {
+func counterDelta(t testing.TB, before, after serverapi.Fields, name string) int64 {
 	t.Helper()
 	var n [2]int64
-	for i, fs := range []proto.Fields{before, after} {
+	for i, fs := range []serverapi.Fields{before, after} {
 		var err error
 		if n[i], err = strconv.ParseInt(fs[name], 10, 64); err != nil {
 			t.Fatalf("counter %s=%q: %v", name, fs[name], err)
@@ -428,7 +436,7 @@ func counterDelta(t testing.TB, before, after proto.Fields, name string) int64 {
 // replaced after recycleAfter inputs, and after an input that failed, so
 // that the minimizer's reruns start clean.
 type fuzzServer struct {
-	srv  *proto.Server
+	srv  *server.Server
 	ln   *pipeListener
 	errc chan error
 	uses int
@@ -436,16 +444,13 @@ type fuzzServer struct {
 
 const recycleAfter = 1000
 
-func (s *fuzzServer) get(t testing.TB) (*proto.Server, *pipeListener) {
+func (s *fuzzServer) get(t testing.TB) (*server.Server, *pipeListener) {
 	t.Helper()
 	if s.srv != nil && s.uses >= recycleAfter {
 		s.close(t)
 	}
 	if s.srv == nil {
-		srv, err := proto.NewServer(proto.DefaultServerConfig())
-		if err != nil {
-			t.Fatalf("NewServer: %v", err)
-		}
+		srv := servertest.New(t, server.DefaultConfig())
 		s.srv, s.ln, s.errc, s.uses = srv, newPipeListener(), make(chan error, 1), 0
 		go func() { s.errc <- srv.Serve(s.ln) }()
 	}
@@ -465,8 +470,8 @@ func (s *fuzzServer) close(t testing.TB) {
 		return
 	}
 	s.srv.Close()
-	if err := <-s.errc; !errors.Is(err, proto.ErrServerClosed) {
-		t.Errorf("Serve returned %v, want %v", err, proto.ErrServerClosed)
+	if err := <-s.errc; !errors.Is(err, server.ErrClosed) {
+		t.Errorf("Serve returned %v, want %v", err, server.ErrClosed)
 	}
 	s.srv = nil
 }
@@ -479,8 +484,8 @@ func dialWatched(t testing.TB, l *pipeListener) (net.Conn, *fuzzServerSide) {
 	sc := &fuzzServerSide{Conn: server, closed: make(chan struct{})}
 	select {
 	case l.conns <- sc:
-	case <-time.After(waitLimit):
-		t.Fatalf("server did not accept a connection within %v", waitLimit)
+	case <-time.After(servertest.WaitLimit):
+		t.Fatalf("server did not accept a connection within %v", servertest.WaitLimit)
 	}
 	return client, sc
 }

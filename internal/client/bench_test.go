@@ -1,46 +1,37 @@
-package proto_test
+package client_test
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/servertest"
 )
 
 // BenchmarkClientGet measures calls/s and allocations of G goroutines
 // sharing one client connection to an in-process server over loopback.
 // Allocations are the client's and the server's together; see
-// BenchmarkServerAllocs and the bench/ module for the split and for
-// separate processes.
+// BenchmarkServeGet (internal/server), BenchmarkExecuteGet
+// (internal/bank) and the bench/ module for the split and for separate
+// processes.
 func BenchmarkClientGet(b *testing.B) {
 	for _, g := range []int{8, 64} {
 		b.Run(fmt.Sprintf("G=%d", g), func(b *testing.B) {
-			cfg := proto.DefaultServerConfig()
+			cfg := server.DefaultConfig()
 			cfg.Workers = 8
-			srv, err := proto.NewServer(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			go srv.Serve(ln)
-			defer srv.Close()
-			ccfg := proto.DefaultConfig()
+			_, addr := servertest.Start(b, cfg)
+			ccfg := client.DefaultConfig()
 			ccfg.AttemptTimeout, ccfg.Deadline = 5*time.Second, 5*time.Second
-			c, err := proto.NewClient(ln.Addr().String(), ccfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			calls := make([]proto.Call, 64)
+			c := servertest.NewClient(b, addr, ccfg)
+			calls := make([]client.Call, 64)
 			for i := range calls {
-				calls[i] = proto.Call{Method: proto.MethodGet, Idempotent: true, Payload: fmt.Appendf(nil, "account=acct-%d", i)}
+				calls[i] = client.Call{Method: bank.MethodGet, Idempotent: true, Payload: fmt.Appendf(nil, "account=acct-%d", i)}
 			}
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -1,4 +1,4 @@
-package proto
+package server
 
 import (
 	"fmt"
@@ -87,7 +87,7 @@ func ParseFault(s string) (Fault, error) {
 	for _, field := range strings.Fields(s) {
 		k, v, ok := strings.Cut(field, "=")
 		if !ok {
-			return f, fmt.Errorf("proto: fault %q: %q is not key=value", s, field)
+			return f, fmt.Errorf("server: fault %q: %q is not key=value", s, field)
 		}
 		switch k {
 		case "kind":
@@ -97,28 +97,28 @@ func ParseFault(s string) (Fault, error) {
 				}
 			}
 			if f.Kind == 0 {
-				return f, fmt.Errorf("proto: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial or badmagic)", s, v)
+				return f, fmt.Errorf("server: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial or badmagic)", s, v)
 			}
 		case "method":
 			f.Method = v
 		case "count":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return f, fmt.Errorf("proto: fault %q: count %q is not a whole number >= 0", s, v)
+				return f, fmt.Errorf("server: fault %q: count %q is not a whole number >= 0", s, v)
 			}
 			f.Count = n
 		case "delay":
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
-				return f, fmt.Errorf("proto: fault %q: delay %q is not a duration >= 0", s, v)
+				return f, fmt.Errorf("server: fault %q: delay %q is not a duration >= 0", s, v)
 			}
 			f.Delay = d
 		default:
-			return f, fmt.Errorf("proto: fault %q: unknown key %q (want kind, method, count, delay)", s, k)
+			return f, fmt.Errorf("server: fault %q: unknown key %q (want kind, method, count, delay)", s, k)
 		}
 	}
 	if f.Kind == 0 {
-		return f, fmt.Errorf("proto: fault %q: kind is required", s)
+		return f, fmt.Errorf("server: fault %q: kind is required", s)
 	}
 	return f, nil
 }

@@ -1,14 +1,20 @@
-package proto
+// Package client is the multiplexed RPC client: connections, attempts,
+// their classification and the retry rules that keep an unknown outcome
+// from executing a write twice.
+package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
 // Call describes one logical operation.
@@ -29,18 +35,6 @@ type Call struct {
 	AttemptTimeout time.Duration
 }
 
-// Outcome tags used in Attempt.Outcome.
-const (
-	OutcomeConnectFailed = "CONNECT_FAILED"
-	OutcomeNotSent       = "CONN_DEAD_BEFORE_SEND"
-	OutcomeResponse      = "RESPONSE"
-	OutcomeTimeout       = "TIMEOUT"
-	OutcomeCanceled      = "CANCELED"
-	OutcomeWriteFailed   = "WRITE_FAILED"
-	OutcomeConnLost      = "CONN_LOST_AFTER_SEND"
-	OutcomeProtocolError = "PROTOCOL_ERROR_AFTER_SEND"
-)
-
 // Attempt records one try of a call, for logs and evidence.
 type Attempt struct {
 	// ID is the request ID this attempt sent; 0 if it never got one.
@@ -48,11 +42,10 @@ type Attempt struct {
 	// BudgetMs is the budget sent with the request.
 	BudgetMs uint32
 	Class    Class
-	// Outcome is a short tag such as TIMEOUT or CONN_LOST_AFTER_SEND.
-	Outcome string
+	Outcome  Outcome
 	// Status is the status the server answered, valid when Outcome is
-	// RESPONSE.
-	Status Status
+	// OutcomeResponse.
+	Status proto.Status
 	// Err describes what went wrong; empty for a response.
 	Err string
 	// Backoff is how long the client paused after this attempt before the
@@ -62,7 +55,7 @@ type Attempt struct {
 
 func (a Attempt) String() string {
 	var b strings.Builder
-	b.WriteString(a.Outcome)
+	b.WriteString(a.Outcome.String())
 	if a.Outcome == OutcomeResponse {
 		fmt.Fprintf(&b, " status=%v", a.Status)
 	}
@@ -76,26 +69,15 @@ func (a Attempt) String() string {
 	return b.String()
 }
 
-// Stop tags used in Result.Stop: why the client made no further attempt.
-const (
-	StopFinal          = "final"
-	StopNotRetryable   = "outcome_unknown_not_retryable"
-	StopMaxAttempts    = "max_attempts"
-	StopBackoffCrosses = "backoff_would_cross_deadline"
-	StopDeadline       = "deadline"
-	StopCanceled       = "canceled"
-	StopClosed         = "client_closed"
-)
-
 // Result is what a call returned.
 type Result struct {
-	Status  Status
+	Status  proto.Status
 	Payload []byte
 	// Attempts is len(Log).
 	Attempts int
 	Log      []Attempt
 	// Stop says why no further attempt was made.
-	Stop string
+	Stop Stop
 	// Elapsed is measured on the monotonic clock from the start of Do.
 	Elapsed time.Duration
 	// Err is the last attempt's error when the call did not end with a
@@ -141,19 +123,23 @@ type Client struct {
 	// concurrent callers share one dial and can still give up waiting.
 	dialSem chan struct{}
 
-	// mu serializes changes to cur and closed; reads need no lock.
+	// mu guards own and serializes changes to cur and closed; cur and
+	// closed are read without it.
 	mu     sync.Mutex
-	cur    atomic.Pointer[clientConn]
+	cur    atomic.Pointer[conn]
 	closed atomic.Bool
+	// own holds the connections of ConnPerCall attempts in flight, so that
+	// Close can fail them.
+	own map[*conn]struct{}
 }
 
-// NewClient validates cfg and returns a Client for addr. It does not
-// connect: the first call does.
-func NewClient(addr string, cfg Config) (*Client, error) {
+// New validates cfg and returns a Client for addr. It does not connect:
+// the first call does.
+func New(addr string, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Client{addr: addr, cfg: cfg, dialSem: make(chan struct{}, 1)}, nil
+	return &Client{addr: addr, cfg: cfg, dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}, nil
 }
 
 // Stats returns a snapshot of the client's counters.
@@ -168,22 +154,33 @@ func (c *Client) Stats() Stats {
 	}
 }
 
-// Close closes the connection and fails calls in flight with ErrClosed.
-// It waits for the reader goroutine to exit.
+// Close closes every connection, fails the calls in flight with ErrClosed
+// and waits for the connections' goroutines to exit. Calls made after
+// Close fail with ErrClosed without dialing. A second Close returns
+// ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	c.closed.Store(true)
-	cur := c.cur.Swap(nil)
+	if c.closed.Swap(true) {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	conns := make([]*conn, 0, len(c.own)+1)
+	if cur := c.cur.Swap(nil); cur != nil {
+		conns = append(conns, cur)
+	}
+	for cn := range c.own {
+		conns = append(conns, cn)
+	}
 	c.mu.Unlock()
-	if cur != nil {
-		cur.close()
+	for _, cn := range conns {
+		cn.close()
 	}
 	return nil
 }
 
-// conn returns the shared live connection, dialing one if needed; a dial
-// gives up at deadline.
-func (c *Client) conn(ctx context.Context, deadline time.Time) (*clientConn, error) {
+// shared returns the shared live connection, dialing one if needed; a
+// dial gives up at deadline.
+func (c *Client) shared(ctx context.Context, deadline time.Time) (*conn, error) {
 	if cn, err := c.liveConn(); cn != nil || err != nil {
 		return cn, err
 	}
@@ -198,7 +195,7 @@ func (c *Client) conn(ctx context.Context, deadline time.Time) (*clientConn, err
 	if cn, err := c.liveConn(); cn != nil || err != nil {
 		return cn, err
 	}
-	cn, err := dialConn(ctx, c.addr, &c.stats, c.cfg.Deadline)
+	cn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +211,36 @@ func (c *Client) conn(ctx context.Context, deadline time.Time) (*clientConn, err
 	return cn, nil
 }
 
-func (c *Client) liveConn() (*clientConn, error) {
+// own dials a connection for one ConnPerCall attempt. The caller must
+// pass it to disown when the attempt ends.
+func (c *Client) ownConn(ctx context.Context, deadline time.Time) (*conn, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	cn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		go cn.close()
+		return nil, ErrClosed
+	}
+	c.own[cn] = struct{}{}
+	return cn, nil
+}
+
+func (c *Client) disown(cn *conn) {
+	c.mu.Lock()
+	delete(c.own, cn)
+	c.mu.Unlock()
+	cn.close()
+}
+
+func (c *Client) liveConn() (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -222,6 +248,16 @@ func (c *Client) liveConn() (*clientConn, error) {
 		return cn, nil
 	}
 	return nil, nil
+}
+
+func (c *Client) dial(ctx context.Context) (*conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, err
+	}
+	c.stats.connsOpened.Add(1)
+	return newConn(nc, &c.stats, c.cfg.WriteTimeout), nil
 }
 
 // Do runs call under ctx and the call's total timeout, retrying as the
@@ -243,16 +279,16 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	}
 
 	var res Result
-	probe := Frame{Type: TypeRequest, ID: 1, Method: call.Method, Key: call.Key, Payload: call.Payload}
-	if err := probe.check(); err != nil {
-		res.Status, res.Stop, res.Err = StatusInvalidArgument, StopFinal, err
+	probe := proto.Frame{Type: proto.TypeRequest, ID: 1, Method: call.Method, Key: call.Key, Payload: call.Payload}
+	if err := probe.Check(); err != nil {
+		res.Status, res.Stop, res.Err = proto.StatusInvalidArgument, StopFinal, err
 		res.Elapsed = time.Since(start)
 		return res
 	}
 
 	var last reply
 	for now := start; ; now = time.Now() {
-		if stop := stopFor(ctx, now, deadline); stop != "" {
+		if stop := stopFor(ctx, now, deadline); stop != 0 {
 			res.Stop = stop
 			break
 		}
@@ -263,7 +299,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			res.Status, res.Payload, res.Stop = r.f.Status, r.f.Payload, StopFinal
 			break
 		}
-		if stop := stopFor(ctx, time.Now(), deadline); stop != "" {
+		if stop := stopFor(ctx, time.Now(), deadline); stop != 0 {
 			res.Stop = stop
 			break
 		}
@@ -306,15 +342,15 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 }
 
 // stopFor says why no further attempt may start: the caller's context
-// ended or the deadline passed. It returns "" while attempts may go on.
-func stopFor(ctx context.Context, now, deadline time.Time) string {
+// ended or the deadline passed. It returns 0 while attempts may go on.
+func stopFor(ctx context.Context, now, deadline time.Time) Stop {
 	switch err := ctx.Err(); {
 	case errors.Is(err, context.Canceled):
 		return StopCanceled
 	case err != nil, !now.Before(deadline):
 		return StopDeadline
 	}
-	return ""
+	return 0
 }
 
 func (c *Client) mayRetry(call *Call, class Class) bool {
@@ -322,7 +358,10 @@ func (c *Client) mayRetry(call *Call, class Class) bool {
 	case ClassNotSent, ClassNotExecuted:
 		return true
 	case ClassUnknown:
-		return c.cfg.Retry == RetryNaive || call.Idempotent || call.Key != ""
+		if c.cfg.RetryUnknown != nil {
+			return c.cfg.RetryUnknown(call)
+		}
+		return call.Idempotent || call.Key != ""
 	}
 	return false
 }
@@ -331,29 +370,29 @@ func (c *Client) mayRetry(call *Call, class Class) bool {
 // A non-idempotent call any of whose attempts may have executed is UNKNOWN,
 // whatever happened after; a call whose deadline ran out is
 // DEADLINE_EXCEEDED; otherwise the last attempt decides.
-func giveUpStatus(call *Call, log []Attempt, stop string) Status {
+func giveUpStatus(call *Call, log []Attempt, stop Stop) proto.Status {
 	if len(log) == 0 {
-		return StatusDeadlineExceeded
+		return proto.StatusDeadlineExceeded
 	}
 	if !call.Idempotent {
 		for _, a := range log {
 			if a.Class == ClassUnknown {
-				return StatusUnknown
+				return proto.StatusUnknown
 			}
 		}
 	}
 	if stop == StopDeadline {
-		return StatusDeadlineExceeded
+		return proto.StatusDeadlineExceeded
 	}
 	switch last := log[len(log)-1]; last.Class {
 	case ClassNotExecuted:
 		return last.Status
 	case ClassUnknown:
 		if last.Outcome == OutcomeTimeout {
-			return StatusDeadlineExceeded
+			return proto.StatusDeadlineExceeded
 		}
 	}
-	return StatusUnavailable
+	return proto.StatusUnavailable
 }
 
 // backoff returns the jittered pause after attempt n (1-based).
@@ -396,34 +435,32 @@ var waiters = sync.Pool{New: func() any {
 // attempt makes one try with the given budget. The returned reply holds the
 // server's frame for a response, or the error that ended the attempt.
 func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget time.Duration) (Attempt, reply) {
-	a := Attempt{BudgetMs: deadlineMs(budget)}
+	a := Attempt{BudgetMs: budgetMs(budget)}
 	deadline := now.Add(budget)
 	live, _ := c.liveConn()
 
-	var cn *clientConn
+	var cn *conn
 	var err error
 	if c.cfg.ConnPerCall {
-		dctx, cancel := context.WithDeadline(ctx, deadline)
-		cn, err = dialConn(dctx, c.addr, &c.stats, c.cfg.Deadline)
-		cancel()
+		cn, err = c.ownConn(ctx, deadline)
 		if err == nil {
-			defer cn.close()
+			defer c.disown(cn)
 		}
 	} else {
-		cn, err = c.conn(ctx, deadline)
+		cn, err = c.shared(ctx, deadline)
 	}
 	if err != nil {
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeConnectFailed, err.Error()
 		return a, reply{err: err}
 	}
 
-	// The server is told what is left of the attempt after connecting.
+	// A dial took part of the budget: the server is told what is left.
 	if cn != live {
 		budget = time.Until(deadline)
-		a.BudgetMs = deadlineMs(budget)
+		a.BudgetMs = budgetMs(budget)
 	}
 	a.ID = c.nextID.Add(1)
-	f := Frame{Type: TypeRequest, ID: a.ID, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
+	f := proto.Frame{Type: proto.TypeRequest, ID: a.ID, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
 	w := waiters.Get().(*waiter)
 	// Every path below leaves w.ch empty with no sender holding it, so w
 	// can be reused.
@@ -450,15 +487,14 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		}
 		r = <-w.ch
 	}
+	var pe *proto.ProtocolError
 	switch {
 	case r.err != nil && r.notSent:
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, r.err.Error()
+	case r.err != nil && errors.As(r.err, &pe):
+		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeProtocolError, r.err.Error()
 	case r.err != nil:
 		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeConnLost, r.err.Error()
-		var pe *ProtocolError
-		if errors.As(r.err, &pe) {
-			a.Outcome = OutcomeProtocolError
-		}
 	default:
 		a.Outcome, a.Status, a.Class = OutcomeResponse, r.f.Status, classify(r.f.Status)
 	}
@@ -469,7 +505,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 // the attempt classified, when the pending entry was still there; true when
 // the reader took the entry first, so its reply is on its way and must be
 // used.
-func (c *Client) abandon(cn *clientConn, id uint64, a *Attempt, cause error) (reply, bool) {
+func (c *Client) abandon(cn *conn, id uint64, a *Attempt, cause error) (reply, bool) {
 	if cn.remove(id) {
 		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, cause.Error()
 		if errors.Is(cause, context.Canceled) {
@@ -478,4 +514,17 @@ func (c *Client) abandon(cn *clientConn, id uint64, a *Attempt, cause error) (re
 		return reply{err: cause}, false
 	}
 	return reply{}, true
+}
+
+// budgetMs converts a budget to whole milliseconds for the wire, rounding
+// down but never to zero.
+func budgetMs(d time.Duration) uint32 {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		return 1
+	}
+	if ms > int64(^uint32(0)) {
+		return ^uint32(0)
+	}
+	return uint32(ms)
 }

@@ -1,0 +1,197 @@
+// Package bank is the business the rpcserver serves: accounts with get and
+// debit, their payload grammar, and exactly-once execution of keyed
+// requests, over a Store.
+package bank
+
+import (
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Business methods.
+const (
+	MethodGet   = "get"
+	MethodDebit = "debit"
+)
+
+// DefaultBalance is every account's balance before its first debit.
+const DefaultBalance = 1000
+
+// ErrKeyReused is the text of the INVALID_ARGUMENT answer to a request
+// that reuses an idempotency key with a different method or payload.
+const ErrKeyReused = "idempotency key reused with different request"
+
+// Bank executes get and debit over a Store. It is a server.Handler.
+type Bank struct {
+	store Store
+	log   *slog.Logger
+
+	execGet, execDebit, dedupHits, keyConflicts atomic.Int64
+}
+
+var _ server.Handler = (*Bank)(nil)
+
+// New returns a Bank over store that logs its events (dedup hits, key
+// conflicts, expired waits) to log; nil discards them.
+func New(store Store, log *slog.Logger) *Bank {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Bank{store: store, log: log}
+}
+
+// Methods implements server.Handler.
+func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit} }
+
+// MayBlock implements server.Handler: a keyed request may wait for its
+// original, and one with a sleep field sleeps.
+func (b *Bank) MayBlock(r *server.Request) bool {
+	if r.Key != "" {
+		return true
+	}
+	a, err := parseArgs(r.Payload)
+	return err == nil && a.sleep > 0
+}
+
+// Counters implements server.Handler.
+func (b *Bank) Counters(add func(string, int64)) {
+	add("exec.get", b.execGet.Load())
+	add("exec.debit", b.execDebit.Load())
+	add("dedup_hits", b.dedupHits.Load())
+	add("key_conflicts", b.keyConflicts.Load())
+}
+
+// Execute implements server.Handler. A request without a key executes. The
+// first request with a key executes and its answer is recorded; a
+// duplicate with the same fingerprint gets that answer, waiting for it at
+// most until its own budget ends; one with another fingerprint is refused.
+func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
+	if r.Key == "" {
+		return b.apply(r, "", dst)
+	}
+	fp := fingerprint(r)
+	for {
+		state, ans, err := b.store.Claim(r.Key, fp)
+		if err != nil {
+			return proto.StatusUnavailable, append(dst, err.Error()...)
+		}
+		switch state {
+		case ClaimTaken:
+			return b.apply(r, r.Key, dst)
+		case ClaimConflict:
+			b.keyConflicts.Add(1)
+			b.log.Warn(serverapi.EventKeyConflict, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
+			return proto.StatusInvalidArgument, append(dst, ErrKeyReused...)
+		case ClaimRunning:
+			ans, err = b.store.Await(r.Key, r.Expiry, r.Done)
+			switch {
+			case errors.Is(err, ErrReleased):
+				continue
+			case errors.Is(err, ErrAwaitExpired):
+				b.log.Warn(serverapi.EventDedupWaitExpired, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
+				return proto.StatusDeadlineExceeded, append(dst, "original request with this key still executing"...)
+			case err != nil:
+				return proto.StatusUnavailable, append(dst, "server closing"...)
+			}
+		}
+		b.dedupHits.Add(1)
+		b.log.Info(serverapi.EventDedupHit, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
+		return ans.Status, ans.appendPayload(dst, ans.Status == proto.StatusOK)
+	}
+}
+
+// apply executes a get or debit; with a key, which the caller has
+// claimed, it records the answer.
+func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, []byte) {
+	a, err := parseArgs(r.Payload)
+	if err == nil {
+		err = a.check(r.Method)
+	}
+	if err != nil {
+		return b.refuse(key, Answer{Status: proto.StatusInvalidArgument, Msg: err.Error()}, dst)
+	}
+	if !pause(time.Duration(a.sleep)*time.Millisecond, r.Done) {
+		if key != "" {
+			b.store.Release(key)
+		}
+		return proto.StatusUnavailable, append(dst, "server closing"...)
+	}
+	var acct Account
+	if r.Method == MethodDebit {
+		var ans func(Account) Answer // only a keyed debit pays for the closure
+		if key != "" {
+			// Capture a copy: capturing a itself, whose address check
+			// takes, would move a to the heap on every call.
+			account := a.account
+			ans = func(acct Account) Answer { return okAnswer(account, acct, r.BudgetMs) }
+		}
+		acct, err = b.store.Debit(a.account, a.amount, key, ans)
+		if errors.Is(err, ErrInsufficientFunds) {
+			return b.refuse(key, Answer{Status: proto.StatusAppError, Msg: err.Error()}, dst)
+		}
+		if err == nil {
+			b.execDebit.Add(1)
+		}
+	} else {
+		acct, err = b.store.Get(a.account)
+		if err == nil {
+			b.execGet.Add(1)
+			if key != "" {
+				err = b.store.Finish(key, okAnswer(a.account, acct, r.BudgetMs))
+			}
+		}
+	}
+	if err != nil {
+		if key != "" {
+			b.store.Release(key)
+		}
+		return proto.StatusUnavailable, append(dst, err.Error()...)
+	}
+	return proto.StatusOK, appendOK(dst, a.account, acct, r.BudgetMs, false)
+}
+
+// refuse answers a request that executed to a refusal, recording the
+// refusal under key when there is one, so that duplicates get it too.
+func (b *Bank) refuse(key string, ans Answer, dst []byte) (proto.Status, []byte) {
+	if key != "" {
+		b.store.Finish(key, ans)
+	}
+	return ans.Status, ans.appendPayload(dst, false)
+}
+
+func okAnswer(account []byte, a Account, budget uint32) Answer {
+	return Answer{Status: proto.StatusOK, Account: string(account), Balance: a.Balance, Debits: a.Debits, Budget: budget}
+}
+
+func fingerprint(r *server.Request) Fingerprint {
+	h := sha256.New()
+	h.Write([]byte(r.Method))
+	h.Write([]byte{0})
+	h.Write(r.Payload)
+	var sum Fingerprint
+	h.Sum(sum[:0])
+	return sum
+}
+
+// pause sleeps d and reports whether it did; it returns false early when
+// done is closed, and the caller must then not execute.
+func pause(d time.Duration, done <-chan struct{}) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}

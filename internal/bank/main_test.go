@@ -1,0 +1,13 @@
+package bank_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind: every
+// server a test starts must be closed by the time it ends.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,93 @@
+package bank
+
+import (
+	"crypto/sha256"
+	"errors"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// Account is an account's state.
+type Account struct {
+	Balance int64
+	// Debits counts the debits executed on the account.
+	Debits int64
+}
+
+// Answer is the outcome of an executed request, as stored under an
+// idempotency key and replayed to the key's duplicates.
+type Answer struct {
+	Status proto.Status
+	// Msg is the payload when Status is not OK.
+	Msg string
+	// The fields of an OK answer.
+	Account string
+	Balance int64
+	Debits  int64
+	Budget  uint32
+}
+
+// Fingerprint identifies what a keyed request asks for: its method and
+// payload. A key reused with another fingerprint is refused.
+type Fingerprint [sha256.Size]byte
+
+// ClaimState is what Store.Claim found under a key.
+type ClaimState uint8
+
+// Claim results.
+const (
+	// ClaimTaken: the key was free and is now the caller's. The caller
+	// executes the request and must then record its answer, by Debit with
+	// the key or by Finish, or give the key up with Release.
+	ClaimTaken ClaimState = iota + 1
+	// ClaimDone: a request with the key was executed; its answer is
+	// returned.
+	ClaimDone
+	// ClaimRunning: a request with the key is executing; Await its answer.
+	ClaimRunning
+	// ClaimConflict: the key was used by a request with another
+	// fingerprint.
+	ClaimConflict
+)
+
+// Errors a Store returns.
+var (
+	// ErrInsufficientFunds: Debit found the balance below the amount and
+	// changed nothing.
+	ErrInsufficientFunds = errors.New("insufficient funds")
+	// ErrAwaitExpired: Await's deadline came before the answer.
+	ErrAwaitExpired = errors.New("bank: original request with this key still executing")
+	// ErrClosing: Await gave up because the server is closing.
+	ErrClosing = errors.New("bank: server closing")
+	// ErrReleased: the request Await waited for gave its key up
+	// unexecuted; the key may be claimed again.
+	ErrReleased = errors.New("bank: key released")
+)
+
+// Store keeps the accounts and the idempotency records. Its methods are
+// safe for concurrent use. A store whose records are durable must commit
+// a keyed debit's balance change and its record in one transaction, so
+// that a crash leaves both or neither.
+type Store interface {
+	// Get returns the account's state; an account never debited has
+	// DefaultBalance. account is not retained.
+	Get(account []byte) (Account, error)
+	// Debit takes amount from the account and returns its state after.
+	// When key is non-empty, the answer ans builds from that state is
+	// recorded under key in the same transaction. A balance below amount
+	// returns ErrInsufficientFunds and changes nothing. account is not
+	// retained.
+	Debit(account []byte, amount int64, key string, ans func(Account) Answer) (Account, error)
+	// Claim takes key for a request with fingerprint fp, or reports what
+	// holds it; the Answer is set for ClaimDone.
+	Claim(key string, fp Fingerprint) (ClaimState, Answer, error)
+	// Finish records ans under a key the caller claimed.
+	Finish(key string, ans Answer) error
+	// Release gives up a claimed key without recording an answer: the
+	// request was not executed.
+	Release(key string) error
+	// Await waits for the answer under a running key until the deadline
+	// or until done is closed.
+	Await(key string, deadline time.Time, done <-chan struct{}) (Answer, error)
+}

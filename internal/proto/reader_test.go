@@ -1,0 +1,266 @@
+package proto_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// scriptedReader returns one scripted read per Read call, then io.EOF,
+// and counts the calls.
+type scriptedReader struct {
+	reads []read
+	calls int
+}
+
+type read struct {
+	data []byte
+	err  error // returned together with data
+}
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	r.calls++
+	if len(r.reads) == 0 {
+		return 0, io.EOF
+	}
+	next := r.reads[0]
+	if len(next.data) > len(p) {
+		panic("scripted read larger than the FrameReader's buffer")
+	}
+	r.reads = r.reads[1:]
+	return copy(p, next.data), next.err
+}
+
+// readerStep is one call on a FrameReader and what it must return.
+type readerStep struct {
+	frame  bool // ReadFrame; otherwise ReadBatch
+	frames []proto.Frame
+	err    string // the error's text; "" for none
+}
+
+func TestFrameReader(t *testing.T) {
+	req := func(id uint64) proto.Frame {
+		return proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: 100, Method: "get", Payload: []byte("account=a")}
+	}
+	resp := func(id uint64) proto.Frame {
+		return proto.Frame{Type: proto.TypeResponse, ID: id, Status: proto.StatusOK, Method: "get", Payload: []byte("balance=1")}
+	}
+	r1, r2, r3 := req(1), req(2), req(3)
+	p1, p2 := resp(1), resp(2)
+	bytesOf := func(frames ...proto.Frame) []byte { return encode(t, frames...) }
+	badMagic := bytesOf(r3)
+	badMagic[4], badMagic[5] = 0xde, 0xad
+	half := bytesOf(r3)[:10]
+	boom := errors.New("boom")
+
+	batch := func(err string, frames ...proto.Frame) readerStep {
+		return readerStep{frames: frames, err: err}
+	}
+	frame := func(err string, frames ...proto.Frame) readerStep {
+		return readerStep{frame: true, frames: frames, err: err}
+	}
+	const eof = "EOF"
+
+	tests := []struct {
+		name  string
+		want  proto.Type
+		reads []read
+		steps []readerStep
+		// calls is how many Reads the steps make; the sticky-error check
+		// that follows them must make none.
+		calls    int
+		buffered int // Buffered() after the steps
+	}{
+		{
+			name:  "batch_returns_frames_one_read_completed",
+			want:  proto.TypeRequest,
+			reads: []read{{data: append(bytesOf(r1, r2), bytesOf(r3)[:7]...)}, {data: bytesOf(r3)[7:]}},
+			steps: []readerStep{batch("", r1, r2), batch("", r3), batch(eof)},
+			calls: 3,
+		},
+		{
+			name:  "batch_mid_frame_returns_none",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(r1)[:5]}, {data: bytesOf(r1)[5:]}},
+			steps: []readerStep{batch(""), batch("", r1), batch(eof)},
+			calls: 3,
+		},
+		{
+			name:  "frame_holds_the_rest",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(r1, r2, r3)}},
+			steps: []readerStep{frame("", r1), frame("", r2), frame("", r3), frame(eof)},
+			calls: 2,
+		},
+		{
+			name:  "batch_after_frame_returns_held_without_reading",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(r1, r2, r3)}},
+			steps: []readerStep{frame("", r1), batch("", r2, r3), batch(eof)},
+			calls: 2,
+		},
+		{
+			name:  "frame_reads_until_a_frame_completes",
+			want:  proto.TypeResponse,
+			reads: []read{{data: bytesOf(p1)[:3]}, {data: bytesOf(p1)[3:20]}, {data: bytesOf(p1)[20:]}},
+			steps: []readerStep{frame("", p1), frame(eof)},
+			calls: 4,
+		},
+		{
+			name:  "response_frame_from_client",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(p1)}},
+			steps: []readerStep{batch("proto: RESPONSE frame from client")},
+			calls: 1,
+		},
+		{
+			name:  "request_frame_from_server",
+			want:  proto.TypeResponse,
+			reads: []read{{data: bytesOf(r1)}},
+			steps: []readerStep{frame("proto: REQUEST frame from server")},
+			calls: 1,
+		},
+		{
+			name:  "frames_before_a_wrong_type_returned_with_the_error",
+			want:  proto.TypeResponse,
+			reads: []read{{data: bytesOf(p1, p2, r1, resp(3))}},
+			steps: []readerStep{batch("proto: REQUEST frame from server", p1, p2)},
+			calls: 1,
+		},
+		{
+			name:  "frames_before_a_bad_frame_returned_with_the_error",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytes.Join([][]byte{bytesOf(r1, r2), badMagic, bytesOf(r1)}, nil)}},
+			steps: []readerStep{batch("proto: bad magic 0xdead", r1, r2)},
+			calls: 1,
+		},
+		{
+			name:  "frame_returns_frames_before_a_bad_frame_then_the_error",
+			want:  proto.TypeRequest,
+			reads: []read{{data: append(bytesOf(r1, r2), badMagic...)}},
+			steps: []readerStep{frame("", r1), frame("", r2), frame("proto: bad magic 0xdead")},
+			calls: 1,
+		},
+		{
+			name:  "frames_returned_with_the_read_error",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(r1, r2), err: io.EOF}},
+			steps: []readerStep{batch(eof, r1, r2)},
+			calls: 1,
+		},
+		{
+			name:  "read_error_is_sticky",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(r1)}, {err: boom}},
+			steps: []readerStep{batch("", r1), frame("boom")},
+			calls: 2,
+		},
+		{
+			name:     "buffered_after_eof_mid_frame",
+			want:     proto.TypeRequest,
+			reads:    []read{{data: append(bytesOf(r1), half...)}},
+			steps:    []readerStep{batch("", r1), batch(eof)},
+			calls:    2,
+			buffered: len(half),
+		},
+		{
+			name:     "buffered_after_eof_with_the_last_read",
+			want:     proto.TypeRequest,
+			reads:    []read{{data: append(bytesOf(r1), half...), err: io.EOF}},
+			steps:    []readerStep{frame("", r1), frame(eof)},
+			calls:    1,
+			buffered: len(half),
+		},
+		{
+			name:  "nothing_buffered_after_a_protocol_error",
+			want:  proto.TypeRequest,
+			reads: []read{{data: append(bytesOf(p1), half...)}},
+			steps: []readerStep{batch("proto: RESPONSE frame from client")},
+			calls: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sr := &scriptedReader{reads: tt.reads}
+			fr := proto.NewFrameReader(sr, tt.want, 4096)
+			var first error
+			for i, st := range tt.steps {
+				var got []proto.Frame
+				var err error
+				if st.frame {
+					var f proto.Frame
+					if f, err = fr.ReadFrame(); err == nil {
+						got = []proto.Frame{f}
+					}
+				} else {
+					got, err = fr.ReadBatch()
+				}
+				if diff := cmp.Diff(st.frames, got, bytesEqual, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("step %d: frames (-want +got):\n%s", i+1, diff)
+				}
+				if errText(err) != st.err {
+					t.Fatalf("step %d: error %v, want %q", i+1, err, st.err)
+				}
+				var pe *proto.ProtocolError
+				if isProto := errors.As(err, &pe); isProto != (len(st.err) > 6 && st.err[:6] == "proto:") {
+					t.Errorf("step %d: error %v (%T): *ProtocolError is %v, want %v", i+1, err, err, isProto, !isProto)
+				}
+				if err != nil && first == nil {
+					first = err
+				}
+			}
+			if sr.calls != tt.calls {
+				t.Errorf("made %d reads, want %d", sr.calls, tt.calls)
+			}
+			if got := fr.Buffered(); got != tt.buffered {
+				t.Errorf("Buffered() = %d, want %d", got, tt.buffered)
+			}
+			if first == nil {
+				t.Fatal("the steps met no error; every row must end in one")
+			}
+			// Dead: every later call returns the same error and reads
+			// nothing more, even with valid bytes left to read.
+			sr.reads = []read{{data: bytesOf(r1, p1)}}
+			for range 2 {
+				if got, err := fr.ReadBatch(); err != first || len(got) != 0 {
+					t.Errorf("ReadBatch after the error: %d frames, %v; want none, %v", len(got), err, first)
+				}
+				if _, err := fr.ReadFrame(); err != first {
+					t.Errorf("ReadFrame after the error: %v, want %v", err, first)
+				}
+			}
+			if sr.calls != tt.calls {
+				t.Errorf("made %d more reads after the error, want none", sr.calls-tt.calls)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestFrameReaderDefaultSize: size 0 reads in DefaultReadSize pieces.
+func TestFrameReaderDefaultSize(t *testing.T) {
+	var sizes []int
+	r := readFunc(func(p []byte) (int, error) { sizes = append(sizes, len(p)); return 0, io.EOF })
+	if _, err := proto.NewFrameReader(r, proto.TypeRequest, 0).ReadBatch(); err != io.EOF {
+		t.Fatalf("ReadBatch: %v, want EOF", err)
+	}
+	if diff := cmp.Diff([]int{proto.DefaultReadSize}, sizes); diff != "" {
+		t.Errorf("read sizes (-want +got):\n%s", diff)
+	}
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// Config tunes a Server. Start from DefaultConfig; New validates it
+// before any goroutine starts.
+type Config struct {
+	// Workers is how many business requests may execute at once: the
+	// number of worker goroutines, which take requests from the queue. A
+	// connection's reader executes a request itself, without queueing it,
+	// when a slot is free, nothing is queued, no fault rule is configured
+	// and the handler says the request cannot block. Must be at least 1.
+	// Default 4.
+	Workers int
+	// QueueSize bounds business requests waiting for a worker; a request
+	// that finds the queue full is answered UNAVAILABLE unexecuted. Must be
+	// at least 1. Default 1024.
+	QueueSize int
+	// Chunk turns on chunk mode: responses written within ChunkWindow of
+	// each other are coalesced and written in random 1-13 byte pieces, one
+	// write call each.
+	Chunk bool
+	// ChunkWindow is how long the writer gathers responses in chunk mode.
+	// Must be positive when Chunk is set. Default 2ms.
+	ChunkWindow time.Duration
+	// MaxConns bounds the connections open at once; one accepted beyond it
+	// is closed at once (counted as conns_rejected). Must be at least 1.
+	// Default 1024.
+	MaxConns int
+	// MaxOutBytes bounds, per connection, the bytes of answers waiting to
+	// be written. While a connection is at the limit its reader stops
+	// reading, so a client that sends without reading is held back by TCP
+	// instead of growing the server's memory. Must be at least
+	// MaxFrameLen+4, so that one answer always fits. Default 1 MiB.
+	MaxOutBytes int
+	// WriteTimeout bounds one write to a connection; a peer that reads
+	// nothing for that long is disconnected (counted as write_timeouts).
+	// Must be positive. Default 10s.
+	WriteTimeout time.Duration
+	// Faults are rules active from the start.
+	Faults []Fault
+	// Log receives one event per connection, protocol error, expired
+	// request and fault fired, named by serverapi's Event constants. Nil
+	// discards.
+	Log *slog.Logger
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Workers:      4,
+		QueueSize:    1024,
+		ChunkWindow:  2 * time.Millisecond,
+		MaxConns:     1024,
+		MaxOutBytes:  1 << 20,
+		WriteTimeout: 10 * time.Second,
+	}
+}
+
+// ErrConfig is wrapped by every error Validate returns.
+var ErrConfig = errors.New("server: invalid config")
+
+// minOutBytes is the smallest MaxOutBytes: one largest frame.
+const minOutBytes = proto.MaxFrameLen + 4
+
+// Validate reports the first field that is out of range.
+func (c *Config) Validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("%w: Workers %d must be at least 1", ErrConfig, c.Workers)
+	case c.QueueSize < 1:
+		return fmt.Errorf("%w: QueueSize %d must be at least 1", ErrConfig, c.QueueSize)
+	case c.Chunk && c.ChunkWindow <= 0:
+		return fmt.Errorf("%w: ChunkWindow %v must be positive in chunk mode", ErrConfig, c.ChunkWindow)
+	case c.MaxConns < 1:
+		return fmt.Errorf("%w: MaxConns %d must be at least 1", ErrConfig, c.MaxConns)
+	case c.MaxOutBytes < minOutBytes:
+		return fmt.Errorf("%w: MaxOutBytes %d must be at least %d", ErrConfig, c.MaxOutBytes, minOutBytes)
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("%w: WriteTimeout %v must be positive", ErrConfig, c.WriteTimeout)
+	}
+	return nil
+}

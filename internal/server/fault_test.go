@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/server"
+)
+
+func TestParseFault(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    server.Fault
+		wantErr string // substring of the error; empty for success
+	}{
+		{"kind=late method=get count=1 delay=150ms", server.Fault{Kind: server.FaultLate, Method: "get", Count: 1, Delay: 150 * time.Millisecond}, ""},
+		{"kind=sleep delay=2s", server.Fault{Kind: server.FaultSleep, Delay: 2 * time.Second}, ""},
+		{"  kind=unavailable  ", server.Fault{Kind: server.FaultUnavailable}, ""},
+		{"kind=noreply count=0", server.Fault{Kind: server.FaultNoReply}, ""},
+		{"kind=close", server.Fault{Kind: server.FaultClose}, ""},
+		{"kind=partial", server.Fault{Kind: server.FaultPartial}, ""},
+		{"kind=badmagic method=debit", server.Fault{Kind: server.FaultBadMagic, Method: "debit"}, ""},
+		{"", server.Fault{}, "kind is required"},
+		{"method=get", server.Fault{}, "kind is required"},
+		{"kind=explode", server.Fault{}, `unknown kind "explode"`},
+		{"kind=", server.Fault{}, `unknown kind ""`},
+		{"kind=late delay", server.Fault{}, `"delay" is not key=value`},
+		{"kind=late count=-1", server.Fault{}, `count "-1" is not a whole number >= 0`},
+		{"kind=late count=x", server.Fault{}, `count "x" is not a whole number >= 0`},
+		{"kind=late delay=5", server.Fault{}, `delay "5" is not a duration >= 0`},
+		{"kind=late delay=-1s", server.Fault{}, `delay "-1s" is not a duration >= 0`},
+		{"kind=late colour=red", server.Fault{}, `unknown key "colour"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := server.ParseFault(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "server: fault ") {
+					t.Errorf("ParseFault(%q) error = %v, want \"server: fault ...%s...\"", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseFault(%q): %v", tt.in, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseFault(%q) (-want +got):\n%s", tt.in, diff)
+			}
+			again, err := server.ParseFault(got.String())
+			if err != nil || again != got {
+				t.Errorf("ParseFault(%q) = %+v, %v; want %+v (String round trip)", got.String(), again, err, got)
+			}
+		})
+	}
+}
+
+func TestFaultKindString(t *testing.T) {
+	tests := []struct {
+		k    server.FaultKind
+		want string
+	}{
+		{server.FaultLate, "late"},
+		{server.FaultSleep, "sleep"},
+		{server.FaultUnavailable, "unavailable"},
+		{server.FaultNoReply, "noreply"},
+		{server.FaultClose, "close"},
+		{server.FaultPartial, "partial"},
+		{server.FaultBadMagic, "badmagic"},
+		{server.FaultKind(0), "unknown_fault_0"},
+		{server.FaultKind(99), "unknown_fault_99"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := tt.k.String(); got != tt.want {
+				t.Errorf("FaultKind(%d).String() = %q, want %q", uint8(tt.k), got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// Request is one business request as the transport hands it to a Handler.
+type Request struct {
+	ID     uint64
+	Method string
+	// Key is the idempotency key; empty when the request has none.
+	Key string
+	// Payload is owned by the request for good: a handler may keep it.
+	Payload  []byte
+	BudgetMs uint32
+	// Expiry is when the request's budget ends: its arrival plus BudgetMs.
+	// A handler that waits for something must give up by then.
+	Expiry time.Time
+	// Done is closed when the server starts closing. A handler that
+	// sleeps or waits must then stop and answer UNAVAILABLE unexecuted.
+	Done <-chan struct{}
+}
+
+// Handler executes business requests; the transport knows nothing of what
+// their payloads mean. Execute and MayBlock are called concurrently, from
+// workers and from connections' readers.
+type Handler interface {
+	// Methods lists the business methods. A request for any other method
+	// that is not a control method is answered INVALID_ARGUMENT by the
+	// transport, unexecuted. The list must not change.
+	Methods() []string
+	// MayBlock reports whether executing r may sleep or wait. The
+	// transport runs a request that cannot block on the connection's
+	// reader, saving two goroutine hand-offs; one that can block always
+	// goes through the queue, so that a reader never stops reading.
+	MayBlock(r *Request) bool
+	// Execute executes r, appends the answer's payload to dst and returns
+	// the answer's status with the extended slice. It may answer
+	// UNAVAILABLE or DEADLINE_EXCEEDED only if it did not execute r.
+	Execute(r *Request, dst []byte) (status proto.Status, payload []byte)
+	// Counters calls add once for each of the handler's counters.
+	Counters(add func(name string, v int64))
+}

@@ -1,0 +1,383 @@
+// Package server is the RPC transport: it accepts connections, reads and
+// writes frames, queues business requests for a bounded pool of workers,
+// enforces the server's limits and injects transport faults, and hands each
+// business request to a Handler whose payloads it never interprets.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Server serves a Handler over the wire protocol, injecting faults on
+// request.
+type Server struct {
+	cfg     Config
+	h       Handler
+	methods []string       // the handler's business methods
+	reqs    []atomic.Int64 // requests received, by index in methods
+	log     *slog.Logger
+	faults  faultTable
+	queue   *workQueue
+	done    chan struct{}  // closed by Close
+	wg      sync.WaitGroup // workers, connection goroutines, Serve
+
+	mu     sync.Mutex // guards conns, ln, closed
+	conns  map[*conn]struct{}
+	ln     net.Listener
+	closed bool
+
+	counters counters
+}
+
+// job is a business request waiting for, or taken by, a worker.
+type job struct {
+	c       *conn
+	f       proto.Frame
+	arrival time.Time
+}
+
+type counters struct {
+	requestsCtl, requestsOther                   atomic.Int64
+	expired, unavailable, queueFull              atomic.Int64
+	protocolErrors, connsAccepted, connsRejected atomic.Int64
+	outLimitWaits, writeTimeouts                 atomic.Int64
+	framesSent, writeChunks, faultsFired         atomic.Int64
+}
+
+// New validates cfg and starts the worker pool, which serves h.
+func New(cfg Config, h Handler) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	methods := append([]string(nil), h.Methods()...)
+	s := &Server{
+		cfg:     cfg,
+		h:       h,
+		methods: methods,
+		reqs:    make([]atomic.Int64, len(methods)),
+		log:     lg,
+		queue:   newWorkQueue(cfg.Workers, cfg.QueueSize),
+		done:    make(chan struct{}),
+		conns:   make(map[*conn]struct{}),
+	}
+	for _, f := range cfg.Faults {
+		s.faults.add(f)
+	}
+	s.wg.Add(cfg.Workers)
+	for range cfg.Workers {
+		go s.worker()
+	}
+	return s, nil
+}
+
+// AddFault activates a fault rule.
+func (s *Server) AddFault(f Fault) {
+	s.faults.add(f)
+	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
+}
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("server: closed")
+
+// Serve accepts connections on ln until Close. It always returns a non-nil
+// error; after Close it is ErrClosed.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	var pause time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return ErrClosed
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Running out of file descriptors, or a connection reset
+			// before it was accepted, is no reason to stop serving: back
+			// off and accept again, as net/http does.
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
+			if !s.pause(pause) {
+				return ErrClosed
+			}
+			continue
+		}
+		pause = 0
+		if !s.open(nc) {
+			return ErrClosed
+		}
+	}
+}
+
+// open starts serving nc; it reports false when the server is closing.
+func (s *Server) open(nc net.Conn) bool {
+	s.counters.connsAccepted.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return false
+	}
+	if open := len(s.conns); open >= s.cfg.MaxConns {
+		s.counters.connsRejected.Add(1)
+		s.log.Warn(serverapi.EventConnRejected, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyOpen, open)
+		nc.Close()
+		return true
+	}
+	s.log.Info(serverapi.EventConnOpen, serverapi.KeyRemote, nc.RemoteAddr().String())
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return true
+}
+
+// Close stops accepting, closes every connection, stops the workers and
+// waits for all of the server's goroutines to exit.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.queue.close()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Counters returns the transport's counters and the handler's by name, as
+// ctl.stats reports them (see SPEC.md). Requests are counted per business
+// method as requests.<method>.
+func (s *Server) Counters() serverapi.Fields {
+	c := &s.counters
+	fs := serverapi.Fields{}
+	add := func(name string, v int64) { fs[name] = strconv.FormatInt(v, 10) }
+	for i, m := range s.methods {
+		add("requests."+m, s.reqs[i].Load())
+	}
+	add("requests.ctl", c.requestsCtl.Load())
+	add("requests.other", c.requestsOther.Load())
+	add("expired", c.expired.Load())
+	add("unavailable", c.unavailable.Load())
+	add("queue_full", c.queueFull.Load())
+	add("protocol_errors", c.protocolErrors.Load())
+	add("conns_accepted", c.connsAccepted.Load())
+	add("conns_rejected", c.connsRejected.Load())
+	add("conns_open", int64(s.openConns()))
+	add("out_limit_waits", c.outLimitWaits.Load())
+	add("write_timeouts", c.writeTimeouts.Load())
+	add("goroutines", int64(runtime.NumGoroutine()))
+	add("frames_sent", c.framesSent.Load())
+	add("write_chunks", c.writeChunks.Load())
+	add("faults_fired", c.faultsFired.Load())
+	s.h.Counters(add)
+	return fs
+}
+
+// method returns the index of a method among the handler's business
+// methods, or -1.
+func (s *Server) method(name string) int {
+	for i, m := range s.methods {
+		if m == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// request returns the Request the handler sees for j.
+func request(j *job, done <-chan struct{}) Request {
+	f := &j.f
+	return Request{
+		ID: f.ID, Method: f.Method, Key: f.Key, Payload: f.Payload, BudgetMs: f.BudgetMs,
+		Expiry: j.arrival.Add(time.Duration(f.BudgetMs) * time.Millisecond),
+		Done:   done,
+	}
+}
+
+func (s *Server) control(f *proto.Frame) []byte {
+	switch f.Method {
+	case serverapi.MethodStats:
+		return respond(f, proto.StatusOK, s.Counters().String())
+	case serverapi.MethodFault:
+		ft, err := ParseFault(string(f.Payload))
+		if err != nil {
+			return respond(f, proto.StatusInvalidArgument, err.Error())
+		}
+		s.AddFault(ft)
+		return respond(f, proto.StatusOK, ft.String())
+	case serverapi.MethodClear:
+		s.faults.clear()
+		s.log.Info(serverapi.EventFaultClear)
+		return respond(f, proto.StatusOK, "")
+	}
+	return respond(f, proto.StatusOK, "")
+}
+
+func (s *Server) worker() {
+	defer s.wg.Done()
+	var scratch []byte // payload buffer, reused across requests
+	var req Request
+	for {
+		j, ok := s.queue.pop()
+		if !ok {
+			return
+		}
+		req = request(&j, s.done)
+		if rf, ok := s.serve(&j, &req, scratch[:0]); ok {
+			j.c.sendFrame(&rf)
+			scratch = rf.Payload
+		}
+		s.queue.release()
+	}
+}
+
+// serve runs one business request, on a worker or on its connection's
+// reader. The budget rule is the same on both paths: a request whose
+// budget ran out before it was taken is answered DEADLINE_EXCEEDED
+// unexecuted. When a fault fires or the request expired, serve sends
+// whatever the connection gets itself and returns false. Otherwise it
+// returns the answer for the caller to send, true; its payload is scratch,
+// which the caller lends, maybe grown.
+func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool) {
+	f := &j.f
+	budget := time.Duration(f.BudgetMs) * time.Millisecond
+	if waited := time.Since(j.arrival); waited >= budget {
+		s.counters.expired.Add(1)
+		s.log.Warn(serverapi.EventExpired, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method,
+			serverapi.KeyBudget, f.BudgetMs, serverapi.KeyWaited, waited.Milliseconds())
+		j.c.send(respond(f, proto.StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
+		return proto.Frame{}, false
+	}
+	fault, faulty := s.faults.take(f.Method)
+	if faulty {
+		s.counters.faultsFired.Add(1)
+		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
+		switch fault.Kind {
+		case FaultUnavailable:
+			s.counters.unavailable.Add(1)
+			j.c.send(respond(f, proto.StatusUnavailable, "injected unavailable"))
+			return proto.Frame{}, false
+		case FaultSleep:
+			if !s.pause(fault.Delay) {
+				j.c.send(respond(f, proto.StatusUnavailable, "server closing"))
+				return proto.Frame{}, false
+			}
+		}
+	}
+	status, payload := s.h.Execute(req, scratch)
+	rf := proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: status, Method: f.Method, Payload: payload}
+	if !faulty {
+		return rf, true
+	}
+	out := encodeResponse(&rf)
+	switch fault.Kind {
+	case FaultLate:
+		j.c.sendAt(out, req.Expiry.Add(fault.Delay))
+	case FaultNoReply:
+	case FaultClose:
+		j.c.sendThenClose(nil)
+	case FaultPartial:
+		j.c.sendThenClose(out[:len(out)/2])
+	case FaultBadMagic:
+		out[4], out[5] = 0xde, 0xad
+		j.c.sendThenClose(out)
+	default:
+		j.c.send(out)
+	}
+	return proto.Frame{}, false
+}
+
+// pause sleeps d and reports whether it did; it returns false early if
+// the server is closing, and the caller must then not execute.
+func (s *Server) pause(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// respond encodes a response to f whose payload is text.
+func respond(f *proto.Frame, st proto.Status, text string) []byte {
+	return encodeResponse(&proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: st, Method: f.Method, Payload: []byte(text)})
+}
+
+// encodeResponse encodes r into a new slice.
+func encodeResponse(r *proto.Frame) []byte {
+	// Method and ID come from a decoded request and the payload is cut
+	// to size, so this cannot fail.
+	b, _ := appendResponse(nil, r)
+	return b
+}
+
+// appendResponse appends r to dst. A payload over the frame limit is
+// replaced by an APP_ERROR saying so.
+func appendResponse(dst []byte, r *proto.Frame) ([]byte, error) {
+	out, err := proto.AppendFrame(dst, r)
+	if err != nil && errors.Is(err, proto.ErrInvalidFrame) && len(r.Payload) > 0 {
+		small := *r
+		small.Payload, small.Status = []byte("response too large"), proto.StatusAppError
+		return proto.AppendFrame(dst, &small)
+	}
+	return out, err
+}

@@ -1,0 +1,121 @@
+package serverapi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Counters are rpcserver's counters as ctl.stats reports them. SPEC.md
+// says what each counts. Gauges (ConnsOpen, Goroutines) are values at the
+// moment of the call.
+type Counters struct {
+	RequestsGet    int64 // requests.get
+	RequestsDebit  int64 // requests.debit
+	RequestsCtl    int64 // requests.ctl
+	RequestsOther  int64 // requests.other
+	ExecGet        int64 // exec.get
+	ExecDebit      int64 // exec.debit
+	Expired        int64 // expired
+	Unavailable    int64 // unavailable
+	QueueFull      int64 // queue_full
+	DedupHits      int64 // dedup_hits
+	KeyConflicts   int64 // key_conflicts
+	ProtocolErrors int64 // protocol_errors
+	ConnsAccepted  int64 // conns_accepted
+	ConnsRejected  int64 // conns_rejected
+	ConnsOpen      int64 // conns_open
+	OutLimitWaits  int64 // out_limit_waits
+	WriteTimeouts  int64 // write_timeouts
+	Goroutines     int64 // goroutines
+	FramesSent     int64 // frames_sent
+	WriteChunks    int64 // write_chunks
+	FaultsFired    int64 // faults_fired
+}
+
+// named lists every counter with its wire name, sorted by name.
+func (c *Counters) named() []struct {
+	name string
+	v    *int64
+} {
+	return []struct {
+		name string
+		v    *int64
+	}{
+		{"conns_accepted", &c.ConnsAccepted},
+		{"conns_open", &c.ConnsOpen},
+		{"conns_rejected", &c.ConnsRejected},
+		{"dedup_hits", &c.DedupHits},
+		{"exec.debit", &c.ExecDebit},
+		{"exec.get", &c.ExecGet},
+		{"expired", &c.Expired},
+		{"faults_fired", &c.FaultsFired},
+		{"frames_sent", &c.FramesSent},
+		{"goroutines", &c.Goroutines},
+		{"key_conflicts", &c.KeyConflicts},
+		{"out_limit_waits", &c.OutLimitWaits},
+		{"protocol_errors", &c.ProtocolErrors},
+		{"queue_full", &c.QueueFull},
+		{"requests.ctl", &c.RequestsCtl},
+		{"requests.debit", &c.RequestsDebit},
+		{"requests.get", &c.RequestsGet},
+		{"requests.other", &c.RequestsOther},
+		{"unavailable", &c.Unavailable},
+		{"write_chunks", &c.WriteChunks},
+		{"write_timeouts", &c.WriteTimeouts},
+	}
+}
+
+// CounterNames returns every counter's wire name, sorted.
+func CounterNames() []string {
+	var c Counters
+	named := c.named()
+	out := make([]string, len(named))
+	for i, n := range named {
+		out[i] = n.name
+	}
+	return out
+}
+
+// String formats c as ctl.stats answers it: name=value pairs sorted by
+// name.
+func (c Counters) String() string {
+	var b strings.Builder
+	for i, n := range c.named() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(n.name)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatInt(*n.v, 10))
+	}
+	return b.String()
+}
+
+// ParseCounters decodes a ctl.stats answer. Every counter must be present
+// exactly once with an integer value, and no other may be: a renamed or
+// missing counter is an error, never a silent zero.
+func ParseCounters(text []byte) (Counters, error) {
+	fs, err := ParseFields(text)
+	if err != nil {
+		return Counters{}, err
+	}
+	var c Counters
+	named := c.named()
+	for _, n := range named {
+		v, ok := fs[n.name]
+		if !ok {
+			return Counters{}, fmt.Errorf("serverapi: counter %s missing from %q", n.name, text)
+		}
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return Counters{}, fmt.Errorf("serverapi: counter %s=%q is not an integer", n.name, v)
+		}
+		*n.v = i
+		delete(fs, n.name)
+	}
+	if len(fs) > 0 {
+		return Counters{}, fmt.Errorf("serverapi: unknown counters %v", fs)
+	}
+	return c, nil
+}

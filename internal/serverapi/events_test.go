@@ -1,0 +1,72 @@
+package serverapi_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// TestReadEvents decodes what slog's JSON handler writes, as rpcserver
+// logs it.
+func TestReadEvents(t *testing.T) {
+	var buf bytes.Buffer
+	lg := slog.New(slog.NewJSONHandler(&buf, nil))
+	lg.Info(serverapi.EventConnOpen, serverapi.KeyRemote, "127.0.0.1:5000")
+	lg.Warn(serverapi.EventExpired, serverapi.KeyID, uint64(7), serverapi.KeyMethod, "debit", serverapi.KeyBudget, 100)
+
+	evs, err := serverapi.ReadEvents(&buf)
+	if err != nil {
+		t.Fatalf("ReadEvents: %v", err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.String())
+		if e.Time.IsZero() || time.Since(e.Time) > time.Hour {
+			t.Errorf("%s: Time = %v, want the moment it was logged", e.Name, e.Time)
+		}
+	}
+	want := []string{"CONN_OPEN remote=127.0.0.1:5000", "EXPIRED budget=100 id=7 method=debit"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if len(evs) == 2 {
+		if id, ok := evs[1].Int(serverapi.KeyID); id != 7 || !ok {
+			t.Errorf("Int(id) = %d, %v; want 7, true", id, ok)
+		}
+		if _, ok := evs[1].Int(serverapi.KeyRemote); ok {
+			t.Errorf("Int(remote) reported an absent attribute as present")
+		}
+		if m := evs[1].Text(serverapi.KeyMethod); m != "debit" {
+			t.Errorf("Text(method) = %q, want %q", m, "debit")
+		}
+	}
+}
+
+func TestReadEventsRejects(t *testing.T) {
+	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","remote":"x"}`
+	tests := []struct {
+		name    string
+		log     string
+		wantErr string // substring of the error
+	}{
+		{"unknown_event", good + "\n" + strings.Replace(good, "CONN_OPEN", "CONN_OPENED", 1), `log line 2: unknown event "CONN_OPENED"`},
+		{"lowercase_event", strings.Replace(good, "CONN_OPEN", "conn_open", 1), `log line 1: unknown event "conn_open"`},
+		{"no_msg", `{"time":"2026-01-02T03:04:05Z","level":"INFO"}`, `log line 1: unknown event ""`},
+		{"not_json", good + "\nCONN_OPEN remote=x", "log line 2"},
+		{"bad_time", strings.Replace(good, "2026-01-02T03:04:05.000000006Z", "yesterday", 1), `log line 1: time "yesterday"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := serverapi.ReadEvents(strings.NewReader(tt.log))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "serverapi: ") {
+				t.Errorf("ReadEvents(%q) error = %v, want \"serverapi: ...%s...\"", tt.log, err, tt.wantErr)
+			}
+		})
+	}
+}

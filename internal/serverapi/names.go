@@ -1,0 +1,56 @@
+package serverapi
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AnnouncePrefix starts the one line rpcserver prints to stdout once it
+// listens; the bound address follows.
+const AnnouncePrefix = "RPCSERVER LISTEN "
+
+// Announce returns the announce line for addr, without its newline.
+func Announce(addr string) string { return AnnouncePrefix + addr }
+
+// ParseAnnounce returns the address in an announce line.
+func ParseAnnounce(line string) (string, error) {
+	addr, ok := strings.CutPrefix(line, AnnouncePrefix)
+	if !ok || addr == "" {
+		return "", fmt.Errorf("serverapi: rpcserver printed %q, want %q<addr>", line, AnnouncePrefix)
+	}
+	return addr, nil
+}
+
+// rpcserver's flags, by name without the dash.
+const (
+	FlagAddr         = "addr"
+	FlagLog          = "log"
+	FlagStartDelay   = "start-delay"
+	FlagCPUProfile   = "cpuprofile"
+	FlagWorkers      = "workers"
+	FlagQueue        = "queue"
+	FlagChunk        = "chunk"
+	FlagChunkWindow  = "chunk-window"
+	FlagMaxConns     = "max-conns"
+	FlagMaxOutBytes  = "max-out-bytes"
+	FlagWriteTimeout = "write-timeout"
+	FlagFault        = "fault"
+)
+
+// Control methods. The transport answers them on the connection's reader,
+// without queueing, so they work while every worker is busy.
+const (
+	MethodStats = "ctl.stats" // answers the counters, in Counters.String form
+	MethodFault = "ctl.fault" // payload: a fault rule; answers it in canonical form
+	MethodClear = "ctl.clear" // removes every fault rule
+	MethodPing  = "ctl.ping"  // answers OK, empty
+)
+
+// IsControl reports whether method is a control method.
+func IsControl(method string) bool {
+	switch method {
+	case MethodStats, MethodFault, MethodClear, MethodPing:
+		return true
+	}
+	return false
+}
