@@ -100,7 +100,10 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, addr := servertest.Start(t, server.DefaultConfig())
+			var log servertest.Log
+			cfg := server.DefaultConfig()
+			cfg.Log = log.Logger()
+			srv, addr := servertest.Start(t, cfg)
 			rc := servertest.Dial(t, addr)
 			rc.Send(first)
 			if f := rc.Recv(); f.Status != proto.StatusOK {
@@ -118,6 +121,25 @@ func TestIdempotencyKey(t *testing.T) {
 				if got := servertest.Counter(t, srv, name); got != want {
 					t.Errorf("server %s = %d, want %d", name, got, want)
 				}
+			}
+			// The bank logs each replay and each conflict, naming the
+			// request that met it; the answer above was written after.
+			logged := map[string][]int64{}
+			for _, e := range log.Events(t) {
+				if e.Name == serverapi.EventDedupHit || e.Name == serverapi.EventKeyConflict {
+					id, _ := e.Int(serverapi.KeyID)
+					logged[e.Name] = append(logged[e.Name], id)
+				}
+			}
+			want := map[string][]int64{}
+			if tt.dedupHits > 0 {
+				want[serverapi.EventDedupHit] = []int64{2}
+			}
+			if tt.conflicts > 0 {
+				want[serverapi.EventKeyConflict] = []int64{2}
+			}
+			if diff := cmp.Diff(want, logged); diff != "" {
+				t.Errorf("bank events by request id (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -359,7 +359,10 @@ func (c *Client) mayRetry(call *Call, class Class) bool {
 		return true
 	case ClassUnknown:
 		if c.cfg.RetryUnknown != nil {
-			return c.cfg.RetryUnknown(call)
+			// A copy: handing call itself to a func value would move
+			// every Do's call to the heap.
+			cp := *call
+			return c.cfg.RetryUnknown(&cp)
 		}
 		return call.Idempotent || call.Key != ""
 	}
@@ -487,14 +490,17 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		}
 		r = <-w.ch
 	}
-	var pe *proto.ProtocolError
 	switch {
 	case r.err != nil && r.notSent:
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, r.err.Error()
-	case r.err != nil && errors.As(r.err, &pe):
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeProtocolError, r.err.Error()
 	case r.err != nil:
 		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeConnLost, r.err.Error()
+		// Declared here, not above: errors.As makes pe escape, and the
+		// answered path must not pay an allocation for it.
+		var pe *proto.ProtocolError
+		if errors.As(r.err, &pe) {
+			a.Outcome = OutcomeProtocolError
+		}
 	default:
 		a.Outcome, a.Status, a.Class = OutcomeResponse, r.f.Status, classify(r.f.Status)
 	}
