@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Config tunes a Client. Start from DefaultConfig; Validate runs in NewClient
+// Config tunes a Client. Start from DefaultConfig; Validate runs in New
 // before any connection is made.
 type Config struct {
 	// AttemptTimeout bounds one attempt, from connect to answer. The budget

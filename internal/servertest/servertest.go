@@ -1,5 +1,5 @@
-// Package servertest provides the fixtures that tests share to run an
-// in-process rpcserver and speak to it.
+// Package servertest is the shared harness for tests that drive an
+// in-process rpcserver.
 package servertest
 
 import (
