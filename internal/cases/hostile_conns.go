@@ -204,6 +204,8 @@ func hostileConnectChurn(t *T) {
 // byte of the answers.
 type neverReader struct {
 	name    string
+	nc      *net.TCPConn
+	reqs    []byte        // one batch of encoded requests, sent over and over
 	sent    int64         // bytes written
 	stalled chan struct{} // closed once a write made no progress for stallAfter
 	dropped bool          // the server closed the connection
@@ -211,27 +213,32 @@ type neverReader struct {
 	err     error         // why the attack ended otherwise
 }
 
+// Timing of hostile_never_reads.
+const (
+	// The server must drop each attacker within neverReadDropWithin. It
+	// normally takes the write timeout and a few hundred ms. But a segment
+	// lost early on loopback can leave the attacker's kernel backing off
+	// its retransmits for seconds, while the server has nothing to read
+	// and its answers still fit its send buffer.
+	neverReadDropWithin = 10 * time.Second
+	// The server must stop reading each attacker within
+	// neverReadStopWithin.
+	neverReadStopWithin = 3 * time.Second
+	// A write that makes no progress for neverReadStallAfter means TCP
+	// is holding the attacker back: the server stopped reading it.
+	neverReadStallAfter = 100 * time.Millisecond
+	// A small receive buffer, and a fixed one: the kernel no longer grows
+	// it. Below the 64 KiB segments of loopback it would drop the
+	// server's segments, and both ends would back off retransmitting
+	// instead of the server's write blocking.
+	neverReadBuffer = 64 << 10
+	neverReadBatch  = 256 // requests per write
+)
+
 func hostileNeverReads(t *T) {
 	const (
 		writeTimeout = time.Second
 		maxOutBytes  = proto.MaxFrameLen + 4
-		// The server must drop each attacker within dropWithin. It
-		// normally takes writeTimeout and a few hundred ms. But a
-		// segment lost early on loopback can leave the attacker's kernel
-		// backing off its retransmits for seconds, while the server has
-		// nothing to read and its answers still fit its send buffer.
-		dropWithin = 10 * time.Second
-		// The server must stop reading each attacker within stopWithin.
-		stopWithin = 3 * time.Second
-		// A write that makes no progress for stallAfter means TCP is
-		// holding the attacker back: the server stopped reading it.
-		stallAfter = 100 * time.Millisecond
-		// A small receive buffer, and a fixed one: the kernel no longer
-		// grows it. Below the 64 KiB segments of loopback it would drop
-		// the server's segments, and both ends would back off
-		// retransmitting instead of the server's write blocking.
-		readBuffer = 64 << 10
-		batch      = 256 // requests per write
 	)
 	s := t.startServer(serverOpts{WriteTimeout: writeTimeout, MaxOutBytes: maxOutBytes})
 	c := t.politeClient(s)
@@ -241,62 +248,19 @@ func hostileNeverReads(t *T) {
 	// writing their answers itself. A 1 ms sleep makes the bank declare a
 	// request blocking, which sends it through the queue and the writer
 	// goroutine instead, so that the reader stops reading at -max-out-bytes.
-	attackers := []*neverReader{{name: "inline"}, {name: "queued"}}
-	payloads := []string{"account=acct-never", "account=acct-never sleep=1"}
-	var wg sync.WaitGroup
-	for i, a := range attackers {
-		a.stalled = make(chan struct{})
-		var reqs []byte
-		for id := range batch {
-			reqs = append(reqs, t.requestBytes(uint64(id+1), bank.MethodGet, payloads[i])...)
-		}
-		nc := t.dialRaw(s.Addr)
-		if err := nc.SetReadBuffer(readBuffer); err != nil {
-			t.Fatalf("read buffer: %v", err)
-		}
-		wg.Go(func() {
-			defer nc.Close()
-			start := time.Now()
-			end := start.Add(dropWithin)
-			stalled := false
-			for b := reqs; time.Now().Before(end); {
-				nc.SetWriteDeadline(time.Now().Add(stallAfter))
-				n, err := nc.Write(b)
-				a.sent += int64(n)
-				b = b[n:]
-				var ne net.Error
-				switch {
-				case errors.As(err, &ne) && ne.Timeout():
-					if !stalled {
-						stalled = true
-						close(a.stalled)
-					}
-				case isReset(err):
-					a.dropped, a.after = true, time.Since(start)
-					return
-				case err != nil:
-					a.err = err
-					return
-				}
-				if len(b) == 0 {
-					b = reqs
-				}
-			}
-			a.err = fmt.Errorf("still connected after %v", dropWithin)
-		})
+	attackers := []*neverReader{
+		t.neverReader(s, "inline", "account=acct-never"),
+		t.neverReader(s, "queued", "account=acct-never sleep=1"),
 	}
+	wait := t.attack(attackers)
 	for _, a := range attackers {
-		select {
-		case <-a.stalled:
-		case <-time.After(stopWithin):
-			t.Fatalf("attacker %s: the server kept reading for %v", a.name, stopWithin)
-		}
+		a.awaitStalled(t)
 	}
 
 	var during, after polite
 	during.gets(t, c, politeDuring)
 	ctrDuring := w.sampleDuring()
-	wg.Wait()
+	wait()
 	ctr := w.settle()
 	after.gets(t, c, politeAfter)
 
@@ -324,4 +288,77 @@ func hostileNeverReads(t *T) {
 	t.Check(ctr.OutLimitWaits > 0, "out_limit_waits=0: the queued attacker never met -max-out-bytes")
 	during.check(t, "during the attack")
 	after.check(t, "after the attack")
+}
+
+// neverReader connects an attacker that will send gets with payload.
+func (t *T) neverReader(s *server, name, payload string) *neverReader {
+	a := &neverReader{name: name, stalled: make(chan struct{})}
+	for id := range neverReadBatch {
+		a.reqs = append(a.reqs, t.requestBytes(uint64(id+1), bank.MethodGet, payload)...)
+	}
+	a.nc = t.dialRaw(s.Addr)
+	if err := a.nc.SetReadBuffer(neverReadBuffer); err != nil {
+		t.Fatalf("read buffer: %v", err)
+	}
+	return a
+}
+
+// attack starts every attacker and returns what waits for all of them to
+// end. Should the scenario stop early, a cleanup closes their connections
+// and waits for them, so no attacker outlives it.
+func (t *T) attack(attackers []*neverReader) (wait func()) {
+	var wg sync.WaitGroup
+	for _, a := range attackers {
+		wg.Go(a.run)
+	}
+	t.cleanup(func() {
+		for _, a := range attackers {
+			a.nc.Close()
+		}
+		wg.Wait()
+	})
+	return wg.Wait
+}
+
+// run writes requests until the server drops the connection, the
+// connection fails otherwise, or neverReadDropWithin passes.
+func (a *neverReader) run() {
+	defer a.nc.Close()
+	start := time.Now()
+	end := start.Add(neverReadDropWithin)
+	stalled := false
+	for b := a.reqs; time.Now().Before(end); {
+		a.nc.SetWriteDeadline(time.Now().Add(neverReadStallAfter))
+		n, err := a.nc.Write(b)
+		a.sent += int64(n)
+		b = b[n:]
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			if !stalled {
+				stalled = true
+				close(a.stalled)
+			}
+		case isReset(err):
+			a.dropped, a.after = true, time.Since(start)
+			return
+		case err != nil:
+			a.err = err
+			return
+		}
+		if len(b) == 0 {
+			b = a.reqs
+		}
+	}
+	a.err = fmt.Errorf("still connected after %v", neverReadDropWithin)
+}
+
+// awaitStalled fails the scenario unless TCP holds the attacker back
+// within neverReadStopWithin: the server stopped reading it.
+func (a *neverReader) awaitStalled(t *T) {
+	select {
+	case <-a.stalled:
+	case <-time.After(neverReadStopWithin):
+		t.Fatalf("attacker %s: the server kept reading for %v", a.name, neverReadStopWithin)
+	}
 }
