@@ -10,88 +10,92 @@ import (
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
+// Settings of backpressure_burst.
+const (
+	burstWorkers = 1
+	burstQueue   = 8
+	burstSize    = 200
+	burstRetried = 40
+	// A sleep field keeps a request off the reader's fast path, so it
+	// must take the queue; 5 ms makes the burst outrun the worker.
+	burstSleepMs = 5
+	// Generous: no attempt may time out, or its outcome is unknown.
+	burstAttemptTimeout = 2 * time.Second
+)
+
 func backpressureBurst(t *T) {
-	const (
-		workers = 1
-		queue   = 8
-		burst   = 200
-		retried = 40
-		// A sleep field keeps a request off the reader's fast path, so it
-		// must take the queue; 5 ms makes the burst outrun the worker.
-		sleepMs = 5
-		// Generous: no attempt may time out, or its outcome is unknown.
-		attemptTimeout = 2 * time.Second
-	)
-	s := t.startServer(serverOpts{Workers: workers, QueueSize: queue})
+	s := t.startServer(serverOpts{Workers: burstWorkers, QueueSize: burstQueue})
 	c := t.politeClient(s)
 	w := t.watch(s)
+	t.Field("workers", burstWorkers)
+	t.Field("queue", burstQueue)
+	t.Field("burst", burstSize)
+	t.Field("sleepMs", burstSleepMs)
 
-	// With one attempt per call, each result says what happened to its
-	// one request: OK executed, UNAVAILABLE rejected unexecuted.
+	before := t.burstOnce(s, w)
+	t.burstRetried(s, w, before)
+
+	var after polite
+	after.gets(t, c, politeAfter)
+	t.Field("politeAfter", &after)
+	w.report(rssLimitKB)
+	after.check(t, "after the bursts")
+}
+
+// burstOnce sends the burst through a client that makes one attempt per
+// call, so that each result says what happened to its one request: OK
+// executed, UNAVAILABLE rejected unexecuted. It checks each against the
+// server's counters, which it returns.
+func (t *T) burstOnce(s *server, w *watch) counters {
 	once := client.DefaultConfig()
 	once.MaxAttempts = 1
 	bc := t.client(s.Addr, once)
-	wait := t.debitBurst(bc, "acct-B", burst, sleepMs, attemptTimeout)
-	waitFor(settleTimeout, func() bool { return t.counters(s).RequestsDebit >= burst/2 })
+	wait := t.debitBurst(bc, "acct-B", burstSize, burstSleepMs, burstAttemptTimeout)
+	waitFor(settleTimeout, func() bool { return t.counters(s).RequestsDebit >= burstSize/2 })
 	w.sampleDuring()
 	ok, unavailable, other, firstOther := tally(wait())
-	ctr1 := t.counters(s)
+	bc.Close()
+	ctr := t.counters(s)
 	balance := t.balance(s, "acct-B")
 
-	// A retrying client: rejected attempts are retried, and each logical
-	// debit executes exactly once.
+	t.Volatile("ok", ok)
+	t.Volatile("unavailable", unavailable)
+	expectf(t, "other", other, 0, "calls ended neither OK nor UNAVAILABLE, the first %s", firstOther)
+	expect(t, "accounted", ok+unavailable, burstSize)
+	expectf(t, "bothOutcomes", ok > 0 && unavailable > 0, true, "OK %d, UNAVAILABLE %d: the burst did not overflow the queue, the case proves nothing", ok, unavailable)
+	expectf(t, "okIsExecuted", int64(ok) == ctr.ExecDebit, true, "%d calls OK, server executed %d debits", ok, ctr.ExecDebit)
+	expectf(t, "unavailableIsQueueFull", int64(unavailable) == ctr.QueueFull, true, "%d calls UNAVAILABLE, server found its queue full %d times", unavailable, ctr.QueueFull)
+	expectf(t, "balanceIs1000MinusOk", balance == int64(bank.DefaultBalance-ok), true, "acct-B balance=%d, want %d", balance, bank.DefaultBalance-ok)
+	return ctr
+}
+
+// burstRetried sends a smaller burst through a retrying client: rejected
+// attempts are retried, and each logical debit executes exactly once.
+// before are the counters before it.
+func (t *T) burstRetried(s *server, w *watch, before counters) {
 	retry := client.DefaultConfig()
 	retry.MaxAttempts, retry.Deadline = 10, 5*time.Second
 	rc := t.client(s.Addr, retry)
-	rresults := t.debitBurst(rc, "acct-C", retried, sleepMs, attemptTimeout)()
-	bc.Close()
+	results := t.debitBurst(rc, "acct-C", burstRetried, burstSleepMs, burstAttemptTimeout)()
 	rc.Close()
 	ctr := w.settle()
-	rok, runavailable, rother, rfirstOther := tally(rresults)
+	ok, unavailable, other, firstOther := tally(results)
 	attempts := 0
-	for _, r := range rresults {
+	for _, r := range results {
 		attempts += r.Attempts
 	}
-	rbalance := t.balance(s, "acct-C")
-	rexec := ctr.ExecDebit - ctr1.ExecDebit
-	rrejected := ctr.QueueFull - ctr1.QueueFull
-	var after polite
-	after.gets(t, c, politeAfter)
+	balance := t.balance(s, "acct-C")
+	exec := ctr.ExecDebit - before.ExecDebit
+	rejected := ctr.QueueFull - before.QueueFull
 
-	t.Field("workers", workers)
-	t.Field("queue", queue)
-	t.Field("burst", burst)
-	t.Field("sleepMs", sleepMs)
-	t.Volatile("ok", ok)
-	t.Volatile("unavailable", unavailable)
-	t.Field("other", other)
-	t.Field("accounted", ok+unavailable)
-	t.Field("bothOutcomes", ok > 0 && unavailable > 0)
-	t.Field("okIsExecuted", int64(ok) == ctr1.ExecDebit)
-	t.Field("unavailableIsQueueFull", int64(unavailable) == ctr1.QueueFull)
-	t.Field("balanceIs1000MinusOk", balance == int64(bank.DefaultBalance-ok))
-	t.Field("retried", retried)
-	t.Field("retriedOk", rok)
-	t.Field("retriedExec", rexec)
-	t.Field("retriedBalance", rbalance)
+	t.Field("retried", burstRetried)
+	expectf(t, "retriedOk", ok, burstRetried, "%d UNAVAILABLE, %d other, the first %s", unavailable, other, firstOther)
+	expect(t, "retriedExec", exec, int64(burstRetried))
+	expect(t, "retriedBalance", balance, int64(bank.DefaultBalance-burstRetried))
 	t.Volatile("retriedAttempts", attempts)
-	t.Volatile("retriedRejected", rrejected)
-	t.Field("politeAfter", &after)
-	w.report(rssLimitKB)
-
-	t.Check(other == 0, "%d calls ended neither OK nor UNAVAILABLE, the first %s", other, firstOther)
-	t.Check(ok+unavailable == burst, "OK %d + UNAVAILABLE %d = %d, want %d", ok, unavailable, ok+unavailable, burst)
-	t.Check(int64(ok) == ctr1.ExecDebit, "%d calls OK, server executed %d debits", ok, ctr1.ExecDebit)
-	t.Check(int64(unavailable) == ctr1.QueueFull, "%d calls UNAVAILABLE, server found its queue full %d times", unavailable, ctr1.QueueFull)
-	t.Check(balance == int64(bank.DefaultBalance-ok), "acct-B balance=%d, want %d", balance, bank.DefaultBalance-ok)
-	t.Check(ok > 0 && unavailable > 0, "OK %d, UNAVAILABLE %d: the burst did not overflow the queue, the case proves nothing", ok, unavailable)
-
-	t.Check(rok == retried, "retrying client: %d of %d OK, %d UNAVAILABLE, %d other, the first %s", rok, retried, runavailable, rother, rfirstOther)
-	t.Check(rexec == retried, "retrying client: server executed %d debits, want %d", rexec, retried)
-	t.Check(rbalance == bank.DefaultBalance-retried, "acct-C balance=%d, want %d", rbalance, bank.DefaultBalance-retried)
-	t.Check(int64(attempts) == rexec+rrejected, "retrying client: %d attempts, server executed %d and rejected %d", attempts, rexec, rrejected)
-	t.Check(rrejected > 0, "no retried debit was rejected: the retry phase proves nothing")
-	after.check(t, "after the bursts")
+	t.Volatile("retriedRejected", rejected)
+	t.Check(int64(attempts) == exec+rejected, "retrying client: %d attempts, server executed %d and rejected %d", attempts, exec, rejected)
+	t.Check(rejected > 0, "no retried debit was rejected: the retry phase proves nothing")
 }
 
 // debitBurst starts n keyless debits of 1 on account through c, all at

@@ -108,6 +108,28 @@ func (t *T) Volatile(key string, v any) {
 	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(v), Volatile: true})
 }
 
+// expect records the stable field key=got and fails the scenario unless
+// got equals want, so that an expectation is stated once and the evidence
+// shows the value it was checked on.
+func expect[V comparable](t *T, key string, got, want V) bool {
+	return expectf(t, key, got, want, "")
+}
+
+// expectf is expect with a format and arguments that a failure adds, to
+// say what the mismatch means.
+func expectf[V comparable](t *T, key string, got, want V, format string, args ...any) bool {
+	t.Field(key, got)
+	if got == want {
+		return true
+	}
+	msg := fmt.Sprintf("%s=%v, want %v", key, got, want)
+	if format != "" {
+		msg += ": " + fmt.Sprintf(format, args...)
+	}
+	t.failures = append(t.failures, msg)
+	return false
+}
+
 // Check records a failure unless ok, and returns ok.
 func (t *T) Check(ok bool, format string, args ...any) bool {
 	if !ok {

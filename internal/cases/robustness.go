@@ -189,6 +189,27 @@ func (p *polite) gets(t *T, c *client.Client, n int) {
 	}
 }
 
+// until makes gets through c, one after another, until stop is closed,
+// and returns a channel closed when it has finished. A get counts if it
+// started before stop was closed. A cleanup waits for it, should the
+// scenario stop early.
+func (p *polite) until(t *T, c *client.Client, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p.add(c.Do(t.ctx, getCall(politeAccount)))
+		}
+	}()
+	t.cleanup(func() { <-done })
+	return done
+}
+
 // String renders the tally as correct/made, e.g. "20/20".
 func (p *polite) String() string { return fmt.Sprintf("%d/%d", p.ok, p.calls) }
 
