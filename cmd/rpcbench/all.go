@@ -11,7 +11,7 @@ import (
 
 type allOptions struct {
 	*app
-	// Group selects the scenarios; groupAll runs every one.
+	// Group selects the scenarios; cases.GroupAll runs every one.
 	Group string
 	// Count is how many times the group runs; 0 means 1.
 	Count int

@@ -42,7 +42,7 @@ func TestRunAll(t *testing.T) {
 		},
 		{
 			name:     "group all",
-			group:    groupAll,
+			group:    cases.GroupAll,
 			wantRuns: []string{"one", "extra", "two"},
 			wantCode: exitOK,
 			wantOut:  "CASE one PASS n=1 t~=3ms\nCASE extra PASS\nCASE two PASS\n3 passed, 0 failed\n",
@@ -194,11 +194,11 @@ func TestRunAllInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first := r.fake("one", cases.GroupEvidence, true)
-	interrupting := scenario{Name: "two", Group: cases.GroupEvidence, Run: func(ctx context.Context, env cases.Env) report.Line {
+	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
 		cancel() // as SIGINT would, while the scenario runs
 		<-ctx.Done()
 		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
-	}}
+	})
 	a, stdout, stderr := testApp(t, first, interrupting, r.fake("three", cases.GroupEvidence, true))
 
 	err := runAll(ctx, &allOptions{app: a, Group: cases.GroupEvidence, Evidence: "evidence"})
@@ -252,18 +252,15 @@ func TestRunAllColor(t *testing.T) {
 
 // flaky returns a scenario that fails on the calls listed (1-based) and
 // passes otherwise, recording its runs in r.
-func (r *fakeRuns) flaky(name, group string, failOn ...int) scenario {
+func (r *fakeRuns) flaky(name, group string, failOn ...int) cases.Case {
 	calls := 0
-	return scenario{
-		Name: name, Group: group, Doc: "proves " + name,
-		Run: func(_ context.Context, env cases.Env) report.Line {
-			r.mu.Lock()
-			r.runs = append(r.runs, fakeRun{name, env})
-			r.mu.Unlock()
-			calls++
-			return report.Line{Name: name, Pass: !slices.Contains(failOn, calls)}
-		},
-	}
+	return cases.Fake(name, group, "proves "+name, func(_ context.Context, env cases.Env) report.Line {
+		r.mu.Lock()
+		r.runs = append(r.runs, fakeRun{name, env})
+		r.mu.Unlock()
+		calls++
+		return report.Line{Name: name, Pass: !slices.Contains(failOn, calls)}
+	})
 }
 
 func TestRunAllCount(t *testing.T) {
@@ -416,14 +413,14 @@ func TestRunAllCountInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := 0
-	interrupting := scenario{Name: "two", Group: cases.GroupEvidence, Run: func(ctx context.Context, env cases.Env) report.Line {
+	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
 		if calls++; calls < 2 {
 			return report.Line{Name: "two", Pass: true}
 		}
 		cancel() // as SIGINT would, while the scenario runs
 		<-ctx.Done()
 		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
-	}}
+	})
 	a, stdout, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true), interrupting, r.fake("three", cases.GroupEvidence, true))
 
 	err := runAll(ctx, &allOptions{app: a, Group: cases.GroupEvidence, Count: 3, Evidence: "ev", EvidenceSet: true})

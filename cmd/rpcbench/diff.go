@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -113,14 +113,14 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 // evidence directory, printing progress to o.Err. Names no longer
 // registered are left out, so Diff reports them missing.
 func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Line, string, error) {
-	var list []scenario
+	var list cases.Registry
 	for _, l := range old {
-		i := slices.IndexFunc(o.Scenarios, func(s scenario) bool { return s.Name == l.Name })
-		if i < 0 {
+		c, ok := o.Scenarios.Lookup(l.Name)
+		if !ok {
 			fmt.Fprintf(o.Err, "rpcbench: %s is not a scenario any more; it cannot be run again\n", l.Name)
 			continue
 		}
-		list = append(list, o.Scenarios[i])
+		list = append(list, c)
 	}
 	bin, err := resolveServer(o.Server, o.Executable)
 	if err != nil {

@@ -36,26 +36,23 @@ func (r *fakeRuns) names() []string {
 // fake returns a scenario that records its run and returns a line with
 // the given verdict and fields; it writes its server log into the log
 // directory as a real one would.
-func (r *fakeRuns) fake(name, group string, pass bool, fields ...report.Field) scenario {
-	return scenario{
-		Name: name, Group: group, Doc: "proves " + name,
-		Run: func(_ context.Context, env cases.Env) report.Line {
-			r.mu.Lock()
-			r.runs = append(r.runs, fakeRun{name, env})
-			r.mu.Unlock()
-			if env.LogDir != "" {
-				_ = os.WriteFile(filepath.Join(env.LogDir, "server-"+name+".log"), []byte("log\n"), 0o644)
-			}
-			return report.Line{Name: name, Pass: pass, Fields: fields}
-		},
-	}
+func (r *fakeRuns) fake(name, group string, pass bool, fields ...report.Field) cases.Case {
+	return cases.Fake(name, group, "proves "+name, func(_ context.Context, env cases.Env) report.Line {
+		r.mu.Lock()
+		r.runs = append(r.runs, fakeRun{name, env})
+		r.mu.Unlock()
+		if env.LogDir != "" {
+			_ = os.WriteFile(filepath.Join(env.LogDir, "server-"+name+".log"), []byte("log\n"), 0o644)
+		}
+		return report.Line{Name: name, Pass: pass, Fields: fields}
+	})
 }
 
 // testApp returns an app over list whose default rpcserver exists (an
 // empty executable file next to a pretend rpcbench), writing to the
 // returned buffers. The working directory is a fresh temporary one, so
 // the default "evidence" directory lands there.
-func testApp(t *testing.T, list ...scenario) (a *app, stdout, stderr *bytes.Buffer) {
+func testApp(t *testing.T, list ...cases.Case) (a *app, stdout, stderr *bytes.Buffer) {
 	t.Helper()
 	t.Chdir(t.TempDir())
 	bin := t.TempDir()

@@ -6,11 +6,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/cases"
 )
 
 type listOptions struct {
 	*app
-	// Group selects the scenarios listed; groupAll lists every one.
+	// Group selects the scenarios listed; cases.GroupAll lists every one.
 	Group string
 	// Names prints bare names, one per line.
 	Names bool
@@ -35,7 +37,7 @@ scripts; --group limits either form to one group.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Names, "names", false, "print bare names, one per line")
-	f.StringVar(&o.Group, "group", groupAll, `list only this group ("all" for every scenario)`)
+	f.StringVar(&o.Group, "group", cases.GroupAll, `list only this group ("all" for every scenario)`)
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
 	return cmd
 }
@@ -45,9 +47,9 @@ func runList(o *listOptions) error {
 	if err != nil {
 		return err
 	}
-	groups := groupsOf(list)
+	groups := list.Groups()
 	list = slices.Clone(list)
-	slices.SortStableFunc(list, func(x, y scenario) int {
+	slices.SortStableFunc(list, func(x, y cases.Case) int {
 		return slices.Index(groups, x.Group) - slices.Index(groups, y.Group)
 	})
 	if o.Names {

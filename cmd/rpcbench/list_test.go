@@ -19,14 +19,14 @@ func TestRunList(t *testing.T) {
 		wantCode int
 		wantOut  string
 	}{
-		{"table, group by group", listOptions{Group: groupAll}, exitOK,
+		{"table, group by group", listOptions{Group: cases.GroupAll}, exitOK,
 			"GROUP       NAME       PROVES\n" +
 				"evidence    alpha      proves alpha\n" +
 				"evidence    long_name  proves long_name\n" +
 				"robustness  gamma      proves gamma\n" +
 				"robustness  delta      proves delta\n" +
 				"extra       omega      proves omega\n"},
-		{"names, group by group", listOptions{Group: groupAll, Names: true}, exitOK, "alpha\nlong_name\ngamma\ndelta\nomega\n"},
+		{"names, group by group", listOptions{Group: cases.GroupAll, Names: true}, exitOK, "alpha\nlong_name\ngamma\ndelta\nomega\n"},
 		{"one group", listOptions{Group: "robustness"}, exitOK,
 			"GROUP       NAME   PROVES\n" +
 				"robustness  gamma  proves gamma\n" +
@@ -63,18 +63,17 @@ func TestRunList(t *testing.T) {
 
 // TestExecuteList lists the real registry, whatever groups it holds.
 func TestExecuteList(t *testing.T) {
+	r := cases.Default()
 	var names []string
-	for _, g := range cases.Groups() {
-		for _, c := range cases.Group(g) {
-			names = append(names, c.Name)
-		}
+	for _, g := range r.Groups() {
+		names = append(names, r.Select(g).Names()...)
 	}
 	tests := []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"list", "--names"}, names},
-		{[]string{"list", "--names", "--group", cases.GroupEvidence}, namesOfCases(cases.Group(cases.GroupEvidence))},
+		{[]string{"list", "--names", "--group", cases.GroupEvidence}, r.Select(cases.GroupEvidence).Names()},
 		{[]string{"list"}, append([]string{"GROUP"}, names...)},
 	}
 	for _, tt := range tests {
@@ -104,12 +103,4 @@ func TestExecuteList(t *testing.T) {
 			}
 		})
 	}
-}
-
-func namesOfCases(list []cases.Case) []string {
-	out := make([]string, len(list))
-	for i, c := range list {
-		out[i] = c.Name
-	}
-	return out
 }

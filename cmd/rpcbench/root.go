@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -23,7 +24,7 @@ type app struct {
 	// Err receives status messages and errors.
 	Err io.Writer
 	// Scenarios is every scenario in run order.
-	Scenarios []scenario
+	Scenarios cases.Registry
 	// Executable locates the running binary; rpcserver is looked for
 	// next to it (os.Executable in production).
 	Executable func() (string, error)
@@ -38,7 +39,7 @@ type app struct {
 // execute runs rpcbench with args and returns the process exit code. It
 // is main without os.Exit.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{Out: stdout, Err: stderr, Scenarios: registered(), Executable: os.Executable}
+	a := &app{Out: stdout, Err: stderr, Scenarios: cases.Default(), Executable: os.Executable}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -155,6 +156,6 @@ func (countFlag) Type() string { return "N" }
 // completeGroups offers the group names and "all" for --group.
 func completeGroups(a *app) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return append(groupsOf(a.Scenarios), groupAll), cobra.ShellCompDirectiveNoFileComp
+		return append(a.Scenarios.Groups(), cases.GroupAll), cobra.ShellCompDirectiveNoFileComp
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // batch is one run of scenarios, as all, run and diff start it.
 type batch struct {
-	Scenarios []scenario
+	Scenarios cases.Registry
 	// Count is how many times the whole of Scenarios runs, one pass after
 	// the other; 0 means 1.
 	Count     int

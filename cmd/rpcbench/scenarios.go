@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,63 +8,15 @@ import (
 	"strings"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
-	"github.com/rpcbench/rpcbench/internal/report"
 )
 
-// groupAll selects every scenario wherever a group is asked for.
-const groupAll = "all"
-
-// scenario is what the commands run: a cases.Case in production, a fake in
-// tests. Run must behave like cases.Case.Run: never panic, clean up what
-// it started, and return early when ctx is cancelled.
-type scenario struct {
-	Name, Group, Doc string
-	Run              func(ctx context.Context, env cases.Env) report.Line
-}
-
-// registered returns the scenarios of package cases in run order.
-func registered() []scenario {
-	all := cases.All()
-	out := make([]scenario, len(all))
-	for i, c := range all {
-		out[i] = scenario{Name: c.Name, Group: c.Group, Doc: c.Doc, Run: c.Run}
-	}
-	return out
-}
-
-// groupsOf returns the group names in the order they first appear.
-func groupsOf(list []scenario) []string {
-	var out []string
-	for _, s := range list {
-		if !slices.Contains(out, s.Group) {
-			out = append(out, s.Group)
-		}
-	}
-	return out
-}
-
-func namesOf(list []scenario) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = s.Name
-	}
-	return out
-}
-
 // selectGroup returns the scenarios of group g, or all of them for
-// groupAll. An unknown or empty group is a usage error listing the groups.
-func selectGroup(list []scenario, g string) ([]scenario, error) {
-	if g == groupAll {
-		return list, nil
-	}
-	var out []scenario
-	for _, s := range list {
-		if s.Group == g {
-			out = append(out, s)
-		}
-	}
+// cases.GroupAll. An unknown or empty group is a usage error listing the
+// groups.
+func selectGroup(r cases.Registry, g string) (cases.Registry, error) {
+	out := r.Select(g)
 	if len(out) == 0 {
-		valid := append(groupsOf(list), groupAll)
+		valid := append(r.Groups(), cases.GroupAll)
 		return nil, usageErrorf("valid groups: "+strings.Join(valid, ", "), "no scenarios in group %q", g)
 	}
 	return out, nil
@@ -73,20 +24,20 @@ func selectGroup(list []scenario, g string) ([]scenario, error) {
 
 // selectNames returns the named scenarios in the order given, each once.
 // Unknown names are a usage error listing every valid name.
-func selectNames(list []scenario, names []string) ([]scenario, error) {
-	var out []scenario
+func selectNames(r cases.Registry, names []string) (cases.Registry, error) {
+	var out cases.Registry
 	var unknown []string
 	for _, n := range names {
-		i := slices.IndexFunc(list, func(s scenario) bool { return s.Name == n })
+		c, ok := r.Lookup(n)
 		switch {
-		case i < 0:
+		case !ok:
 			unknown = append(unknown, n)
-		case !slices.ContainsFunc(out, func(s scenario) bool { return s.Name == n }):
-			out = append(out, list[i])
+		case !slices.ContainsFunc(out, func(o cases.Case) bool { return o.Name == n }):
+			out = append(out, c)
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(namesOf(list), "\n  "),
+		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(r.Names(), "\n  "),
 			"unknown scenario %s", strings.Join(unknown, ", "))
 	}
 	return out, nil

@@ -17,12 +17,14 @@ import (
 
 // Group names.
 const (
-	// GroupEvidence holds the 20 scenarios whose lines make up
-	// evidence/output.txt.
+	// GroupEvidence holds the scenarios whose lines make up
+	// evidence/output.txt: the seed article's.
 	GroupEvidence = "evidence"
 	// GroupRobustness holds the scenarios in which hostile clients and
 	// overload attack a server while a well-behaved client is served.
 	GroupRobustness = "robustness"
+	// GroupAll selects every scenario wherever a group is asked for.
+	GroupAll = "all"
 )
 
 // Case is one named scenario.
@@ -33,6 +35,15 @@ type Case struct {
 	// Doc says in one sentence what the scenario proves.
 	Doc string
 	run func(t *T)
+	// fake, when set, is what Run does instead (see Fake).
+	fake func(ctx context.Context, env Env) report.Line
+}
+
+// Fake returns a Case whose Run is run, for testing programs that run
+// scenarios. run must behave as Run does: never panic, clean up what it
+// started, return early when ctx ends.
+func Fake(name, group, doc string, run func(ctx context.Context, env Env) report.Line) Case {
+	return Case{Name: name, Group: group, Doc: doc, fake: run}
 }
 
 // Env is what scenarios need from their caller.
@@ -49,6 +60,9 @@ type Env struct {
 // scenario that aborts reports FAIL with the reason. Every process and
 // connection the scenario opened is closed before Run returns.
 func (c Case) Run(ctx context.Context, env Env) report.Line {
+	if c.fake != nil {
+		return c.fake(ctx, env)
+	}
 	t := &T{ctx: ctx, env: env, name: c.Name}
 	if env.LogDir == "" {
 		dir, err := os.MkdirTemp("", "rpcbench-"+c.Name+"-")

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -46,7 +48,7 @@ func runMain(m *testing.M) int {
 // TestCases runs every scenario as a subtest of the same name, so
 // go test -run 'TestCases/^NAME$' selects what rpcbench run NAME does.
 func TestCases(t *testing.T) {
-	for _, c := range All() {
+	for _, c := range Default() {
 		t.Run(c.Name, func(t *testing.T) {
 			line := c.Run(context.Background(), env)
 			t.Log(report.Format(line))
@@ -60,12 +62,9 @@ func TestCases(t *testing.T) {
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
 func TestRegistry(t *testing.T) {
-	names := Names()
-	if got, want := len(Group(GroupEvidence)), 20; got != want {
-		t.Errorf("evidence group has %d scenarios, want %d", got, want)
-	}
+	r := Default()
 	seen := map[string]bool{}
-	for _, c := range All() {
+	for _, c := range r {
 		if !snakeCase.MatchString(c.Name) {
 			t.Errorf("name %q is not snake_case", c.Name)
 		}
@@ -76,14 +75,38 @@ func TestRegistry(t *testing.T) {
 		if c.Doc == "" || c.run == nil {
 			t.Errorf("%s: missing doc or run function", c.Name)
 		}
-		if got, ok := Lookup(c.Name); !ok || got.Name != c.Name {
+		if !slices.Contains(r.Groups(), c.Group) || c.Group == GroupAll {
+			t.Errorf("%s: group %q", c.Name, c.Group)
+		}
+		if got, ok := r.Lookup(c.Name); !ok || got.Name != c.Name {
 			t.Errorf("Lookup(%q) = %q, %v", c.Name, got.Name, ok)
 		}
 	}
-	if _, ok := Lookup("no_such_case"); ok {
+	if _, ok := r.Lookup("no_such_case"); ok {
 		t.Errorf("Lookup of an unknown name succeeded")
 	}
-	if len(names) != len(seen) {
+	if got := len(r.Select(GroupAll)); got != len(r) {
+		t.Errorf("Select(%q) has %d scenarios, registry %d", GroupAll, got, len(r))
+	}
+	if names := r.Names(); len(names) != len(seen) {
 		t.Errorf("Names() has %d entries, registry %d", len(names), len(seen))
+	}
+}
+
+// TestReadmeCounts checks every "N scenarios" in the README, which speaks
+// of the evidence group, against the registry, so that adding a scenario
+// is one function and one registry line and a stale count fails here.
+func TestReadmeCounts(t *testing.T) {
+	for _, path := range []string{"../../README.md", "../../run.sh"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := len(Default().Select(GroupEvidence))
+		for _, m := range regexp.MustCompile(`\b(\d+) scenarios\b`).FindAllSubmatch(b, -1) {
+			if got, _ := strconv.Atoi(string(m[1])); got != want {
+				t.Errorf("%s says %q; the %s group has %d", path, m[0], GroupEvidence, want)
+			}
+		}
 	}
 }
