@@ -48,6 +48,7 @@ func TestNoOrphans(t *testing.T) {
 }
 
 func testNoOrphans(t *testing.T, rpcbench, rpcserver string, sig syscall.Signal, group bool, wantCode int) {
+	t.Helper()
 	dir := t.TempDir()
 	stdout, stderr := createFile(t, filepath.Join(dir, "stdout")), createFile(t, filepath.Join(dir, "stderr"))
 

@@ -15,6 +15,7 @@ import (
 // share (BenchmarkServeGet in internal/server) this is the whole
 // execute-and-encode path of a request.
 func executeGet(tb testing.TB) func() {
+	tb.Helper()
 	b := bank.New(bank.NewMemory(), nil)
 	req := server.Request{ID: 1, Method: bank.MethodGet, Payload: []byte("account=acct-17"), BudgetMs: 1 << 30,
 		Expiry: time.Now().Add(time.Hour), Done: make(chan struct{})}

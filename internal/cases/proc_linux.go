@@ -6,14 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
-
-// childAttr makes the kernel kill the server if the process that started
-// it dies, so no rpcserver outlives an interrupted or killed run.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
 
 // procStatusKB returns one "Name:   N kB" entry of /proc/<pid>/status,
 // such as VmRSS (resident memory now) or VmHWM (its peak so far).

@@ -4,10 +4,7 @@ package cases
 
 import (
 	"errors"
-	"syscall"
 )
-
-func childAttr() *syscall.SysProcAttr { return nil }
 
 // procStatusKB needs /proc; elsewhere memory is reported as unknown.
 func procStatusKB(pid int, name string) (int64, error) { return 0, errors.ErrUnsupported }

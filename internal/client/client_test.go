@@ -328,6 +328,7 @@ func realServer(faults ...string) func(*testing.T) target {
 
 // refused returns the address of a port nobody listens on.
 func refused(t *testing.T) target {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -381,6 +382,7 @@ func answering(statuses ...proto.Status) func(*testing.T) target {
 // fakeServer accepts connections on a free loopback port and runs serve on
 // each until the test ends.
 func fakeServer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

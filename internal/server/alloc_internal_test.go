@@ -37,6 +37,7 @@ func (getHandler) Execute(r *Request, dst []byte) (proto.Status, []byte) {
 // encoding its answer into the output queue, which it then empties as a
 // flush would.
 func serveGet(tb testing.TB) func() {
+	tb.Helper()
 	s, err := New(DefaultConfig(), getHandler{})
 	if err != nil {
 		tb.Fatal(err)

@@ -109,12 +109,13 @@ func FuzzServerConn(f *testing.F) {
 }
 
 // run checks one input; see FuzzServerConn.
-func (fs *fuzzServer) run(t testing.TB, data []byte, cut uint) {
+func (s *fuzzServer) run(t testing.TB, data []byte, cut uint) {
+	t.Helper()
 	m := modelConn(data)
 	if why := m.unbounded(); why != "" {
 		t.Skip(why)
 	}
-	srv, ln := fs.get(t)
+	srv, ln := s.get(t)
 	goroutines := runtime.NumGoroutine()
 	before := srv.Counters()
 
@@ -225,6 +226,7 @@ func (m *connModel) probe() bool { return m.violation == nil && !m.partial }
 // checkHostileConn writes head and then tail on a new connection and
 // checks what comes back against m.
 func checkHostileConn(t testing.TB, ln *pipeListener, head, tail []byte, m connModel) {
+	t.Helper()
 	nc, sc := dialWatched(t, ln)
 	r := startFrameReader(nc)
 	defer r.close()
@@ -328,6 +330,7 @@ func answers(fr proto.Frame, asked map[uint64][]string) error {
 
 // checkFreshConn checks that a well-behaved connection is served.
 func checkFreshConn(t testing.TB, ln *pipeListener) {
+	t.Helper()
 	nc, sc := dialWatched(t, ln)
 	r := startFrameReader(nc)
 	defer r.close()
@@ -466,6 +469,7 @@ func (s *fuzzServer) get(t testing.TB) (*server.Server, *pipeListener) {
 // close closes the server, if any; t reports a Serve that did not end
 // as it should.
 func (s *fuzzServer) close(t testing.TB) {
+	t.Helper()
 	if s.srv == nil {
 		return
 	}

@@ -89,6 +89,7 @@ func (l *pipeListener) Close() error {
 func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "pipe"} }
 
 func (l *pipeListener) dial(t *testing.T) net.Conn {
+	t.Helper()
 	client, server := net.Pipe()
 	select {
 	case l.conns <- server:
