@@ -199,19 +199,28 @@ func (c *Client) shared(ctx context.Context, deadline time.Time) (*conn, error) 
 	if err != nil {
 		return nil, err
 	}
+	return c.keep(cn, true)
+}
+
+// keep records a freshly dialed connection, as the shared one or as one
+// of the ConnPerCall connections, so that Close finds it; if the client
+// was closed meanwhile it closes cn and returns ErrClosed.
+func (c *Client) keep(cn *conn, shared bool) (*conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed.Load() {
 		go cn.close()
 		return nil, ErrClosed
 	}
-	if old := c.cur.Swap(cn); old != nil {
+	if !shared {
+		c.own[cn] = struct{}{}
+	} else if old := c.cur.Swap(cn); old != nil {
 		go old.close() // already dead; reap its goroutines
 	}
 	return cn, nil
 }
 
-// own dials a connection for one ConnPerCall attempt. The caller must
+// ownConn dials a connection for one ConnPerCall attempt. The caller must
 // pass it to disown when the attempt ends.
 func (c *Client) ownConn(ctx context.Context, deadline time.Time) (*conn, error) {
 	if c.closed.Load() {
@@ -223,14 +232,7 @@ func (c *Client) ownConn(ctx context.Context, deadline time.Time) (*conn, error)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed.Load() {
-		go cn.close()
-		return nil, ErrClosed
-	}
-	c.own[cn] = struct{}{}
-	return cn, nil
+	return c.keep(cn, false)
 }
 
 func (c *Client) disown(cn *conn) {
