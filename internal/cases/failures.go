@@ -26,21 +26,17 @@ func execThenFail(t *T, kind string) (get, debit client.Result, c *client.Client
 	ctr = t.counters(s)
 	balance := t.balance(s, "acct-F")
 
-	t.Field("get", brief(get, "account"))
-	t.Field("getAttempts", get.Attempts)
+	expectf(t, "get", brief(get, "account"), "OK account=acct-F", "payload %q", get.Payload)
+	expect(t, "getAttempts", get.Attempts, 2)
 	t.Field("getOutcomes", outcomes(get))
 	t.Volatile("getLog", attemptLog(get))
-	t.Field("debit", debit.Status)
-	t.Field("debitAttempts", debit.Attempts)
+	expect(t, "debit", debit.Status, proto.StatusUnknown)
+	expect(t, "debitAttempts", debit.Attempts, 1)
 	t.Field("debitOutcomes", outcomes(debit))
 	t.Volatile("debitLog", attemptLog(debit))
-	t.Field("serverDebitExec", ctr.ExecDebit)
-	t.Field("balance", balance)
+	expect(t, "serverDebitExec", ctr.ExecDebit, 1)
+	expect(t, "balance", balance, bank.DefaultBalance-10)
 	t.Field("clientConnections", conns)
-	t.Check(get.Status == proto.StatusOK && fields(get)["account"] == "acct-F", "get=%v %q, want OK acct-F", get.Status, get.Payload)
-	t.Check(get.Attempts == 2, "get attempts=%d, want 2", get.Attempts)
-	t.Check(debit.Status == proto.StatusUnknown && debit.Attempts == 1, "debit=%v after %d attempts, want UNKNOWN after 1", debit.Status, debit.Attempts)
-	t.Check(ctr.ExecDebit == 1 && balance == bank.DefaultBalance-10, "debit executed %d times, balance %d; want 1 and %d", ctr.ExecDebit, balance, bank.DefaultBalance-10)
 	t.Check(conns >= 2, "client connections=%d: the get was not retried on a new connection", conns)
 	return get, debit, c, ctr
 }
@@ -96,19 +92,15 @@ func connectRefusedBoundedRetry(t *T) {
 	short.Timeout = 60 * time.Millisecond
 	rs := cs.Do(t.ctx, short)
 
-	t.Field("deadline5s", rl.Status)
-	t.Field("attempts", rl.Attempts)
-	t.Field("stop", rl.Stop)
+	expect(t, "deadline5s", rl.Status, proto.StatusUnavailable)
+	expect(t, "attempts", rl.Attempts, 4)
+	expect(t, "stop", rl.Stop, client.StopMaxAttempts)
 	t.Field("classes", classes(rl))
 	t.Volatile("elapsed", ms(rl.Elapsed))
 	t.Field("deadline60ms", rs.Status)
-	t.Field("attempts60ms", rs.Attempts)
-	t.Field("stop60ms", rs.Stop)
+	expect(t, "attempts60ms", rs.Attempts, 2)
+	expect(t, "stop60ms", rs.Stop, client.StopBackoffCrosses)
 	t.Volatile("elapsed60ms", ms(rs.Elapsed))
-	t.Check(rl.Status == proto.StatusUnavailable && rl.Attempts == 4 && rl.Stop == client.StopMaxAttempts,
-		"5s deadline: %v after %d attempts (%s), want UNAVAILABLE after 4 (%s)", rl.Status, rl.Attempts, rl.Stop, client.StopMaxAttempts)
-	t.Check(rs.Attempts == 2 && rs.Stop == client.StopBackoffCrosses,
-		"60ms deadline: %d attempts (%s), want 2 (%s)", rs.Attempts, rs.Stop, client.StopBackoffCrosses)
 	t.Check(rs.Elapsed <= short.Timeout+slack, "60ms call took %v", rs.Elapsed)
 	for _, a := range append(rl.Log, rs.Log...) {
 		if !t.Check(a.Class == client.ClassNotSent, "attempt %v, want NOT_SENT", a) {
@@ -149,13 +141,11 @@ func serverStartsLateRecovery(t *T) {
 		}
 	}
 	t.Field("status", brief(r, "balance", "exec"))
-	t.Field("refusedThenOk", notSent == r.Attempts-1 && notSent > 0)
+	expectf(t, "refusedThenOk", notSent == r.Attempts-1 && notSent > 0, true,
+		"%d of %d attempts were not sent; every attempt but the last should be, and at least one (else the server was up before the first)", notSent, r.Attempts)
 	t.Volatile("attempts", r.Attempts)
 	t.Volatile("refused", notSent)
 	t.Volatile("log", attemptLog(r))
-	t.Field("serverDebitExec", ctr.ExecDebit)
+	expect(t, "serverDebitExec", ctr.ExecDebit, 1)
 	t.Check(r.Status == proto.StatusOK, "status=%v, want OK", r.Status)
-	t.Check(notSent > 0, "no attempt was refused: the server was up before the first attempt")
-	t.Check(notSent == r.Attempts-1, "%d of %d attempts were not sent; every attempt but the last should be", notSent, r.Attempts)
-	t.Check(ctr.ExecDebit == 1, "executed %d times, want 1", ctr.ExecDebit)
 }
