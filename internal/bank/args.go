@@ -13,6 +13,7 @@ import (
 type args struct {
 	account       []byte // aliases the payload
 	amount, sleep int64
+	hasSleep      bool // the payload has a sleep field, maybe 0
 }
 
 var errAmount = errors.New("amount must be a positive integer")
@@ -50,7 +51,7 @@ func parseArgs(p []byte) (args, error) {
 			if err != nil {
 				return a, fmt.Errorf("bank: field %s=%q is not an integer", k, v)
 			}
-			a.sleep = n
+			a.sleep, a.hasSleep = n, true
 		}
 	}
 	return a, nil

@@ -51,13 +51,15 @@ func New(store Store, log *slog.Logger) *Bank {
 func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit} }
 
 // MayBlock implements server.Handler: a keyed request may wait for its
-// original, and one with a sleep field sleeps.
+// original, and one with a sleep field may sleep. A sleep field counts
+// whatever its value, so sleep=0 is how a caller sends a request through
+// the server's queue without slowing it down.
 func (b *Bank) MayBlock(r *server.Request) bool {
 	if r.Key != "" {
 		return true
 	}
 	a, err := parseArgs(r.Payload)
-	return err == nil && a.sleep > 0
+	return err == nil && a.hasSleep
 }
 
 // Counters implements server.Handler.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,7 @@ type conn struct {
 	closed    bool
 	timers    map[*time.Timer]struct{} // pending late responses
 
+	timedOut  atomic.Bool // a write timeout was counted
 	closeOnce sync.Once
 	done      chan struct{} // closed by close
 }
@@ -92,6 +94,12 @@ func (c *conn) readLoop() {
 		case errors.As(err, &pe):
 			c.s.counters.protocolErrors.Add(1)
 			c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error())
+		case errors.Is(err, syscall.ETIMEDOUT):
+			// The kernel gave up on answers the peer left unacknowledged
+			// for WriteTimeout (TCP_USER_TIMEOUT): the same verdict as a
+			// write that made no progress, reached where the write itself
+			// did not block because the answers fitted the send buffer.
+			c.writeTimedOut(0, err)
 		case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 			c.s.log.Warn(serverapi.EventConnReadError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error(),
 				serverapi.KeyReset, errors.Is(err, syscall.ECONNRESET))
@@ -254,6 +262,18 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// writeTimedOut counts and logs, once per connection, that the peer
+// accepted nothing for WriteTimeout; unwritten is what the server still
+// held.
+func (c *conn) writeTimedOut(unwritten int, err error) {
+	if c.timedOut.Swap(true) {
+		return
+	}
+	c.s.counters.writeTimeouts.Add(1)
+	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
+		serverapi.KeyUnwritten, unwritten, serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error())
+}
+
 // flush writes everything queued; the caller holds wmu. It returns false
 // when the connection must close: the write failed, or a close was queued.
 func (c *conn) flush() bool {
@@ -270,9 +290,7 @@ func (c *conn) flush() bool {
 	if err := c.write(buf, c.rng); err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			c.s.counters.writeTimeouts.Add(1)
-			c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
-				serverapi.KeyUnwritten, len(buf), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String())
+			c.writeTimedOut(len(buf), err)
 		}
 		return false
 	}

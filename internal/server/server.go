@@ -152,6 +152,9 @@ func (s *Server) open(nc net.Conn) bool {
 		return true
 	}
 	s.log.Info(serverapi.EventConnOpen, serverapi.KeyRemote, nc.RemoteAddr().String())
+	if err := setUserTimeout(nc, s.cfg.WriteTimeout); err != nil {
+		s.log.Warn(serverapi.EventSockoptError, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyErr, err.Error())
+	}
 	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)

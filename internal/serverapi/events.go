@@ -18,6 +18,7 @@ const (
 	EventSignal             = "SIGNAL"
 	EventAcceptError        = "ACCEPT_ERROR"
 	EventConnOpen           = "CONN_OPEN"
+	EventSockoptError       = "SOCKOPT_ERROR"
 	EventConnRejected       = "CONN_REJECTED"
 	EventConnClosed         = "CONN_CLOSED"
 	EventConnReadError      = "CONN_READ_ERROR"
@@ -37,7 +38,7 @@ const (
 
 var eventNames = []string{
 	EventListen, EventStartDelay, EventSignal, EventAcceptError,
-	EventConnOpen, EventConnRejected, EventConnClosed, EventConnReadError,
+	EventConnOpen, EventSockoptError, EventConnRejected, EventConnClosed, EventConnReadError,
 	EventConnClosedMidFrame, EventConnCloseInjected, EventProtocolError,
 	EventWriteTimeout, EventQueueFull, EventExpired, EventFault,
 	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,

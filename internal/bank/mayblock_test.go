@@ -1,0 +1,35 @@
+package bank_test
+
+import (
+	"testing"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/server"
+)
+
+// TestMayBlock: the bank, not the transport, says which requests may
+// block; the transport runs the others on the connection's reader.
+func TestMayBlock(t *testing.T) {
+	tests := []struct {
+		name    string
+		key     string
+		payload string
+		want    bool
+	}{
+		{"plain get", "", "account=a", false},
+		{"sleep above 0", "", "account=a sleep=5", true},
+		{"sleep=0 still asks for the queue", "", "account=a sleep=0", true},
+		{"idempotency key", "k", "account=a", true},
+		{"sleep in the account name is not a sleep field", "", "account=sleep=1", false},
+		{"unparsable payload fails fast", "", "account", false},
+	}
+	b := bank.New(bank.NewMemory(), nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := server.Request{Method: bank.MethodGet, Key: tt.key, Payload: []byte(tt.payload)}
+			if got := b.MayBlock(&r); got != tt.want {
+				t.Errorf("MayBlock(key=%q payload=%q) = %v, want %v", tt.key, tt.payload, got, tt.want)
+			}
+		})
+	}
+}
