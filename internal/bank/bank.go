@@ -119,7 +119,7 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 	if err != nil {
 		return b.refuse(key, Answer{Status: proto.StatusInvalidArgument, Msg: err.Error()}, dst)
 	}
-	if !pause(time.Duration(a.sleep)*time.Millisecond, r.Done) {
+	if !r.Sleep(time.Duration(a.sleep) * time.Millisecond) {
 		if key != "" {
 			b.store.Release(key)
 		}
@@ -180,20 +180,4 @@ func fingerprint(r *server.Request) Fingerprint {
 	var sum Fingerprint
 	h.Sum(sum[:0])
 	return sum
-}
-
-// pause sleeps d and reports whether it did; it returns false early when
-// done is closed, and the caller must then not execute.
-func pause(d time.Duration, done <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-done:
-		return false
-	}
 }

@@ -23,6 +23,11 @@ type Request struct {
 	Done <-chan struct{}
 }
 
+// Sleep pauses for d, or less if the server starts closing meanwhile; it
+// reports whether it paused the whole time. A handler that gets false must
+// not execute r.
+func (r *Request) Sleep(d time.Duration) bool { return sleep(d, r.Done) }
+
 // Handler executes business requests; the transport knows nothing of what
 // their payloads mean. Execute and MayBlock are called concurrently, from
 // workers and from connections' readers.

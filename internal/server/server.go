@@ -346,7 +346,11 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 
 // pause sleeps d and reports whether it did; it returns false early if
 // the server is closing, and the caller must then not execute.
-func (s *Server) pause(d time.Duration) bool {
+func (s *Server) pause(d time.Duration) bool { return sleep(d, s.done) }
+
+// sleep sleeps d unless done is closed first, and reports whether it
+// slept the whole time.
+func sleep(d time.Duration, done <-chan struct{}) bool {
 	if d <= 0 {
 		return true
 	}
@@ -355,7 +359,7 @@ func (s *Server) pause(d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-s.done:
+	case <-done:
 		return false
 	}
 }
