@@ -98,7 +98,7 @@ func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
 			b.log.Warn(serverapi.EventKeyConflict, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
 			return proto.StatusInvalidArgument, append(dst, ErrKeyReused...)
 		case ClaimRunning:
-			ans, err = b.store.Await(r.Key, r.Expiry, r.Done)
+			ans, err = b.store.Await(r.Key, fp, r.Expiry, r.Done)
 			switch {
 			case errors.Is(err, ErrReleased):
 				continue
@@ -123,12 +123,10 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 		err = a.check(r.Method)
 	}
 	if err != nil {
-		return b.refuse(key, Answer{Status: proto.StatusInvalidArgument, Msg: err.Error()}, dst)
+		return b.refuse(r, key, Answer{Status: proto.StatusInvalidArgument, Msg: err.Error()}, dst)
 	}
 	if !r.Sleep(time.Duration(a.sleep) * time.Millisecond) {
-		if key != "" {
-			b.store.Release(key)
-		}
+		b.release(r, key)
 		return proto.StatusUnavailable, append(dst, "server closing"...)
 	}
 	var acct Account
@@ -142,7 +140,7 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 		}
 		acct, err = b.store.Debit(a.account, a.amount, key, ans)
 		if errors.Is(err, ErrInsufficientFunds) {
-			return b.refuse(key, Answer{Status: proto.StatusAppError, Msg: err.Error()}, dst)
+			return b.refuse(r, key, Answer{Status: proto.StatusAppError, Msg: err.Error()}, dst)
 		}
 		if err == nil {
 			b.execDebit.Add(1)
@@ -157,19 +155,36 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 		}
 	}
 	if err != nil {
-		if key != "" {
-			b.store.Release(key)
-		}
+		// Nothing was recorded: a debit's transaction did not commit,
+		// and a get changes nothing. Give the key back so that a retry
+		// is not left waiting for an answer that never comes.
+		b.release(r, key)
 		return proto.StatusUnavailable, append(dst, err.Error()...)
 	}
 	return proto.StatusOK, appendOK(dst, a.account, acct, r.BudgetMs, false)
 }
 
+// release gives up a claimed key, if there is one. A store that cannot
+// release it is logged: its duplicates then wait out their budgets.
+func (b *Bank) release(r *server.Request, key string) {
+	if key == "" {
+		return
+	}
+	if err := b.store.Release(key); err != nil {
+		b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key, serverapi.KeyErr, err.Error())
+	}
+}
+
 // refuse answers a request that executed to a refusal, recording the
-// refusal under key when there is one, so that duplicates get it too.
-func (b *Bank) refuse(key string, ans Answer, dst []byte) (proto.Status, []byte) {
+// refusal under key when there is one, so that duplicates get it too. A
+// refusal changed nothing, so if it cannot be recorded the key is given
+// back and a duplicate executes to the same refusal.
+func (b *Bank) refuse(r *server.Request, key string, ans Answer, dst []byte) (proto.Status, []byte) {
 	if key != "" {
-		b.store.Finish(key, ans)
+		if err := b.store.Finish(key, ans); err != nil {
+			b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key, serverapi.KeyErr, err.Error())
+			b.release(r, key)
+		}
 	}
 	return ans.Status, ans.appendPayload(dst, false)
 }

@@ -108,11 +108,11 @@ func (m *Memory) Release(key string) error {
 }
 
 // Await implements Store.
-func (m *Memory) Await(key string, deadline time.Time, done <-chan struct{}) (Answer, error) {
+func (m *Memory) Await(key string, fp Fingerprint, deadline time.Time, done <-chan struct{}) (Answer, error) {
 	m.mu.Lock()
 	r, ok := m.records[key]
 	m.mu.Unlock()
-	if !ok {
+	if !ok || r.fp != fp {
 		return Answer{}, ErrReleased
 	}
 	t := time.NewTimer(time.Until(deadline))

@@ -82,12 +82,16 @@ type Store interface {
 	// Claim takes key for a request with fingerprint fp, or reports what
 	// holds it; the Answer is set for ClaimDone.
 	Claim(key string, fp Fingerprint) (ClaimState, Answer, error)
-	// Finish records ans under a key the caller claimed.
+	// Finish records ans under key. Only the caller that claimed key
+	// (ClaimTaken) may call it, once.
 	Finish(key string, ans Answer) error
-	// Release gives up a claimed key without recording an answer: the
-	// request was not executed.
+	// Release gives up key without recording an answer: the request was
+	// not executed, or its answer could not be recorded. Only the caller
+	// that claimed key may call it, instead of Finish.
 	Release(key string) error
-	// Await waits for the answer under a running key until the deadline
-	// or until done is closed.
-	Await(key string, deadline time.Time, done <-chan struct{}) (Answer, error)
+	// Await waits, until the deadline or until done is closed, for the
+	// answer of the running request with key and fingerprint fp. It
+	// returns ErrReleased when that request gave the key up, or when the
+	// key is now held by another fingerprint: the caller claims again.
+	Await(key string, fp Fingerprint, deadline time.Time, done <-chan struct{}) (Answer, error)
 }

@@ -34,6 +34,7 @@ const (
 	EventDedupHit           = "DEDUP_HIT"
 	EventDedupWaitExpired   = "DEDUP_WAIT_EXPIRED"
 	EventKeyConflict        = "KEY_CONFLICT"
+	EventStoreError         = "STORE_ERROR"
 )
 
 var eventNames = []string{
@@ -42,7 +43,7 @@ var eventNames = []string{
 	EventConnClosedMidFrame, EventConnCloseInjected, EventProtocolError,
 	EventWriteTimeout, EventQueueFull, EventExpired, EventFault,
 	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,
-	EventKeyConflict,
+	EventKeyConflict, EventStoreError,
 }
 
 // Event attribute keys.
@@ -53,7 +54,7 @@ const (
 	KeyMethod    = "method"    // request method
 	KeyKey       = "key"       // idempotency key
 	KeyBudget    = "budget"    // request budget, ms
-	KeyWaited    = "waited"    // ms a request waited before a worker took it
+	KeyWaited    = "waited"    // ms a request waited before it was taken to execute
 	KeyBuffered  = "buffered"  // bytes of an incomplete frame
 	KeyOpen      = "open"      // connections open
 	KeyRetryIn   = "retry_in"  // pause before accepting again
