@@ -209,7 +209,9 @@ func (c *Client) keep(cn *conn, shared bool) (*conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed.Load() {
-		go cn.close()
+		// Closed here, not in the background, so that when the call
+		// that dialed returns nothing of cn is left running.
+		cn.close()
 		return nil, ErrClosed
 	}
 	if !shared {
