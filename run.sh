@@ -4,5 +4,5 @@
 # `rpcbench all`, e.g. ./run.sh --json evidence/results.json
 set -euo pipefail
 cd "$(dirname "$0")"
-go build -o bin/ ./cmd/...
+./build.sh bin
 exec bin/rpcbench all "$@"

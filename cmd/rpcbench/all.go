@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -32,9 +33,15 @@ func newAllCmd(a *app) *cobra.Command {
 		Long: `Run every scenario of a group (default "evidence"; see 'rpcbench list') in
 order, printing each CASE line as it completes and then "N passed, M failed".
 
-The evidence directory gets output.txt (the CASE lines and the summary),
-env.txt (Go, OS, kernel, CPU, git commit, date) and logs/ (one log per
-server; old server-*.log files there are removed first).
+The evidence directory (default "evidence" for the evidence group and
+"evidence/GROUP" for any other) gets output.txt (the CASE lines and the
+summary), env.txt (Go, OS, kernel, CPU, the commit the binaries were built
+from, date) and logs/ (one log per server). The run writes into a
+temporary directory inside it and moves its files into place only when
+every scenario has run: an interrupted or failed write leaves the previous
+evidence as it was and says where the partial output went. Other files in
+the directory are never touched, and a second run on the same directory
+is refused while the first holds it.
 
 --count N runs the group N times over, printing "# run K/N" on stderr
 before each pass; the CASE lines are unchanged. Before the summary, which
@@ -54,17 +61,30 @@ failed_runs. Any failure in any pass exits 1.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.EvidenceSet = cmd.Flags().Changed("evidence")
+			if !o.EvidenceSet {
+				o.Evidence = defaultEvidence(o.Group)
+			}
 			return runAll(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Group, "group", cases.GroupEvidence, `scenario group to run, or "all"`)
 	f.Var(countFlag{&o.Count}, "count", "run the group this many times over")
-	f.StringVar(&o.Evidence, "evidence", "evidence", `evidence directory to write ("" for none)`)
+	f.StringVar(&o.Evidence, "evidence", "evidence", `evidence directory to write ("" for none; default evidence/GROUP for groups other than evidence)`)
 	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
 	_ = cmd.MarkFlagDirname("evidence")
 	return cmd
+}
+
+// defaultEvidence is the evidence directory of a group when --evidence is
+// not given: each group has its own, so that running one group never
+// replaces another's evidence.
+func defaultEvidence(group string) string {
+	if group == cases.GroupEvidence {
+		return "evidence"
+	}
+	return filepath.Join("evidence", group)
 }
 
 func runAll(ctx context.Context, o *allOptions) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestRunAll(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var r fakeRuns
 			a, stdout, stderr := testApp(t,
-				r.fake("one", cases.GroupEvidence, true, report.Field{Key: "n", Value: "1"}, report.Field{Key: "t", Value: "3ms", Volatile: true}),
+				r.fake("one", cases.GroupEvidence, true, report.Field{Key: "n", Value: "1"}, report.Field{Key: "t", Value: "3ms", Kind: report.Volatile}),
 				r.fake("extra", "slow", true),
 				r.fake("two", cases.GroupEvidence, !tt.failSecond),
 			)
@@ -123,10 +124,10 @@ func TestRunAllEvidence(t *testing.T) {
 			t.Errorf("server log missing: %v", err)
 		}
 	}
-	absLogs, _ := filepath.Abs(logs)
 	for _, run := range r.runs {
-		if got, _ := filepath.Abs(run.Env.LogDir); got != absLogs {
-			t.Errorf("%s ran with LogDir %q, want %q", run.Name, run.Env.LogDir, logs)
+		// Logs are written inside ev/ and moved to ev/logs at the end.
+		if d := run.Env.LogDir; filepath.Base(d) != report.LogsDir || filepath.Dir(filepath.Dir(d)) != "ev" {
+			t.Errorf("%s ran with LogDir %q, want a logs directory inside ev/", run.Name, d)
 		}
 		if run.Env.ServerBin != a.Server {
 			t.Errorf("%s ran with ServerBin %q, want %q", run.Name, run.Env.ServerBin, a.Server)
@@ -164,8 +165,11 @@ func TestRunAllNoEvidence(t *testing.T) {
 	if entries, _ := os.ReadDir("."); len(entries) != 0 {
 		t.Errorf("working directory holds %v, want nothing written", entries)
 	}
-	if got := r.runs[0].Env.LogDir; got != "" {
-		t.Errorf("LogDir = %q, want \"\" (a temporary directory per scenario)", got)
+	// The logs went to a temporary directory that is gone now.
+	if d := r.runs[0].Env.LogDir; d == "" {
+		t.Errorf("LogDir empty, want a temporary directory for the batch")
+	} else if _, err := os.Stat(d); !os.IsNotExist(err) {
+		t.Errorf("temporary log directory %s still there (stat err %v)", d, err)
 	}
 }
 
@@ -197,7 +201,7 @@ func TestRunAllInterrupted(t *testing.T) {
 	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
 		cancel() // as SIGINT would, while the scenario runs
 		<-ctx.Done()
-		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
+		return report.Line{Name: "two", Verdict: report.Interrupted, Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
 	})
 	a, stdout, stderr := testApp(t, first, interrupting, r.fake("three", cases.GroupEvidence, true))
 
@@ -212,12 +216,27 @@ func TestRunAllInterrupted(t *testing.T) {
 	if !strings.Contains(errText, "1 of 3 scenarios not run") {
 		t.Errorf("stderr %q does not say what was not run", errText)
 	}
-	want := "CASE one PASS\nCASE two FAIL why=[interrupted: context canceled]\n1 passed, 1 failed\n"
+	want := "CASE one PASS\nCASE two INTERRUPTED why=[interrupted: context canceled]\n1 passed, 0 failed, 1 interrupted\n"
 	if got := stdout.String(); got != want {
 		t.Errorf("stdout =\n%s\nwant\n%s", got, want)
 	}
-	if got := readFile(t, filepath.Join("evidence", report.OutputFile)); got != want {
-		t.Errorf("output.txt =\n%s\nwant\n%s", got, want)
+	checkPartial(t, "evidence", errText, want)
+}
+
+// checkPartial checks that an interrupted run left no output.txt in dir,
+// which had none, and that stderr names the directory holding its partial
+// output, which is want.
+func checkPartial(t *testing.T, dir, errText, want string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, report.OutputFile)); !os.IsNotExist(err) {
+		t.Errorf("an interrupted run wrote %s/%s (stat err %v)", dir, report.OutputFile, err)
+	}
+	m := regexp.MustCompile(`partial output is in (\S+)`).FindStringSubmatch(errText)
+	if m == nil {
+		t.Fatalf("stderr %q does not say where the partial output went", errText)
+	}
+	if got := readFile(t, filepath.Join(m[1], report.OutputFile)); got != want {
+		t.Errorf("partial output.txt =\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -259,7 +278,7 @@ func (r *fakeRuns) flaky(name, group string, failOn ...int) cases.Case {
 		r.runs = append(r.runs, fakeRun{name, env})
 		r.mu.Unlock()
 		calls++
-		return report.Line{Name: name, Pass: !slices.Contains(failOn, calls)}
+		return report.Line{Name: name, Verdict: report.PassIf(!slices.Contains(failOn, calls))}
 	})
 }
 
@@ -415,11 +434,11 @@ func TestRunAllCountInterrupted(t *testing.T) {
 	calls := 0
 	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
 		if calls++; calls < 2 {
-			return report.Line{Name: "two", Pass: true}
+			return report.Line{Name: "two", Verdict: report.Pass}
 		}
 		cancel() // as SIGINT would, while the scenario runs
 		<-ctx.Done()
-		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
+		return report.Line{Name: "two", Verdict: report.Interrupted, Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
 	})
 	a, stdout, stderr := testApp(t, r.fake("one", cases.GroupEvidence, true), interrupting, r.fake("three", cases.GroupEvidence, true))
 
@@ -438,15 +457,13 @@ func TestRunAllCountInterrupted(t *testing.T) {
 		t.Errorf("stderr %q announces a pass that never started", errText)
 	}
 	want := "CASE one PASS\nCASE two PASS\nCASE three PASS\n" +
-		"CASE one PASS\nCASE two FAIL why=[interrupted: context canceled]\n" +
+		"CASE one PASS\nCASE two INTERRUPTED why=[interrupted: context canceled]\n" +
 		"one    2/2\n" +
-		"two    1/2  failed in run 2\n" +
+		"two    1/2  interrupted in run 2\n" +
 		"three  1/1\n" +
-		"4 passed, 1 failed\n"
+		"4 passed, 0 failed, 1 interrupted\n"
 	if diff := cmp.Diff(want, stdout.String()); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
-	if got := readFile(t, filepath.Join("ev", report.OutputFile)); got != want {
-		t.Errorf("output.txt =\n%s\nwant\n%s", got, want)
-	}
+	checkPartial(t, "ev", errText, want)
 }

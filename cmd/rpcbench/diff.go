@@ -31,15 +31,23 @@ func newDiffCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff [OLD [NEW]]",
 		Short: "Compare two runs' output files, or the evidence with a fresh run",
-		Long: `Compare two output.txt files case by case: missing or added cases, flipped
-verdicts and changed stable fields. Volatile fields (key~=value) are shown
-but not compared, and the order of the cases does not matter.
+		Long: `Compare two output.txt files case by case. A case differs when it is
+missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED),
+when a stable field (key=value recorded, key==value asserted, key<=value
+bound) changed, appeared or disappeared, or when a field changed its kind
+(recorded to asserted, stable to volatile, ...). Volatile fields
+(key~=value) are shown but not compared, and the order of the cases does not
+matter. Each difference is one plain line, "case: what changed", the same
+bytes for the same inputs.
 
-OLD defaults to evidence/output.txt. Without NEW, the cases named in OLD are
-run afresh into a temporary directory (evidence/ is not touched), which is
-kept and named when the runs differ.
+OLD and NEW are output files, or evidence directories (DIR means
+DIR/output.txt). Colour codes from --color always are ignored. A file that
+holds no CASE lines, or whose summary line contradicts its CASE lines, is an
+error. OLD defaults to evidence/output.txt. Without NEW, the cases named in
+OLD are run afresh into a temporary directory (evidence/ is not touched),
+which is kept and named when the runs differ.
 
-Exit status: 0 no differences, 1 differences, 2 usage or I/O error.`,
+Exit status: 0 no differences, 1 differences, 2 usage or input error.`,
 		Args: usageArgs(cobra.MaximumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Old, o.New = "", ""
@@ -62,7 +70,7 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 	if oldPath == "" {
 		oldPath = filepath.Join(o.Evidence, report.OutputFile)
 	}
-	old, err := readOutputFile(oldPath)
+	oldPath, old, err := readOutputFile(oldPath)
 	if errors.Is(err, fs.ErrNotExist) && o.Old == "" {
 		return fmt.Errorf("%w; run 'rpcbench all' first, or name OLD", err)
 	}
@@ -73,13 +81,10 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 	newName, tmp := o.New, ""
 	var new []report.Line
 	if o.New != "" {
-		if new, err = readOutputFile(o.New); err != nil {
+		if newName, new, err = readOutputFile(o.New); err != nil {
 			return err
 		}
 	} else {
-		if len(old) == 0 {
-			return fmt.Errorf("%s holds no CASE lines: nothing to run again", oldPath)
-		}
 		if new, tmp, err = rerun(ctx, o, old); err != nil {
 			return err
 		}
@@ -147,15 +152,26 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 	return lines, dir, nil
 }
 
-func readOutputFile(path string) ([]report.Line, error) {
+// readOutputFile reads the CASE lines of path, or of path/output.txt when
+// path is a directory, and returns the file it read. A file with no CASE
+// lines is an error: it is not a run's output (env.txt, a log, a JSON
+// file), or a run that completed no scenario, and either way there is
+// nothing to compare.
+func readOutputFile(path string) (string, []report.Line, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, report.OutputFile)
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return path, nil, err
 	}
 	defer f.Close()
 	lines, err := report.ReadOutput(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return path, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return lines, nil
+	if len(lines) == 0 {
+		return path, nil, fmt.Errorf("%s holds no CASE lines: nothing to compare", path)
+	}
+	return path, lines, nil
 }

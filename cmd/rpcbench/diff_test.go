@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,18 +42,34 @@ func TestRunDiffFiles(t *testing.T) {
 			"CASE beta PASS status=[OK balance=990] log~=[a1]\nCASE alpha PASS calls=400 elapsed~=1ms\n", exitOK, []string{"no differences"}},
 		{"tampered stable value",
 			strings.Replace(goodOutput, "calls=400", "calls=401", 1), exitFailed,
-			[]string{"alpha: stable fields differ", `"400"`, `"401"`, "1 of 2 cases differ"}},
+			[]string{"\nalpha: calls 400 -> 401\n    volatile, not compared: elapsed 12ms -> 12ms\n1 of 2 cases differ\n"}},
 		{"tampered bracketed value",
 			strings.Replace(goodOutput, "balance=990", "balance=980", 1), exitFailed,
-			[]string{"beta: stable fields differ", "balance=980"}},
+			[]string{"\nbeta: status [OK balance=990] -> [OK balance=980]\n"}},
 		{"flipped verdict",
-			strings.Replace(goodOutput, "CASE beta PASS", "CASE beta FAIL", 1), exitFailed,
-			[]string{"beta: PASS -> FAIL"}},
+			strings.NewReplacer("CASE beta PASS", "CASE beta FAIL", "2 passed, 0 failed", "1 passed, 1 failed").Replace(goodOutput), exitFailed,
+			[]string{"\nbeta: verdict PASS -> FAIL\n"}},
+		{"interrupted",
+			strings.NewReplacer("CASE beta PASS", "CASE beta INTERRUPTED", "2 passed, 0 failed", "1 passed, 0 failed, 1 interrupted").Replace(goodOutput), exitFailed,
+			[]string{"\nbeta: verdict PASS -> INTERRUPTED\n"}},
+		// The issue's case: serverDebitExec=200 -> serverDebitExec~=999
+		// was "no differences".
+		{"stable field turned volatile",
+			strings.Replace(goodOutput, "calls=400", "calls~=999", 1), exitFailed,
+			[]string{"\nalpha: field calls recorded -> volatile (=400 -> ~=999)\n"}},
+		{"recorded field now asserted",
+			strings.Replace(goodOutput, "calls=400", "calls==400", 1), exitFailed,
+			[]string{"\nalpha: field calls recorded -> asserted (=400 -> ==400)\n"}},
+		{"bound added",
+			strings.Replace(goodOutput, "elapsed~=12ms", "elapsed~=12ms elapsed<=100ms", 1), exitFailed,
+			[]string{"\nalpha: field elapsed appeared (<=100ms)\n"}},
 		{"missing case",
 			"CASE alpha PASS calls=400 elapsed~=12ms\n1 passed, 0 failed\n", exitFailed,
 			[]string{"beta: missing from new run"}},
 		{"added case",
 			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"gamma: only in new run", "1 of 3 cases differ"}},
+		{"captured with --color always",
+			strings.NewReplacer(" PASS ", " \x1b[32mPASS\x1b[0m ").Replace(goodOutput), exitOK, []string{"no differences (2 cases compared)"}},
 		{"malformed case line",
 			"CASE alpha PASS calls=[400\n", exitError, nil},
 	}
@@ -66,14 +83,129 @@ func TestRunDiffFiles(t *testing.T) {
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d (stderr %s)", code, tt.wantCode, errText)
 			}
-			// cmp.Diff may use non-breaking spaces; compare text only.
-			out := strings.ReplaceAll(stdout.String(), "\u00a0", " ")
 			for _, want := range tt.wantOut {
-				if !strings.Contains(out, want) {
-					t.Errorf("stdout =\n%s\nwant it to contain %q", out, want)
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout =\n%s\nwant it to contain %q", stdout, want)
 				}
 			}
 		})
+	}
+}
+
+// TestRunDiffNothingToCompare: comparing runs that hold no cases is an
+// input error, not "no differences".
+func TestRunDiffNothingToCompare(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		wantErr        string
+	}{
+		{"two empty files", "", "", "old.txt holds no CASE lines"},
+		{"two files without CASE lines", "hello\n", "0 passed, 0 failed\n", "old.txt holds no CASE lines"},
+		{"new empty", goodOutput, "", "new.txt holds no CASE lines"},
+		{"old empty", "", goodOutput, "old.txt holds no CASE lines"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, stdout, stderr := testApp(t)
+			old := writeFile(t, "old.txt", tt.old)
+			new := writeFile(t, "new.txt", tt.new)
+			err := runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new})
+			code, errText := outcome(err, stderr)
+			if code != exitError || !strings.Contains(errText, tt.wantErr) {
+				t.Errorf("exit code %d, stderr %q; want %d and %q", code, errText, exitError, tt.wantErr)
+			}
+			if strings.Contains(stdout.String(), "no differences") {
+				t.Errorf("stdout = %q, want no verdict on nothing", stdout)
+			}
+		})
+	}
+}
+
+// TestRunDiffSummaryContradicts: an output file whose summary line does
+// not count its CASE lines is refused.
+func TestRunDiffSummaryContradicts(t *testing.T) {
+	a, stdout, stderr := testApp(t)
+	twenty := strings.Repeat("CASE a PASS n=1\n", 20)
+	old := writeFile(t, "old.txt", twenty+"20 passed, 0 failed\n")
+	new := writeFile(t, "new.txt", twenty+"0 passed, 20 failed\n")
+	err := runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new})
+	code, errText := outcome(err, stderr)
+	want := `new.txt: report: line 21: summary line contradicts the CASE lines: "0 passed, 20 failed"`
+	if code != exitError || !strings.Contains(errText, want) {
+		t.Errorf("exit code %d, stderr %q; want %d and %q", code, errText, exitError, want)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+}
+
+// TestRunDiffDirectories: an evidence directory stands for its output.txt,
+// and the header names the file read.
+func TestRunDiffDirectories(t *testing.T) {
+	a, stdout, stderr := testApp(t)
+	writeFile(t, filepath.Join("old", report.OutputFile), goodOutput)
+	writeFile(t, filepath.Join("new", report.OutputFile), strings.Replace(goodOutput, "calls=400", "calls=401", 1))
+	err := runDiff(context.Background(), &diffOptions{app: a, Old: "old", New: "new/"})
+	code, errText := outcome(err, stderr)
+	if code != exitFailed {
+		t.Errorf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+	}
+	wantHead := "--- old: old/output.txt\n+++ new: new/output.txt\nalpha: calls 400 -> 401\n"
+	if !strings.HasPrefix(stdout.String(), wantHead) {
+		t.Errorf("stdout =\n%s\nwant it to start\n%s", stdout, wantHead)
+	}
+	// A directory without output.txt names the file it looked for.
+	if err := os.Mkdir("empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = runDiff(context.Background(), &diffOptions{app: a, Old: "old", New: "empty"})
+	if code, errText := outcome(err, stderr); code != exitError || !strings.Contains(errText, "empty/output.txt") {
+		t.Errorf("exit code %d, stderr %q; want %d naming empty/output.txt", code, errText, exitError)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestRunDiffGolden pins what diff prints for every kind of difference,
+// and checks that it prints the same bytes every time.
+func TestRunDiffGolden(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("testdata", "diff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join(dir, "diff.golden")
+	run := func() string {
+		a, stdout, stderr := testApp(t)
+		// Relative names, so that the header does not hold the checkout's path.
+		t.Chdir(dir)
+		err := runDiff(context.Background(), &diffOptions{app: a, Old: "old", New: "new.txt"})
+		if code, errText := outcome(err, stderr); code != exitFailed {
+			t.Fatalf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+		}
+		return stdout.String()
+	}
+	got := run()
+	if again := run(); again != got {
+		t.Errorf("a second diff of the same files printed other bytes:\n%q\n%q", got, again)
+	}
+	for i, r := range got {
+		if r != '\n' && (r < ' ' || r > '~') {
+			t.Errorf("byte %d of the output is %q, want plain printable ASCII", i, r)
+			break
+		}
+	}
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v; to create it: go test ./cmd/rpcbench -run TestRunDiffGolden -update", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("diff output differs from %s (-want +got):\n%s\nIf the change is intended: go test ./cmd/rpcbench -run TestRunDiffGolden -update", golden, diff)
 	}
 }
 
@@ -112,8 +244,8 @@ func TestRunDiffFreshRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var r fakeRuns
 			a, stdout, stderr := testApp(t,
-				r.fake("alpha", "evidence", true, report.Field{Key: "calls", Value: tt.alphaCalls}, report.Field{Key: "elapsed", Value: "7ms", Volatile: true}),
-				r.fake("beta", "evidence", true, report.Field{Key: "status", Value: "OK balance=990"}, report.Field{Key: "log", Value: "other", Volatile: true}),
+				r.fake("alpha", "evidence", true, report.Field{Key: "calls", Value: tt.alphaCalls}, report.Field{Key: "elapsed", Value: "7ms", Kind: report.Volatile}),
+				r.fake("beta", "evidence", true, report.Field{Key: "status", Value: "OK balance=990"}, report.Field{Key: "log", Value: "other", Kind: report.Volatile}),
 				r.fake("unrelated", "evidence", true),
 			)
 			tmp := t.TempDir()

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 )
 
 // Exit codes. exitCode is the only place that maps errors to them.
@@ -15,7 +17,8 @@ const (
 	// scenario name), or the command could not do its work at all
 	// (rpcserver missing, an unreadable or unwritable file).
 	exitError = 2
-	// exitInterrupted: SIGINT or SIGTERM stopped the run (128+SIGINT).
+	// exitInterrupted: a signal stopped the run; 128+SIGINT. A run stopped
+	// by another signal exits 128 plus its number (143 for SIGTERM).
 	exitInterrupted = 130
 )
 
@@ -23,6 +26,11 @@ const (
 // difference. The command's output already says which, so it is not
 // printed again.
 var errFailed = errors.New("rpcbench: failed")
+
+// signalError is the cause of a run stopped by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return e.sig.String() + " received" }
 
 // errInterrupted is wrapped by the error of a run that a signal stopped.
 var errInterrupted = errors.New("interrupted")
@@ -46,6 +54,12 @@ func exitCode(err error) int {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errInterrupted):
+		var se *signalError
+		if errors.As(err, &se) {
+			if n, ok := se.sig.(syscall.Signal); ok {
+				return 128 + int(n)
+			}
+		}
 		return exitInterrupted
 	case errors.Is(err, errFailed):
 		return exitFailed

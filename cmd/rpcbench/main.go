@@ -12,16 +12,25 @@ import (
 )
 
 func main() {
-	// The first SIGINT or SIGTERM cancels ctx, which reaches Case.Run: the
-	// current scenario stops its servers and the run ends. stop restores
-	// the default handling, so a second signal kills at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	notice := context.AfterFunc(ctx, func() {
-		stop()
+	// The first SIGINT or SIGTERM cancels ctx with a *signalError as its
+	// cause, which reaches Case.Run: the current scenario stops its
+	// servers and the run ends, exiting 128+signal. Handling is then
+	// restored to the default, so a second signal kills at once.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		signal.Stop(sigs)
 		fmt.Fprintln(os.Stderr, "rpcbench: interrupted; stopping once the current scenario has cleaned up (interrupt again to quit at once)")
-	})
+		cancel(&signalError{s})
+	}()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	notice()
-	stop()
+	signal.Stop(sigs)
+	close(sigs)
+	cancel(nil)
 	os.Exit(code)
 }

@@ -57,7 +57,8 @@ func newRootCmd(a *app) *cobra.Command {
 prints one CASE line per scenario followed by "N passed, M failed".
 
 Exit status: 0 all passed (or no differences), 1 a scenario failed (or the
-runs differ), 2 usage error or the command could not run, 130 interrupted.`,
+runs differ), 2 usage error or the command could not run, 130 interrupted (143 for
+SIGTERM: 128 plus the signal).`,
 		// Cobra prints neither errors nor usage: execute does, once.
 		SilenceErrors:              true,
 		SilenceUsage:               true,
@@ -144,8 +145,8 @@ func (f countFlag) String() string {
 
 func (f countFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return errors.New("want a whole number, 1 or more")
+	if err != nil || n < 1 || n > maxRuns {
+		return fmt.Errorf("want a whole number from 1 to %d", maxRuns)
 	}
 	*f.n = n
 	return nil

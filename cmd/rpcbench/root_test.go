@@ -26,7 +26,7 @@ func TestExecuteUsage(t *testing.T) {
 		{"all with an argument", []string{"all", "extra"}, exitError, []string{`unknown command "extra" for "rpcbench all"`}, "unknown command"},
 		{"diff with three files", []string{"diff", "a", "b", "c"}, exitError, []string{"accepts at most 2 arg(s)"}, "accepts at most"},
 		{"unknown group", []string{"list", "--group", "nope"}, exitError, []string{`no scenarios in group "nope"`, "valid groups:"}, "no scenarios"},
-		{"count zero", []string{"all", "--count", "0"}, exitError, []string{`invalid argument "0" for "--count"`, "1 or more", "--count N"}, "invalid argument"},
+		{"count zero", []string{"all", "--count", "0"}, exitError, []string{`invalid argument "0" for "--count"`, "from 1 to 1000000", "--count N"}, "invalid argument"},
 		{"count negative", []string{"run", "--count", "-3", "normal_multiplex"}, exitError, []string{`invalid argument "-3" for "--count"`}, "invalid argument"},
 		{"count not a number", []string{"run", "--count", "many", "normal_multiplex"}, exitError, []string{`invalid argument "many" for "--count"`}, "invalid argument"},
 		{"count over the default evidence", []string{"all", "--count", "2"}, exitError, []string{"--count 2 would replace evidence/", "--evidence DIR"}, "would replace"},

@@ -57,7 +57,8 @@ type Env struct {
 }
 
 // Run executes the scenario and returns its line. It never panics: a
-// scenario that aborts reports FAIL with the reason. Every process and
+// scenario that aborts reports FAIL with the reason, and one stopped by
+// ctx reports INTERRUPTED. Every process and
 // connection the scenario opened is closed before Run returns.
 func (c Case) Run(ctx context.Context, env Env) report.Line {
 	if c.fake != nil {
@@ -83,11 +84,14 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		}()
 		c.run(t)
 	}()
+	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
 	if ctx.Err() != nil {
-		t.failures = append(t.failures, "interrupted: "+ctx.Err().Error())
+		// Stopped by the caller: what it checked before says nothing
+		// either way, so the scenario neither passed nor failed.
+		line.Verdict = report.Interrupted
+		t.failures = append([]string{"interrupted: " + context.Cause(ctx).Error()}, t.failures...)
 	}
-	line := report.Line{Name: c.Name, Pass: len(t.failures) == 0, Fields: t.fields}
-	if !line.Pass {
+	if !line.Passed() {
 		line.Fields = append(line.Fields, report.Field{Key: "why", Value: strings.Join(t.failures, "; ")})
 	}
 	return line
@@ -119,7 +123,7 @@ func (t *T) Field(key string, v any) {
 
 // Volatile adds a field that legitimately varies between runs.
 func (t *T) Volatile(key string, v any) {
-	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(v), Volatile: true})
+	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(v), Kind: report.Volatile})
 }
 
 // expect records the stable field key=got and fails the scenario unless

@@ -52,7 +52,7 @@ func TestCases(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			line := c.Run(context.Background(), env)
 			t.Log(report.Format(line))
-			if !line.Pass {
+			if !line.Passed() {
 				t.Errorf("%s", report.Format(line))
 			}
 		})
@@ -108,5 +108,20 @@ func TestReadmeCounts(t *testing.T) {
 				t.Errorf("%s says %q; the %s group has %d", path, m[0], GroupEvidence, want)
 			}
 		}
+	}
+}
+
+// TestInterruptedIsNeitherPassNorFail: a scenario whose context ends is
+// INTERRUPTED, whatever it checked before.
+func TestInterruptedIsNeitherPassNorFail(t *testing.T) {
+	c, ok := Default().Lookup("decoder_split_model") // in-process: no server to start
+	if !ok {
+		t.Fatal("decoder_split_model is not registered")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	line := c.Run(ctx, env)
+	if line.Verdict != report.Interrupted {
+		t.Errorf("verdict %v, want %v: %s", line.Verdict, report.Interrupted, report.Format(line))
 	}
 }

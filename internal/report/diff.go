@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,10 +17,21 @@ type Difference struct {
 	// Old and New are the two lines; one is nil when the case is absent
 	// from that run.
 	Old, New *Line
-	// Stable is cmp.Diff of the stable fields (-old +new), as key→value
-	// maps, or "" when they agree. A key repeated within a line appears
-	// as key#2, key#3, ...
-	Stable string
+	// Fields lists the fields that differ, in the order they appear in
+	// Old, then those only in New. It is empty when the case is missing
+	// or added.
+	Fields []FieldChange
+}
+
+// FieldChange is one field that differs between a case's old and new
+// line: its value changed, its kind changed, or it is in one line only.
+type FieldChange struct {
+	// Key is the field's key, with "#2", "#3", ... appended for the second
+	// and later fields of the same key and class in a line.
+	Key string
+	// Old and New are the field in each line; one is nil when the field
+	// is absent from that line.
+	Old, New *Field
 }
 
 // Missing reports whether the case is in the old run only.
@@ -28,10 +40,10 @@ func (d Difference) Missing() bool { return d.New == nil }
 // Added reports whether the case is in the new run only.
 func (d Difference) Added() bool { return d.Old == nil }
 
-// VerdictChanged reports whether the case passed in one run and failed in
-// the other.
+// VerdictChanged reports whether the case is in both runs with different
+// verdicts.
 func (d Difference) VerdictChanged() bool {
-	return d.Old != nil && d.New != nil && d.Old.Pass != d.New.Pass
+	return d.Old != nil && d.New != nil && d.Old.Verdict != d.New.Verdict
 }
 
 // Diff compares two runs case by case and returns one Difference per case
@@ -39,9 +51,26 @@ func (d Difference) VerdictChanged() bool {
 //
 // Cases are matched by name, so their order does not matter: the k-th line
 // called x in old is compared with the k-th line called x in new. A case
-// differs when it is missing from either run, when its verdict changed, or
-// when a stable field changed, appeared or disappeared. A field volatile in
-// either line is never compared; String shows its values for context.
+// differs when
+//   - it is missing from either run;
+//   - its verdict changed;
+//   - a stable field (recorded, asserted or bound) changed its value,
+//     appeared or disappeared;
+//   - a field changed its kind, between stable and volatile or between
+//     recorded and asserted, even with the same value: a kind change
+//     changes what the evidence claims (that a value was checked, or that
+//     it can be compared at all), so it needs a person's look as much as a
+//     value change does.
+//
+// A field volatile in both lines is never compared, and one volatile in
+// the only line that has it is not a difference; String shows their
+// values for context.
+//
+// Fields are matched by key and by their position among the fields of the
+// same key in the line. A bound is matched only with bounds, since it
+// normally sits next to the measured field of the same key:
+// "elapsed~=23ms elapsed<=100ms" holds the volatile elapsed and the bound
+// elapsed.
 func Diff(old, new []Line) []Difference {
 	type key struct {
 		name string
@@ -65,8 +94,8 @@ func Diff(old, new []Line) []Difference {
 	for _, k := range oldKeys {
 		d := Difference{Name: k.name, Occurrence: k.n, Old: oldByKey[k], New: newByKey[k]}
 		if d.New != nil {
-			d.Stable = cmp.Diff(stableFields(*d.Old, *d.New), stableFields(*d.New, *d.Old))
-			if d.Stable == "" && !d.VerdictChanged() {
+			d.Fields = diffFields(*d.Old, *d.New)
+			if len(d.Fields) == 0 && !d.VerdictChanged() {
 				continue
 			}
 		}
@@ -80,89 +109,203 @@ func Diff(old, new []Line) []Difference {
 	return out
 }
 
-// stableFields returns l's fields as key→value, leaving out every key
-// that is volatile in l or in other. The map is never nil, so that an
-// empty set compares equal to another empty set.
-func stableFields(l, other Line) map[string]string {
-	volatile := map[string]bool{}
-	for _, f := range append(l.Fields[:len(l.Fields):len(l.Fields)], other.Fields...) {
-		if f.Volatile {
-			volatile[f.Key] = true
-		}
-	}
-	m := map[string]string{}
-	seen := map[string]int{}
-	for _, f := range l.Fields {
-		if volatile[f.Key] {
-			continue
-		}
-		seen[f.Key]++
-		k := f.Key
-		if seen[f.Key] > 1 {
-			k = fmt.Sprintf("%s#%d", f.Key, seen[f.Key])
-		}
-		m[k] = f.Value
-	}
-	return m
+// fieldID names a field within a line: its key, whether it is a bound,
+// and its position among the fields of that key and class.
+type fieldID struct {
+	key   string
+	bound bool
+	n     int
 }
 
-// String renders d for a person: a header line naming the case and what
-// changed, then indented detail lines, without a trailing newline.
+func (id fieldID) String() string {
+	if id.n > 1 {
+		return fmt.Sprintf("%s#%d", id.key, id.n)
+	}
+	return id.key
+}
+
+// fieldsByID returns l's fields by ID, and the IDs in line order.
+func fieldsByID(l Line) (map[fieldID]Field, []fieldID) {
+	m := make(map[fieldID]Field, len(l.Fields))
+	ids := make([]fieldID, len(l.Fields))
+	seen := map[fieldID]int{}
+	for i, f := range l.Fields {
+		id := fieldID{key: f.Key, bound: f.Kind == Bound}
+		seen[id]++
+		id.n = seen[id]
+		m[id], ids[i] = f, id
+	}
+	return m, ids
+}
+
+// compared returns what Diff compares of the fields m against those of
+// the other line: a field volatile in both has its value blanked, and a
+// volatile one that other lacks is left out. Everything else, kinds
+// included, is kept as it is.
+func compared(m, other map[fieldID]Field) map[fieldID]Field {
+	out := make(map[fieldID]Field, len(m))
+	for id, f := range m {
+		if f.Kind == Volatile {
+			o, ok := other[id]
+			if !ok {
+				continue
+			}
+			if o.Kind == Volatile {
+				f.Value = ""
+			}
+		}
+		out[id] = f
+	}
+	return out
+}
+
+// diffFields returns the fields that differ between old and new.
+func diffFields(old, new Line) []FieldChange {
+	oldByID, oldIDs := fieldsByID(old)
+	newByID, newIDs := fieldsByID(new)
+	var r idReporter
+	cmp.Equal(compared(oldByID, newByID), compared(newByID, oldByID), cmp.Reporter(&r))
+
+	var out []FieldChange
+	for _, id := range append(oldIDs, newIDs...) {
+		if !r.differ[id] {
+			continue
+		}
+		delete(r.differ, id) // report each once
+		c := FieldChange{Key: id.String()}
+		if f, ok := oldByID[id]; ok {
+			c.Old = &f
+		}
+		if f, ok := newByID[id]; ok {
+			c.New = &f
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// idReporter is a cmp.Reporter that collects the map keys under which two
+// map[fieldID]Field differ.
+type idReporter struct {
+	path   cmp.Path
+	differ map[fieldID]bool
+}
+
+func (r *idReporter) PushStep(s cmp.PathStep) { r.path = append(r.path, s) }
+func (r *idReporter) PopStep()                { r.path = r.path[:len(r.path)-1] }
+
+func (r *idReporter) Report(res cmp.Result) {
+	if res.Equal() {
+		return
+	}
+	for _, s := range r.path {
+		if mi, ok := s.(cmp.MapIndex); ok {
+			if r.differ == nil {
+				r.differ = map[fieldID]bool{}
+			}
+			r.differ[mi.Key().Interface().(fieldID)] = true
+			return
+		}
+	}
+}
+
+// String renders c for a person, in one line of plain text that depends
+// only on c:
+//
+//	lateDropped 1 -> 0               a recorded value changed
+//	lateDropped ==1 -> ==0           an asserted (or bound) value changed
+//	field y appeared (=3)            y is in the new line only
+//	field y disappeared (was ==3)    y is in the old line only
+//	field y recorded -> asserted (=3 -> ==3)
+//
+// Values are written as Format writes them. A value change shows each
+// value after its kind's operator, except that a recorded value is shown
+// bare; every other change shows the operators.
+func (c FieldChange) String() string {
+	switch {
+	case c.Old == nil && c.New == nil:
+		return fmt.Sprintf("field %s absent from both runs", c.Key)
+	case c.Old == nil:
+		return fmt.Sprintf("field %s appeared (%s)", c.Key, opValue(*c.New))
+	case c.New == nil:
+		return fmt.Sprintf("field %s disappeared (was %s)", c.Key, opValue(*c.Old))
+	case c.Old.Kind != c.New.Kind:
+		return fmt.Sprintf("field %s %s -> %s (%s -> %s)", c.Key, c.Old.Kind, c.New.Kind, opValue(*c.Old), opValue(*c.New))
+	}
+	shown := func(f Field) string {
+		if f.Kind == Recorded {
+			return quote(f.Value)
+		}
+		return opValue(f)
+	}
+	return fmt.Sprintf("%s %s -> %s", c.Key, shown(*c.Old), shown(*c.New))
+}
+
+// opValue returns f as Format writes it, without its key: "==3".
+func opValue(f Field) string { return f.Kind.op() + quote(f.Value) }
+
+// String renders d for a person as plain text without a trailing newline,
+// the same bytes every time for the same d. Each change is one line that
+// starts with the case's name ("name (#2)" for a second occurrence):
+//
+//	beta: verdict PASS -> FAIL
+//	beta: status [OK balance=990] -> [OK balance=980]
+//	    volatile, not compared: elapsed 12ms -> 15ms
+//	gamma: missing from new run
+//	    old: CASE gamma FAIL why=[known failure]
+//
+// Indented lines give context: the volatile fields of a changed case, or
+// the line of a case that is in one run only.
 func (d Difference) String() string {
-	var b strings.Builder
 	name := d.Name
 	if d.Occurrence > 1 {
 		name = fmt.Sprintf("%s (#%d)", d.Name, d.Occurrence)
 	}
 	switch {
+	case d.Missing() && d.Added():
+		return name + ": absent from both runs"
 	case d.Missing():
-		fmt.Fprintf(&b, "%s: missing from new run\n    old: %s", name, Format(*d.Old))
-		return b.String()
+		return fmt.Sprintf("%s: missing from new run\n    old: %s", name, Format(*d.Old))
 	case d.Added():
-		fmt.Fprintf(&b, "%s: only in new run\n    new: %s", name, Format(*d.New))
-		return b.String()
+		return fmt.Sprintf("%s: only in new run\n    new: %s", name, Format(*d.New))
 	}
-	var what []string
+	var b strings.Builder
 	if d.VerdictChanged() {
-		what = append(what, fmt.Sprintf("%s -> %s", d.Old.Verdict(), d.New.Verdict()))
+		fmt.Fprintf(&b, "%s: verdict %s -> %s\n", name, d.Old.Verdict, d.New.Verdict)
 	}
-	if d.Stable != "" {
-		what = append(what, "stable fields differ (-old +new):")
+	for _, c := range d.Fields {
+		fmt.Fprintf(&b, "%s: %s\n", name, c)
 	}
-	fmt.Fprintf(&b, "%s: %s", name, strings.Join(what, "; "))
-	for _, s := range strings.Split(strings.TrimRight(d.Stable, "\n"), "\n") {
-		if s != "" {
-			b.WriteString("\n    " + s)
-		}
+	if v := volatileSummary(*d.Old, *d.New, d.Fields); v != "" {
+		b.WriteString("    volatile, not compared: " + v + "\n")
 	}
-	if v := volatileSummary(*d.Old, *d.New); v != "" {
-		b.WriteString("\n    volatile, not compared: " + v)
-	}
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// volatileSummary lists the fields volatile in either line with both
-// values: "elapsed 12ms -> 15ms, chunks 3 -> 3".
-func volatileSummary(old, new Line) string {
-	var keys []string
+// volatileSummary lists the fields volatile in either line, other than
+// those in changes (a kind change to or from volatile), with both values:
+// "elapsed 12ms -> 15ms, chunks 3 -> (absent)".
+func volatileSummary(old, new Line, changes []FieldChange) string {
+	var parts []string
 	seen := map[string]bool{}
-	for _, f := range append(old.Fields[:len(old.Fields):len(old.Fields)], new.Fields...) {
-		if f.Volatile && !seen[f.Key] {
-			seen[f.Key] = true
-			keys = append(keys, f.Key)
+	for _, c := range changes {
+		if c.Old != nil && c.Old.Kind == Volatile || c.New != nil && c.New.Kind == Volatile {
+			seen[c.Key] = true
 		}
 	}
 	value := func(l Line, k string) string {
 		for _, f := range l.Fields {
-			if f.Key == k {
+			if f.Key == k && f.Kind == Volatile {
 				return quote(f.Value)
 			}
 		}
 		return "(absent)"
 	}
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %s -> %s", k, value(old, k), value(new, k))
+	for _, f := range slices.Concat(old.Fields, new.Fields) {
+		if f.Kind == Volatile && !seen[f.Key] {
+			seen[f.Key] = true
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", f.Key, value(old, f.Key), value(new, f.Key)))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

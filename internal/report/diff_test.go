@@ -10,27 +10,19 @@ import (
 // baseline is a run of three cases with stable and volatile fields.
 func baseline() []Line {
 	return []Line{
-		{Name: "alpha", Pass: true, Fields: []Field{{Key: "calls", Value: "100"}, {Key: "elapsed", Value: "12ms", Volatile: true}}},
-		{Name: "beta", Pass: true, Fields: []Field{{Key: "status", Value: "OK"}, {Key: "chunks", Value: "7", Volatile: true}}},
-		{Name: "gamma", Pass: false, Fields: []Field{{Key: "why", Value: "known failure"}}},
+		{Name: "alpha", Verdict: Pass, Fields: []Field{{Key: "calls", Value: "100"}, {Key: "elapsed", Value: "12ms", Kind: Volatile}}},
+		{Name: "beta", Verdict: Pass, Fields: []Field{{Key: "status", Value: "OK"}, {Key: "chunks", Value: "7", Kind: Volatile}}},
+		{Name: "gamma", Verdict: Fail, Fields: []Field{{Key: "why", Value: "known failure"}}},
 	}
 }
 
-// summary is what a test checks about one Difference.
-type summary struct {
-	Name                   string
-	Occurrence             int
-	Missing, Added, Flip   bool
-	StableDiffers          bool
-	StringHas, StringLacks []string
-}
-
+// TestDiff edits a copy of baseline and checks each Difference's text,
+// which is plain and byte-stable, so it is compared whole.
 func TestDiff(t *testing.T) {
 	tests := []struct {
-		name   string
-		edit   func(old, new []Line) ([]Line, []Line)
-		want   []summary
-		detail func(t *testing.T, d []Difference)
+		name string
+		edit func(old, new []Line) ([]Line, []Line)
+		want []string // String() of each Difference
 	}{
 		{
 			name: "identical runs",
@@ -49,16 +41,16 @@ func TestDiff(t *testing.T) {
 			edit: func(o, n []Line) ([]Line, []Line) { return o, []Line{n[2], n[0], n[1]} },
 		},
 		{
-			name: "field volatile in one side only",
+			name: "volatile field added",
 			edit: func(o, n []Line) ([]Line, []Line) {
-				n[1].Fields[0] = Field{Key: "status", Value: "OTHER", Volatile: true}
+				n[2].Fields = append(n[2].Fields, Field{Key: "t", Value: "1ms", Kind: Volatile})
 				return o, n
 			},
 		},
 		{
-			name: "volatile field added",
+			name: "volatile field removed",
 			edit: func(o, n []Line) ([]Line, []Line) {
-				n[2].Fields = append(n[2].Fields, Field{Key: "t", Value: "1ms", Volatile: true})
+				n[0].Fields = n[0].Fields[:1]
 				return o, n
 			},
 		},
@@ -69,28 +61,109 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[1].Value = "15ms"
 				return o, n
 			},
-			want: []summary{{Name: "alpha", Occurrence: 1, StableDiffers: true,
-				StringHas:   []string{"alpha: stable fields differ (-old +new):", `"100"`, `"99"`, "volatile, not compared: elapsed 12ms -> 15ms"},
-				StringLacks: []string{"PASS -> "}}},
+			want: []string{"alpha: calls 100 -> 99\n    volatile, not compared: elapsed 12ms -> 15ms"},
+		},
+		{
+			// The issue's case: serverDebitExec=200 -> serverDebitExec~=999
+			// was no difference.
+			name: "stable field turned volatile",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[1].Fields[0] = Field{Key: "status", Value: "OTHER", Kind: Volatile}
+				return o, n
+			},
+			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OTHER)\n    volatile, not compared: chunks 7 -> 7"},
+		},
+		{
+			name: "stable field turned volatile, same value",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[1].Fields[0].Kind = Volatile
+				return o, n
+			},
+			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OK)\n    volatile, not compared: chunks 7 -> 7"},
+		},
+		{
+			name: "volatile field turned asserted",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[0].Fields[1].Kind = Asserted
+				return o, n
+			},
+			want: []string{"alpha: field elapsed volatile -> asserted (~=12ms -> ==12ms)"},
+		},
+		{
+			name: "recorded field turned asserted",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[0].Fields[0].Kind = Asserted
+				return o, n
+			},
+			want: []string{"alpha: field calls recorded -> asserted (=100 -> ==100)\n    volatile, not compared: elapsed 12ms -> 12ms"},
+		},
+		{
+			name: "asserted field turned recorded",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[2].Fields[0].Kind = Asserted
+				return o, n
+			},
+			want: []string{"gamma: field why asserted -> recorded (==[known failure] -> =[known failure])"},
+		},
+		{
+			name: "asserted value changed",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0].Fields[0].Kind = Asserted
+				n[0].Fields[0] = Field{Key: "calls", Value: "99", Kind: Asserted}
+				return o, n
+			},
+			want: []string{"alpha: calls ==100 -> ==99\n    volatile, not compared: elapsed 12ms -> 12ms"},
+		},
+		{
+			name: "bound appeared beside its volatile measurement",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[0].Fields = append(n[0].Fields, Field{Key: "elapsed", Value: "100ms", Kind: Bound})
+				return o, n
+			},
+			want: []string{"alpha: field elapsed appeared (<=100ms)\n    volatile, not compared: elapsed 12ms -> 12ms"},
+		},
+		{
+			name: "bound loosened",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0].Fields = append(o[0].Fields, Field{Key: "elapsed", Value: "100ms", Kind: Bound})
+				n[0].Fields = append(n[0].Fields, Field{Key: "elapsed", Value: "300ms", Kind: Bound})
+				n[0].Fields[1].Value = "250ms"
+				return o, n
+			},
+			want: []string{"alpha: elapsed <=100ms -> <=300ms\n    volatile, not compared: elapsed 12ms -> 250ms"},
+		},
+		{
+			name: "bound and measurement swap places",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0].Fields = append(o[0].Fields, Field{Key: "elapsed", Value: "100ms", Kind: Bound})
+				n[0].Fields = []Field{n[0].Fields[0], {Key: "elapsed", Value: "100ms", Kind: Bound}, n[0].Fields[1]}
+				return o, n
+			},
 		},
 		{
 			name: "flipped verdict",
 			edit: func(o, n []Line) ([]Line, []Line) {
-				n[1].Pass = false
+				n[1].Verdict = Fail
 				return o, n
 			},
-			want: []summary{{Name: "beta", Occurrence: 1, Flip: true,
-				StringHas: []string{"beta: PASS -> FAIL"}, StringLacks: []string{"stable fields differ"}}},
+			want: []string{"beta: verdict PASS -> FAIL\n    volatile, not compared: chunks 7 -> 7"},
+		},
+		{
+			name: "interrupted",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[2].Verdict = Interrupted
+				return o, n
+			},
+			want: []string{"gamma: verdict FAIL -> INTERRUPTED"},
 		},
 		{
 			name: "flipped verdict with a reason",
 			edit: func(o, n []Line) ([]Line, []Line) {
-				n[1].Pass = false
-				n[1].Fields = append(n[1].Fields, Field{Key: "why", Value: "broke"})
+				n[1].Verdict = Fail
+				n[1].Fields = append(n[1].Fields, Field{Key: "why", Value: "broke down"})
 				return o, n
 			},
-			want: []summary{{Name: "beta", Occurrence: 1, Flip: true, StableDiffers: true,
-				StringHas: []string{"beta: PASS -> FAIL; stable fields differ", `"why":`, `"broke"`}}},
+			want: []string{"beta: verdict PASS -> FAIL\nbeta: field why appeared (=[broke down])\n    volatile, not compared: chunks 7 -> 7"},
 		},
 		{
 			name: "stable field removed",
@@ -98,24 +171,22 @@ func TestDiff(t *testing.T) {
 				n[2].Fields = nil
 				return o, n
 			},
-			want: []summary{{Name: "gamma", Occurrence: 1, StableDiffers: true, StringHas: []string{`"why"`}}},
+			want: []string{"gamma: field why disappeared (was =[known failure])"},
 		},
 		{
 			name: "missing case",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, n[:2] },
-			want: []summary{{Name: "gamma", Occurrence: 1, Missing: true,
-				StringHas: []string{"gamma: missing from new run", "old: CASE gamma FAIL why=[known failure]"}}},
+			want: []string{"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]"},
 		},
 		{
 			name: "added case",
-			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, Line{Name: "delta", Pass: true}) },
-			want: []summary{{Name: "delta", Occurrence: 1, Added: true,
-				StringHas: []string{"delta: only in new run", "new: CASE delta PASS"}}},
+			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, Line{Name: "delta", Verdict: Pass}) },
+			want: []string{"delta: only in new run\n    new: CASE delta PASS"},
 		},
 		{
 			name: "case run twice in new",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, n[0]) },
-			want: []summary{{Name: "alpha", Occurrence: 2, Added: true, StringHas: []string{"alpha (#2): only in new run"}}},
+			want: []string{"alpha (#2): only in new run\n    new: CASE alpha PASS calls=100 elapsed~=12ms"},
 		},
 		{
 			name: "repeated key",
@@ -124,64 +195,122 @@ func TestDiff(t *testing.T) {
 				n[2].Fields = append(n[2].Fields, Field{Key: "why", Value: "other"})
 				return o, n
 			},
-			want: []summary{{Name: "gamma", Occurrence: 1, StableDiffers: true, StringHas: []string{`"why#2"`}}},
+			want: []string{"gamma: why#2 second -> other"},
 		},
 		{
 			name: "everything at once",
 			edit: func(o, n []Line) ([]Line, []Line) {
 				n[0].Fields[0].Value = "101"
-				n[1].Pass = false
-				return o, []Line{n[1], n[0], {Name: "delta", Pass: true}}
+				n[1].Verdict = Fail
+				return o, []Line{n[1], n[0], {Name: "delta", Verdict: Pass}}
 			},
-			want: []summary{
-				{Name: "alpha", Occurrence: 1, StableDiffers: true},
-				{Name: "beta", Occurrence: 1, Flip: true},
-				{Name: "gamma", Occurrence: 1, Missing: true},
-				{Name: "delta", Occurrence: 1, Added: true},
+			want: []string{
+				"alpha: calls 100 -> 101\n    volatile, not compared: elapsed 12ms -> 12ms",
+				"beta: verdict PASS -> FAIL\n    volatile, not compared: chunks 7 -> 7",
+				"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]",
+				"delta: only in new run\n    new: CASE delta PASS",
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			old, new := tt.edit(baseline(), baseline())
-			diffs := Diff(old, new)
-			got := make([]summary, len(diffs))
-			for i, d := range diffs {
-				got[i] = summary{Name: d.Name, Occurrence: d.Occurrence, Missing: d.Missing(), Added: d.Added(),
-					Flip: d.VerdictChanged(), StableDiffers: d.Stable != ""}
+			var got []string
+			for _, d := range Diff(old, new) {
+				got = append(got, d.String())
 			}
-			want := make([]summary, len(tt.want))
-			for i, w := range tt.want {
-				want[i] = w
-				want[i].StringHas, want[i].StringLacks = nil, nil
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("Diff mismatch (-want +got):\n%s", diff)
-			}
-			for i, w := range tt.want {
-				s := diffs[i].String()
-				// cmp.Diff randomly uses non-breaking spaces; compare text only.
-				norm := strings.ReplaceAll(s, "\u00a0", " ")
-				for _, sub := range w.StringHas {
-					if !strings.Contains(norm, sub) {
-						t.Errorf("String() =\n%s\nwant it to contain %q", s, sub)
-					}
-				}
-				for _, sub := range w.StringLacks {
-					if strings.Contains(norm, sub) {
-						t.Errorf("String() =\n%s\nwant it not to contain %q", s, sub)
-					}
-				}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Diff mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDiffStructure checks what Diff returns besides its text.
+func TestDiffStructure(t *testing.T) {
+	old, new := baseline(), baseline()
+	new[0].Fields[0].Value = "99"
+	new[1].Fields[0].Kind = Volatile
+	new[1].Verdict = Interrupted
+	new = append(new[:2], Line{Name: "delta"})
+	want := []Difference{
+		{Name: "alpha", Occurrence: 1, Old: &old[0], New: &new[0], Fields: []FieldChange{
+			{Key: "calls", Old: &Field{Key: "calls", Value: "100"}, New: &Field{Key: "calls", Value: "99"}}}},
+		{Name: "beta", Occurrence: 1, Old: &old[1], New: &new[1], Fields: []FieldChange{
+			{Key: "status", Old: &Field{Key: "status", Value: "OK"}, New: &Field{Key: "status", Value: "OK", Kind: Volatile}}}},
+		{Name: "gamma", Occurrence: 1, Old: &old[2]},
+		{Name: "delta", Occurrence: 1, New: &new[2]},
+	}
+	got := Diff(old, new)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Diff mismatch (-want +got):\n%s", diff)
+	}
+	for i, w := range []struct{ missing, added, verdict bool }{
+		{false, false, false}, {false, false, true}, {true, false, false}, {false, true, false},
+	} {
+		d := got[i]
+		if d.Missing() != w.missing || d.Added() != w.added || d.VerdictChanged() != w.verdict {
+			t.Errorf("%s: Missing, Added, VerdictChanged = %v, %v, %v; want %v, %v, %v",
+				d.Name, d.Missing(), d.Added(), d.VerdictChanged(), w.missing, w.added, w.verdict)
+		}
+	}
+}
+
+// TestDiffStringStable: the text depends only on the inputs. go-cmp's own
+// report text varies between processes on purpose, so none of it may
+// reach String; this checks for its marks, and that two diffs of the same
+// runs print the same bytes.
+func TestDiffStringStable(t *testing.T) {
+	old, new := baseline(), baseline()
+	new[0].Fields[0].Value = "99"
+	new[1].Fields = append(new[1].Fields, Field{Key: "why", Value: "map[x:1] {y} \"z\""})
+	new[2].Fields[0].Kind = Asserted
+	render := func() string {
+		var b strings.Builder
+		for _, d := range Diff(old, new) {
+			b.WriteString(d.String() + "\n")
+		}
+		return b.String()
+	}
+	first := render()
+	if second := render(); second != first {
+		t.Errorf("second diff of the same runs differs:\n%q\n%q", first, second)
+	}
+	for _, mark := range []string{"\u00a0", "(-old +new)", "map[string]string"} {
+		if strings.Contains(first, mark) {
+			t.Errorf("diff text holds go-cmp's %q:\n%s", mark, first)
+		}
 	}
 }
 
 func TestDiffDoesNotModifyInput(t *testing.T) {
 	old, new := baseline(), baseline()
 	new[0].Fields[0].Value = "1"
+	new[1].Fields[0].Kind = Volatile
 	Diff(old, new)
 	if diff := cmp.Diff(baseline(), old); diff != "" {
 		t.Errorf("Diff modified old (-want +got):\n%s", diff)
+	}
+}
+
+func TestFieldChangeString(t *testing.T) {
+	f := func(k Kind, v string) *Field { return &Field{Key: "k", Value: v, Kind: k} }
+	tests := []struct {
+		c    FieldChange
+		want string
+	}{
+		{FieldChange{Key: "k", Old: f(Recorded, "1"), New: f(Recorded, "2")}, "k 1 -> 2"},
+		{FieldChange{Key: "k", Old: f(Recorded, "a b"), New: f(Recorded, "")}, "k [a b] -> []"},
+		{FieldChange{Key: "k", Old: f(Asserted, "1"), New: f(Asserted, "2")}, "k ==1 -> ==2"},
+		{FieldChange{Key: "k", Old: f(Bound, "1"), New: f(Bound, "2")}, "k <=1 -> <=2"},
+		{FieldChange{Key: "k", New: f(Asserted, "3")}, "field k appeared (==3)"},
+		{FieldChange{Key: "k", Old: f(Bound, "3")}, "field k disappeared (was <=3)"},
+		{FieldChange{Key: "k", Old: f(Recorded, "200"), New: f(Volatile, "999")}, "field k recorded -> volatile (=200 -> ~=999)"},
+		{FieldChange{Key: "k"}, "field k absent from both runs"},
+	}
+	for _, tt := range tests {
+		if got := tt.c.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
 	}
 }

@@ -3,18 +3,14 @@ package report
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 )
-
-// gitTimeout bounds each git command CollectEnv runs.
-const gitTimeout = 5 * time.Second
 
 // Env describes where a run happened; it is the content of env.txt.
 // A field that could not be determined holds "unknown" and, where there
@@ -25,13 +21,13 @@ type Env struct {
 	Kernel    string // /proc/sys/kernel/osrelease, i.e. uname -r
 	CPU       string // first "model name" of /proc/cpuinfo
 	Cores     int    // runtime.NumCPU(): the CPUs this process may use
-	Commit    string // git rev-parse HEAD in the working directory
-	Dirty     bool   // git status --porcelain printed something
+	Commit    string // the commit the binary was built from (see buildState)
+	Dirty     bool   // that tree had local changes outside evidence/
 	Date      time.Time
 }
 
-// CollectEnv gathers Env for this process, running git in the working
-// directory. It never fails; see Env for what stands in for missing facts.
+// CollectEnv gathers Env for this process. It never fails; see Env for
+// what stands in for missing facts.
 func CollectEnv(ctx context.Context) Env {
 	e := Env{
 		GoVersion: runtime.Version(),
@@ -51,7 +47,7 @@ func CollectEnv(ctx context.Context) Env {
 		}
 		f.Close()
 	}
-	e.Commit, e.Dirty = gitState(ctx)
+	e.Commit, e.Dirty = buildState(debug.ReadBuildInfo())
 	return e
 }
 
@@ -67,25 +63,36 @@ func cpuModel(r io.Reader) string {
 	return ""
 }
 
-func gitState(ctx context.Context) (commit string, dirty bool) {
-	git := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "git", args...).Output()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			// "fatal: not a git repository ..." says more than "exit status 128".
-			first, _, _ := strings.Cut(strings.TrimSpace(string(ee.Stderr)), "\n")
-			err = fmt.Errorf("%w: %s", err, first)
+// Stamped by the build (go build -ldflags "-X ..."): run.sh and .ci/run
+// set them from git, leaving evidence/ out of the dirty check, because a
+// run's own evidence files would otherwise mark every later build dirty.
+var (
+	stampedCommit string
+	stampedDirty  string // "true" or "false"
+)
+
+// buildState returns the commit the running binary was built from, and
+// whether its tree had local changes: the stamp when there is one, else
+// the build information Go records (vcs.revision, vcs.modified), else
+// "unknown". It does not look at the working directory, which may be
+// another repository or none.
+func buildState(info *debug.BuildInfo, ok bool) (commit string, dirty bool) {
+	if stampedCommit != "" {
+		return stampedCommit, stampedDirty == "true"
+	}
+	if !ok {
+		return "unknown (no build information)", false
+	}
+	commit = "unknown (not built from a git checkout)"
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
-		return strings.TrimSpace(string(out)), err
 	}
-	commit, err := git("rev-parse", "HEAD")
-	if err != nil {
-		return fmt.Sprintf("unknown (git rev-parse HEAD: %v)", err), false
-	}
-	status, err := git("status", "--porcelain")
-	return commit, err == nil && status != ""
+	return commit, dirty
 }
 
 // WriteTo writes e as env.txt: one "key: value" line per fact.

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +61,37 @@ func TestCollectEnv(t *testing.T) {
 		if !strings.Contains(b.String(), "\n"+key) && !strings.HasPrefix(b.String(), key) {
 			t.Errorf("WriteEnv output lacks %q:\n%s", key, b.String())
 		}
+	}
+}
+
+func TestBuildState(t *testing.T) {
+	info := func(settings ...string) *debug.BuildInfo {
+		var b debug.BuildInfo
+		for i := 0; i < len(settings); i += 2 {
+			b.Settings = append(b.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
+		}
+		return &b
+	}
+	tests := []struct {
+		name          string
+		info          *debug.BuildInfo
+		stamp, sDirty string
+		want          string
+		wantDirty     bool
+	}{
+		{"build information", info("vcs.revision", "abc123", "vcs.modified", "true"), "", "", "abc123", true},
+		{"clean build", info("vcs.revision", "abc123", "vcs.modified", "false"), "", "", "abc123", false},
+		{"no vcs", info(), "", "", "unknown (not built from a git checkout)", false},
+		{"stamp wins", info("vcs.revision", "abc123", "vcs.modified", "true"), "def456", "false", "def456", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stampedCommit, stampedDirty = tt.stamp, tt.sDirty
+			defer func() { stampedCommit, stampedDirty = "", "" }()
+			commit, dirty := buildState(tt.info, true)
+			if commit != tt.want || dirty != tt.wantDirty {
+				t.Errorf("buildState = %q, %v; want %q, %v", commit, dirty, tt.want, tt.wantDirty)
+			}
+		})
 	}
 }

@@ -13,7 +13,16 @@ const (
 	OutputFile = "output.txt"
 	EnvFile    = "env.txt"
 	LogsDir    = "logs"
+	// LockFile is held locked by the run that writes the directory.
+	LockFile = ".rpcbench.lock"
+	// RunPrefix starts the name of the temporary directory a run writes
+	// into, inside the evidence directory.
+	RunPrefix = ".rpcbench-run-"
 )
+
+// ErrLocked is wrapped by CreateEvidence's error when another run holds
+// the evidence directory.
+var ErrLocked = errors.New("report: evidence directory in use by another run")
 
 // OutputWriter writes the content of an output.txt: one CASE line per
 // Add, optionally the per-case table on AddCounts, then the summary line on
@@ -50,58 +59,83 @@ func (o *OutputWriter) Finish() error {
 	return nil
 }
 
-// Evidence is an evidence directory being written:
+// Evidence is a run's evidence being written. Everything goes to a
+// temporary directory inside the evidence directory DIR, and reaches DIR
+// only when the run completes (Commit):
 //
-//	DIR/output.txt  the CASE lines as they complete, the per-case table
-//	                if AddCounts was called, then the summary line
+//	DIR/output.txt  the CASE lines, the per-case table if AddCounts was
+//	                called, then the summary line
 //	DIR/env.txt     where the run happened (see Env)
 //	DIR/logs/       server-<case>.log, one per server started
 //
-// An interrupted run still leaves an output.txt that ends in a summary of
-// the cases that completed, provided Close is called.
+// So a run that is interrupted, killed or fails to write leaves DIR's
+// previous evidence as it was (Abandon says where its partial output
+// went), and DIR never holds a truncated output.txt. Other files in DIR
+// are never touched. While an Evidence is open it holds DIR's lock, so
+// two runs cannot write one directory.
 type Evidence struct {
 	Dir  string
+	tmp  string
+	lock *os.File
 	file *os.File
 	out  *OutputWriter
 }
 
-// CreateEvidence prepares dir (creating it if need be): it removes the
-// server-*.log files a previous run left in DIR/logs, writes env.txt with
-// env, and truncates output.txt. Other files in dir are left alone.
-func CreateEvidence(dir string, env Env) (*Evidence, error) {
-	logs := filepath.Join(dir, LogsDir)
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+// CreateEvidence locks dir (creating it if need be) and starts a run's
+// evidence in a fresh temporary directory inside it, with env.txt
+// written. Its error wraps ErrLocked when another run holds dir.
+func CreateEvidence(dir string, env Env) (ev *Evidence, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: evidence: %w", err)
 	}
-	old, err := filepath.Glob(filepath.Join(logs, "server-*.log"))
+	lock, err := lockDir(filepath.Join(dir, LockFile))
 	if err != nil {
-		return nil, fmt.Errorf("report: evidence: %w", err)
+		return nil, err
 	}
-	for _, p := range old {
-		if err := os.Remove(p); err != nil {
-			return nil, fmt.Errorf("report: evidence: clear old log: %w", err)
+	defer func() {
+		if err != nil {
+			lock.Close()
 		}
-	}
-	envFile, err := os.Create(filepath.Join(dir, EnvFile))
+	}()
+	tmp, err := os.MkdirTemp(dir, RunPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("report: evidence: %w", err)
 	}
-	_, err = env.WriteTo(envFile)
-	if cerr := envFile.Close(); err == nil {
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Mkdir(filepath.Join(tmp, LogsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("report: evidence: %w", err)
+	}
+	if err := writeFile(filepath.Join(tmp, EnvFile), env.WriteTo); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(tmp, OutputFile))
+	if err != nil {
+		return nil, fmt.Errorf("report: evidence: %w", err)
+	}
+	return &Evidence{Dir: dir, tmp: tmp, lock: lock, file: f, out: NewOutputWriter(f)}, nil
+}
+
+func writeFile(path string, write func(io.Writer) (int64, error)) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("report: evidence: %w", err)
+	}
+	_, err = write(f)
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("report: evidence: write %s: %w", EnvFile, err)
+		return fmt.Errorf("report: evidence: write %s: %w", filepath.Base(path), err)
 	}
-	f, err := os.Create(filepath.Join(dir, OutputFile))
-	if err != nil {
-		return nil, fmt.Errorf("report: evidence: %w", err)
-	}
-	return &Evidence{Dir: dir, file: f, out: NewOutputWriter(f)}, nil
+	return nil
 }
 
 // LogDir is the directory for server logs, to pass as cases.Env.LogDir.
-func (e *Evidence) LogDir() string { return filepath.Join(e.Dir, LogsDir) }
+func (e *Evidence) LogDir() string { return filepath.Join(e.tmp, LogsDir) }
 
 // Add appends l to output.txt.
 func (e *Evidence) Add(l Line) error { return e.out.Add(l) }
@@ -110,8 +144,46 @@ func (e *Evidence) Add(l Line) error { return e.out.Add(l) }
 // output.txt.
 func (e *Evidence) AddCounts() error { return e.out.AddCounts() }
 
-// Close writes the summary line to output.txt and closes it.
-func (e *Evidence) Close() error {
+// finish writes the summary line and closes output.txt.
+func (e *Evidence) finish() error {
 	err := e.out.Finish()
+	if serr := e.file.Sync(); err == nil {
+		err = serr
+	}
 	return errors.Join(err, e.file.Close())
+}
+
+// Commit writes the summary line and moves the run's files into Dir:
+// env.txt, then logs/, then output.txt last, each by one rename, so that
+// Dir's output.txt is always a complete one. It releases the lock. If it
+// fails, the run's files stay in the temporary directory its error names.
+func (e *Evidence) Commit() error {
+	defer e.lock.Close()
+	if err := e.finish(); err != nil {
+		return fmt.Errorf("%w (partial run in %s)", err, e.tmp)
+	}
+	oldLogs := filepath.Join(e.tmp, "old-"+LogsDir)
+	steps := []struct{ from, to string }{
+		{filepath.Join(e.tmp, EnvFile), filepath.Join(e.Dir, EnvFile)},
+		{filepath.Join(e.Dir, LogsDir), oldLogs},
+		{filepath.Join(e.tmp, LogsDir), filepath.Join(e.Dir, LogsDir)},
+		{filepath.Join(e.tmp, OutputFile), filepath.Join(e.Dir, OutputFile)},
+	}
+	for _, s := range steps {
+		if err := os.Rename(s.from, s.to); err != nil && !(s.to == oldLogs && errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("report: evidence: %w (the run's files are in %s)", err, e.tmp)
+		}
+	}
+	if err := os.RemoveAll(e.tmp); err != nil {
+		return fmt.Errorf("report: evidence: remove %s: %w", e.tmp, err)
+	}
+	return nil
+}
+
+// Abandon writes the summary of what did run, leaves Dir's previous
+// evidence untouched and releases the lock. It returns the directory that
+// holds the partial run, which the caller reports and may remove.
+func (e *Evidence) Abandon() (string, error) {
+	defer e.lock.Close()
+	return e.tmp, e.finish()
 }

@@ -1,47 +1,147 @@
 // Package report formats, parses and compares scenario results: the CASE
 // lines of evidence/output.txt, the evidence directory and the diff.
+//
+// An output.txt holds one CASE line per scenario run, in the order they
+// completed, then a summary line:
+//
+//	CASE <name> <verdict> <field> <field> ...
+//	N passed, M failed[, K interrupted]
+//
+// The verdict is PASS, FAIL or INTERRUPTED: a scenario stopped by a signal
+// is neither passed nor failed. The summary counts the CASE lines above
+// it, and names interrupted ones only when there are some. Each field is a
+// key, an operator that gives the field's Kind, and a value:
+//
+//	key=value   Recorded: stable, compared by Diff, not asserted
+//	key==value  Asserted: stable; the scenario failed unless the value held
+//	key<=value  Bound: stable; the scenario checked that the measured value,
+//	            normally a volatile field of the same key on the same line,
+//	            was at most value
+//	key~=value  Volatile: shown, never compared (times, chunk counts)
+//
+// A key is non-empty and holds no white space, '=', '~' or '<'. How a value
+// is written (bare, [bracketed] or "quoted") is in Format's doc.
 package report
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
 
-// Field is one key=value of a CASE line.
+// Kind says what a field's value claims, and so whether Diff compares it.
+// The zero Kind is Recorded.
+type Kind int
+
+const (
+	// Recorded is written key=value: a stable value, compared by Diff,
+	// that the scenario did not check.
+	Recorded Kind = iota
+	// Asserted is written key==value: a stable value that the scenario
+	// checked; it failed unless the value held.
+	Asserted
+	// Bound is written key<=value: a stable upper bound that the scenario
+	// checked the measured value against. The measured value is normally
+	// a Volatile field of the same key on the same line:
+	// "elapsed~=23ms elapsed<=100ms".
+	Bound
+	// Volatile is written key~=value: a value that legitimately differs
+	// between runs (times, random chunk counts). It is shown but never
+	// compared.
+	Volatile
+)
+
+var kinds = [...]struct{ name, op string }{
+	Recorded: {"recorded", "="},
+	Asserted: {"asserted", "=="},
+	Bound:    {"bound", "<="},
+	Volatile: {"volatile", "~="},
+}
+
+// String returns "recorded", "asserted", "bound" or "volatile", and
+// UNKNOWN_KIND_<n> for any other value.
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kinds) {
+		return kinds[k].name
+	}
+	return fmt.Sprintf("UNKNOWN_KIND_%d", int(k))
+}
+
+// op returns the operator Format writes between a field's key and value.
+// An unknown Kind gets one that puts a '~' inside the key, which Parse
+// refuses, so that the field cannot pass for a known kind.
+func (k Kind) op() string {
+	if k >= 0 && int(k) < len(kinds) {
+		return kinds[k].op
+	}
+	return "~" + k.String() + "~="
+}
+
+// Field is one key and value of a CASE line.
 type Field struct {
-	// Key must be non-empty and hold no white space or '=', and must not
-	// end in '~': Format writes it verbatim and Parse splits on the first
-	// '='.
+	// Key must be non-empty and hold no white space, '=', '~' or '<': Format
+	// writes it verbatim, and Parse finds its end at the operator.
 	Key   string
 	Value string
-	// Volatile marks a value that legitimately differs between runs
-	// (times, random chunk counts). It is printed as key~=value and shown
-	// but never compared by Diff.
-	Volatile bool
+	Kind  Kind
 }
 
-// Line is one scenario's result: CASE <name> PASS|FAIL key=value ...
-type Line struct {
-	Name   string
-	Pass   bool
-	Fields []Field
-}
+// Verdict is a scenario's outcome. The zero Verdict is Fail, so that a
+// Line nobody judged does not pass.
+type Verdict int
 
-// Verdict returns "PASS" or "FAIL".
-func (l Line) Verdict() string {
-	if l.Pass {
-		return "PASS"
+const (
+	// Fail: a check failed, or the scenario could not run.
+	Fail Verdict = iota
+	// Pass: every check held.
+	Pass
+	// Interrupted: a signal stopped the scenario before it completed; it
+	// neither passed nor failed.
+	Interrupted
+)
+
+var verdicts = [...]string{Fail: "FAIL", Pass: "PASS", Interrupted: "INTERRUPTED"}
+
+// String returns the verdict as a CASE line writes it: "PASS", "FAIL" or
+// "INTERRUPTED", and UNKNOWN_VERDICT_<n> for any other value.
+func (v Verdict) String() string {
+	if v >= 0 && int(v) < len(verdicts) {
+		return verdicts[v]
 	}
-	return "FAIL"
+	return fmt.Sprintf("UNKNOWN_VERDICT_%d", int(v))
 }
+
+// PassIf returns Pass when ok and Fail otherwise.
+func PassIf(ok bool) Verdict {
+	if ok {
+		return Pass
+	}
+	return Fail
+}
+
+// Line is one scenario's result: CASE <name> <verdict> <fields>.
+type Line struct {
+	Name    string
+	Verdict Verdict
+	Fields  []Field
+}
+
+// Passed reports whether the scenario passed.
+func (l Line) Passed() bool { return l.Verdict == Pass }
 
 // Format renders l as one line without a trailing newline; Parse reads it
-// back. Name must be non-empty and hold no white space.
+// back. Name must be non-empty and hold no white space. The line is
+//
+//	CASE <name> PASS|FAIL|INTERRUPTED key=value key==value key<=value key~=value ...
+//
+// with one space between items and each field written as its key, its
+// Kind's operator (= Recorded, == Asserted, <= Bound, ~= Volatile) and its
+// value.
 //
 // Newlines in a value become spaces, so a CASE line is always one line;
 // everything else survives Parse(Format(l)). A value is written
 //   - bare, when it is non-empty, holds no space or control character and
-//     starts with neither '[' nor '"';
+//     starts with none of '[', '"' and '=';
 //   - as [value], when its square brackets balance and it holds no control
 //     character other than tab;
 //   - Go-quoted ("...", strconv.Quote) otherwise: only a value with an
@@ -51,14 +151,11 @@ func Format(l Line) string {
 	b.WriteString("CASE ")
 	b.WriteString(l.Name)
 	b.WriteByte(' ')
-	b.WriteString(l.Verdict())
+	b.WriteString(l.Verdict.String())
 	for _, f := range l.Fields {
 		b.WriteByte(' ')
 		b.WriteString(f.Key)
-		if f.Volatile {
-			b.WriteByte('~')
-		}
-		b.WriteByte('=')
+		b.WriteString(f.Kind.op())
 		b.WriteString(quote(f.Value))
 	}
 	return b.String()
@@ -67,7 +164,8 @@ func Format(l Line) string {
 func quote(v string) string {
 	v = strings.ReplaceAll(v, "\n", " ")
 	switch {
-	case v != "" && v[0] != '[' && v[0] != '"' && !hasSpaceOrControl(v, false):
+	case v != "" && v[0] != '[' && v[0] != '"' && v[0] != '=' && !hasSpaceOrControl(v, false):
+		// Not '=': "k==x" would read back as an asserted "x".
 		return v
 	case balanced(v) && !hasSpaceOrControl(v, true):
 		return "[" + v + "]"

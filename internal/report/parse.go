@@ -28,12 +28,14 @@ func (e *SyntaxError) Error() string {
 
 // Parse reads one line written by Format:
 //
-//	CASE <name> PASS|FAIL key=value key~=value key=[value with [nested] spaces] key="go quoted"
+//	CASE <name> PASS|FAIL|INTERRUPTED k=v k==v k<=v k~=v k=[value with [nested] spaces] k="go quoted"
 //
-// Fields are separated by one or more spaces. A value starting with '['
-// extends to its matching ']' (counting depth); one starting with '"' is a
-// Go string literal; any other value extends to the next space. The line
-// must not hold its newline.
+// Fields are separated by one or more spaces. The operator after the key
+// gives the field's Kind. A value starting with '[' extends to its
+// matching ']' (counting depth); one starting with '"' is a Go string
+// literal; any other value extends to the next space and must not start
+// with '=', which Format never writes bare. The line must not hold its
+// newline.
 func Parse(line string) (Line, error) {
 	p := parser{s: line}
 	if !strings.HasPrefix(line, "CASE ") {
@@ -46,14 +48,13 @@ func Parse(line string) (Line, error) {
 		return Line{}, p.errorf("missing case name")
 	}
 	p.skipSpaces()
-	switch verdict := p.word(); verdict {
-	case "PASS":
-		l.Pass = true
-	case "FAIL":
-	default:
-		p.i -= len(verdict)
-		return Line{}, p.errorf("verdict %q, want PASS or FAIL", verdict)
+	word := p.word()
+	v, ok := parseVerdict(word)
+	if !ok {
+		p.i -= len(word)
+		return Line{}, p.errorf("verdict %q, want PASS, FAIL or INTERRUPTED", word)
 	}
+	l.Verdict = v
 	for p.skipSpaces(); p.i < len(p.s); p.skipSpaces() {
 		f, err := p.field()
 		if err != nil {
@@ -62,6 +63,15 @@ func Parse(line string) (Line, error) {
 		l.Fields = append(l.Fields, f)
 	}
 	return l, nil
+}
+
+func parseVerdict(s string) (Verdict, bool) {
+	for v, name := range verdicts {
+		if s == name {
+			return Verdict(v), true
+		}
+	}
+	return 0, false
 }
 
 // parser walks one line; i is the next unread byte of s.
@@ -97,12 +107,25 @@ func (p *parser) field() (Field, error) {
 	if sp := strings.IndexByte(rest, ' '); eq < 0 || (sp >= 0 && sp < eq) {
 		return Field{}, p.errorf("field %q has no '='", p.word())
 	}
-	var f Field
-	f.Key, f.Volatile = strings.CutSuffix(rest[:eq], "~")
+	// Keys hold no '=', '~' or '<', so the first '=' is in the operator
+	// and the byte before it or after it tells which operator.
+	f := Field{Key: rest[:eq]}
+	opLen := 1
+	switch {
+	case strings.HasSuffix(f.Key, "~"):
+		f.Key, f.Kind = f.Key[:len(f.Key)-1], Volatile
+	case strings.HasSuffix(f.Key, "<"):
+		f.Key, f.Kind = f.Key[:len(f.Key)-1], Bound
+	case strings.HasPrefix(rest[eq:], "=="):
+		f.Kind, opLen = Asserted, 2
+	}
 	if f.Key == "" {
 		return Field{}, p.errorf("field with an empty key")
 	}
-	p.i += eq + 1
+	if strings.ContainsAny(f.Key, "~<") {
+		return Field{}, p.errorf("key %q holds '~' or '<'", f.Key)
+	}
+	p.i += eq + opLen
 	var err error
 	if f.Value, err = p.value(f.Key); err != nil {
 		return Field{}, err
@@ -146,27 +169,44 @@ func (p *parser) value(key string) (string, error) {
 		}
 		p.i += len(q)
 		return v, nil
+	case '=':
+		return "", p.errorf("value of %q starts with '='; Format writes such a value as [=...]", key)
 	default:
 		return p.word(), nil
 	}
 }
 
+// ErrSummaryMismatch is wrapped by ReadOutput's error when a summary line
+// does not count the CASE lines it follows.
+var ErrSummaryMismatch = errors.New("summary line contradicts the CASE lines")
+
 // ReadOutput reads an output.txt and returns its CASE lines in file
-// order. Only lines starting with "CASE " are records; every other line —
-// the summary line, blank lines, anything a terminal capture added — is
-// skipped, so a garbled record that lost its prefix shows up as a missing
-// case in Diff rather than as an error here. A CASE line that does not
-// parse is an error (a *SyntaxError, wrapped) naming its line number.
-// Both "\n" and "\r\n" line endings are accepted.
+// order.
+//
+// Only lines starting with "CASE " are records. A summary line ("N passed,
+// M failed[, K interrupted]") must count the CASE lines between it and the
+// previous summary line, or the start: one that does not is an error
+// wrapping ErrSummaryMismatch. Every other line — blank lines, the per-case
+// table, anything a terminal capture added — is skipped, so a garbled
+// record that lost its prefix shows up as a missing case in Diff rather
+// than as an error here. A CASE line that does not parse is an error (a
+// *SyntaxError, wrapped) naming its line number.
+//
+// ANSI SGR sequences (colour: ESC [ ... m) are removed from every line
+// before it is read, so a capture of --color always reads as the plain
+// output; Format never writes the ESC byte itself, and a SyntaxError's
+// Offset counts bytes of the line without them. Both "\n" and "\r\n"
+// line endings are accepted.
 func ReadOutput(r io.Reader) ([]Line, error) {
 	br := bufio.NewReader(r)
 	var lines []Line
+	counted := 0 // lines[:counted] are counted by an earlier summary
 	for n := 1; ; n++ {
 		s, err := br.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("report: read output: %w", err)
 		}
-		text := strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
+		text := stripSGR(strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r"))
 		if strings.HasPrefix(text, "CASE ") {
 			l, perr := Parse(text)
 			if perr != nil {
@@ -177,9 +217,45 @@ func ReadOutput(r io.Reader) ([]Line, error) {
 				return nil, perr
 			}
 			lines = append(lines, l)
+		} else if got, ok := parseSummary(text); ok {
+			above := lines[counted:]
+			if want := tallyOf(above); got != want {
+				return nil, fmt.Errorf("report: line %d: %w: %q, but the %d CASE lines above it tally %s",
+					n, ErrSummaryMismatch, text, len(above), want)
+			}
+			counted = len(lines)
 		}
 		if err != nil { // io.EOF
 			return lines, nil
 		}
 	}
+}
+
+// stripSGR removes every ANSI SGR sequence (ESC '[' digits and ';' 'm')
+// from s.
+func stripSGR(s string) string {
+	if !strings.Contains(s, "\x1b[") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			break
+		}
+		j := i + 2
+		for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == ';') {
+			j++
+		}
+		if j == len(s) || s[j] != 'm' {
+			// Not SGR: keep it, so that the parser reports it.
+			b.WriteString(s[:j])
+			s = s[j:]
+			continue
+		}
+		b.WriteString(s[:i])
+		s = s[j+1:]
+	}
+	b.WriteString(s)
+	return b.String()
 }

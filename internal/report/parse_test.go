@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,10 +27,13 @@ func TestFormat(t *testing.T) {
 		{"a ] b", `"a ] b"`},
 		{"[", `"["`},
 		{"cr\r", `"cr\r"`},
+		{"=", "[=]"},
+		{"=x", "[=x]"},
+		{"x=", "x="},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			got := Format(Line{Name: "c", Pass: true, Fields: []Field{{Key: "k", Value: tt.value}}})
+			got := Format(Line{Name: "c", Verdict: Pass, Fields: []Field{{Key: "k", Value: tt.value}}})
 			if want := "CASE c PASS k=" + tt.want; got != want {
 				t.Errorf("Format(value %q) = %q, want %q", tt.value, got, want)
 			}
@@ -62,16 +66,71 @@ var trickyValues = []string{
 	"\xff invalid utf8",
 	"CASE other PASS k=v",
 	"=",
+	"==",
+	"=x",
+	"<=",
 	"~",
+}
+
+func TestFormatKinds(t *testing.T) {
+	l := Line{Name: "c", Verdict: Interrupted, Fields: []Field{
+		{Key: "n", Value: "1", Kind: Recorded},
+		{Key: "ok", Value: "true", Kind: Asserted},
+		{Key: "t", Value: "100ms", Kind: Bound},
+		{Key: "t", Value: "23ms", Kind: Volatile},
+	}}
+	if got, want := Format(l), "CASE c INTERRUPTED n=1 ok==true t<=100ms t~=23ms"; got != want {
+		t.Errorf("Format = %q, want %q", got, want)
+	}
+}
+
+// TestFormatUnknownKind: a field of no known kind is written so that
+// Parse refuses it, rather than read back as another kind.
+func TestFormatUnknownKind(t *testing.T) {
+	s := Format(Line{Name: "c", Fields: []Field{{Key: "k", Value: "1", Kind: Kind(7)}}})
+	if _, err := Parse(s); err == nil {
+		t.Errorf("Parse(%q) succeeded, want an error", s)
+	}
+}
+
+func TestKindVerdictString(t *testing.T) {
+	tests := []struct {
+		got  fmt.Stringer
+		want string
+	}{
+		{Recorded, "recorded"},
+		{Asserted, "asserted"},
+		{Bound, "bound"},
+		{Volatile, "volatile"},
+		{Kind(7), "UNKNOWN_KIND_7"},
+		{Kind(-1), "UNKNOWN_KIND_-1"},
+		{Pass, "PASS"},
+		{Fail, "FAIL"},
+		{Interrupted, "INTERRUPTED"},
+		{Verdict(7), "UNKNOWN_VERDICT_7"},
+	}
+	for _, tt := range tests {
+		if got := tt.got.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+	if got := (Line{}).Verdict; got != Fail {
+		t.Errorf("zero Verdict = %v, want FAIL", got)
+	}
+	if PassIf(true) != Pass || PassIf(false) != Fail {
+		t.Errorf("PassIf(true), PassIf(false) = %v, %v; want PASS, FAIL", PassIf(true), PassIf(false))
+	}
 }
 
 func TestFormatParseRoundTrip(t *testing.T) {
 	for _, v := range trickyValues {
 		t.Run(v, func(t *testing.T) {
-			want := Line{Name: "tricky_case", Pass: false, Fields: []Field{
+			want := Line{Name: "tricky_case", Verdict: Fail, Fields: []Field{
 				{Key: "before", Value: "1"},
 				{Key: "v", Value: v},
-				{Key: "vol", Value: v, Volatile: true},
+				{Key: "asserted", Value: v, Kind: Asserted},
+				{Key: "bound", Value: v, Kind: Bound},
+				{Key: "vol", Value: v, Kind: Volatile},
 				{Key: "after", Value: "[2]"},
 			}}
 			got, err := Parse(Format(want))
@@ -98,12 +157,14 @@ func TestFormatParseNewlinesBecomeSpaces(t *testing.T) {
 }
 
 func FuzzFormatParse(f *testing.F) {
-	for _, v := range trickyValues {
-		f.Add(v, true)
+	for i, v := range trickyValues {
+		f.Add(v, uint8(i))
 	}
-	f.Fuzz(func(t *testing.T, v string, volatile bool) {
-		in := Line{Name: "fuzz", Pass: true, Fields: []Field{{Key: "k", Value: v, Volatile: volatile}, {Key: "z", Value: "end"}}}
-		want := Line{Name: "fuzz", Pass: true, Fields: []Field{{Key: "k", Value: strings.ReplaceAll(v, "\n", " "), Volatile: volatile}, {Key: "z", Value: "end"}}}
+	f.Fuzz(func(t *testing.T, v string, kv uint8) {
+		kind := Kind(kv % uint8(len(kinds)))
+		verdict := Verdict(kv % uint8(len(verdicts)))
+		in := Line{Name: "fuzz", Verdict: verdict, Fields: []Field{{Key: "k", Value: v, Kind: kind}, {Key: "z", Value: "end"}}}
+		want := Line{Name: "fuzz", Verdict: verdict, Fields: []Field{{Key: "k", Value: strings.ReplaceAll(v, "\n", " "), Kind: kind}, {Key: "z", Value: "end"}}}
 		got, err := Parse(Format(in))
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", Format(in), err)
@@ -119,11 +180,16 @@ func TestParse(t *testing.T) {
 		in   string
 		want Line
 	}{
-		{"CASE a PASS", Line{Name: "a", Pass: true}},
-		{"CASE a FAIL", Line{Name: "a"}},
-		{"CASE a PASS  x=1   y~=2 ", Line{Name: "a", Pass: true, Fields: []Field{{Key: "x", Value: "1"}, {Key: "y", Value: "2", Volatile: true}}}},
-		{"CASE a PASS x= y=", Line{Name: "a", Pass: true, Fields: []Field{{Key: "x"}, {Key: "y"}}}},
-		{"CASE a PASS k=v=w", Line{Name: "a", Pass: true, Fields: []Field{{Key: "k", Value: "v=w"}}}},
+		{"CASE a PASS", Line{Name: "a", Verdict: Pass}},
+		{"CASE a FAIL", Line{Name: "a", Verdict: Fail}},
+		{"CASE a INTERRUPTED", Line{Name: "a", Verdict: Interrupted}},
+		{"CASE a PASS  x=1   y~=2 ", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "x", Value: "1"}, {Key: "y", Value: "2", Kind: Volatile}}}},
+		{"CASE a PASS x= y=", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "x"}, {Key: "y"}}}},
+		{"CASE a PASS x== y<= z~=", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "x", Kind: Asserted}, {Key: "y", Kind: Bound}, {Key: "z", Kind: Volatile}}}},
+		{"CASE a PASS k=v=w", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "k", Value: "v=w"}}}},
+		{"CASE a PASS k==v==w", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "k", Value: "v==w", Kind: Asserted}}}},
+		{"CASE a PASS t~=23ms t<=100ms n==[OK balance=990]", Line{Name: "a", Verdict: Pass, Fields: []Field{
+			{Key: "t", Value: "23ms", Kind: Volatile}, {Key: "t", Value: "100ms", Kind: Bound}, {Key: "n", Value: "OK balance=990", Kind: Asserted}}}},
 		{"CASE a FAIL why=[value with spaces [nested] ok] n=3", Line{Name: "a", Fields: []Field{
 			{Key: "why", Value: "value with spaces [nested] ok"}, {Key: "n", Value: "3"}}}},
 	}
@@ -148,12 +214,21 @@ func TestParseErrors(t *testing.T) {
 		{"", `want a line starting with "CASE "`},
 		{"CASE", `want a line starting with "CASE "`},
 		{"CASE ", "missing case name"},
-		{"CASE a", `verdict "", want PASS or FAIL`},
-		{"CASE a pass", `verdict "pass", want PASS or FAIL`},
+		{"CASE a", `verdict "", want PASS, FAIL or INTERRUPTED`},
+		{"CASE a pass", `verdict "pass", want PASS, FAIL or INTERRUPTED`},
+		{"CASE a UNKNOWN_VERDICT_7", `verdict "UNKNOWN_VERDICT_7"`},
 		{"CASE a PASS novalue", `field "novalue" has no '='`},
 		{"CASE a PASS a b=1", `field "a" has no '='`},
 		{"CASE a PASS =1", "empty key"},
 		{"CASE a PASS ~=1", "empty key"},
+		{"CASE a PASS <=1", "empty key"},
+		{"CASE a PASS ==1", "empty key"},
+		{"CASE a PASS a~b=1", `key "a~b" holds '~' or '<'`},
+		{"CASE a PASS a<b==1", `key "a<b" holds '~' or '<'`},
+		{"CASE a PASS k~~=1", `key "k~" holds '~' or '<'`},
+		{"CASE a PASS k===1", `value of "k" starts with '='`},
+		{"CASE a PASS k~==1", `value of "k" starts with '='`},
+		{"CASE a PASS k<==1", `value of "k" starts with '='`},
 		{"CASE a PASS k=[open", `no ']' matches`},
 		{"CASE a PASS k=[a]b", `want a space after the value of "k"`},
 		{`CASE a PASS k="open`, "bad quoted string"},
@@ -181,9 +256,9 @@ func TestReadOutput(t *testing.T) {
 		"1 passed, 1 failed\n" +
 		"CASE c PASS" // no final newline
 	want := []Line{
-		{Name: "a", Pass: true, Fields: []Field{{Key: "n", Value: "1"}}},
+		{Name: "a", Verdict: Pass, Fields: []Field{{Key: "n", Value: "1"}}},
 		{Name: "b", Fields: []Field{{Key: "why", Value: "it [broke]"}}},
-		{Name: "c", Pass: true},
+		{Name: "c", Verdict: Pass},
 	}
 	got, err := ReadOutput(strings.NewReader(in))
 	if err != nil {
@@ -215,11 +290,94 @@ func TestSummary(t *testing.T) {
 		want  string
 	}{
 		{nil, "0 passed, 0 failed"},
-		{[]Line{{Pass: true}, {Pass: true}, {Pass: false}}, "2 passed, 1 failed"},
+		{[]Line{{Verdict: Pass}, {Verdict: Pass}, {Verdict: Fail}}, "2 passed, 1 failed"},
+		{[]Line{{Verdict: Pass}, {Verdict: Interrupted}}, "1 passed, 0 failed, 1 interrupted"},
+		{[]Line{{Verdict: Verdict(7)}}, "0 passed, 1 failed"},
 	}
 	for _, tt := range tests {
 		if got := Summary(tt.lines); got != tt.want {
 			t.Errorf("Summary = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestReadOutputColor: a capture of --color always reads as the plain
+// output.
+func TestReadOutputColor(t *testing.T) {
+	lines := []Line{
+		{Name: "a", Verdict: Pass, Fields: []Field{{Key: "n", Value: "1", Kind: Asserted}}},
+		{Name: "b", Verdict: Fail, Fields: []Field{{Key: "why", Value: "esc \x1b[31m inside"}}},
+		{Name: "c", Verdict: Interrupted},
+	}
+	var b strings.Builder
+	p := NewPrinter(&b, ColorAlways)
+	for _, l := range lines {
+		if err := p.Print(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.WriteString("\x1b[1;32m1 passed\x1b[0m, 1 failed, 1 interrupted\n")
+	if !strings.Contains(b.String(), "\x1b[32mPASS") {
+		t.Fatalf("the printer wrote no colour: %q", b.String())
+	}
+	got, err := ReadOutput(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(lines, got); diff != "" {
+		t.Errorf("ReadOutput mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStripSGR(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"\x1b[32mPASS\x1b[0m", "PASS"},
+		{"\x1b[mx\x1b[1;31;40my", "xy"},
+		{"\x1b[2Jkept", "\x1b[2Jkept"},
+		{"end\x1b[", "end\x1b["},
+		{"end\x1b[12", "end\x1b[12"},
+	}
+	for _, tt := range tests {
+		if got := stripSGR(tt.in); got != tt.want {
+			t.Errorf("stripSGR(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestReadOutputSummary: a summary line must count the CASE lines above
+// it (since the previous summary line).
+func TestReadOutputSummary(t *testing.T) {
+	twenty := strings.Repeat("CASE a PASS\n", 20)
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // "" for none
+	}{
+		{"agrees", twenty + "20 passed, 0 failed\n", ""},
+		{"absent", twenty, ""},
+		{"zero interrupted spelled out", twenty + "20 passed, 0 failed, 0 interrupted\n", ""},
+		{"with interrupted", "CASE a PASS\nCASE b INTERRUPTED\n1 passed, 0 failed, 1 interrupted\n", ""},
+		{"two runs concatenated", "CASE a PASS\n1 passed, 0 failed\nCASE a FAIL\n0 passed, 1 failed\n", ""},
+		{"no cases", "0 passed, 0 failed\n", ""},
+		{"contradicts", twenty + "0 passed, 20 failed\n", `line 21: summary line contradicts the CASE lines: "0 passed, 20 failed", but the 20 CASE lines above it tally 20 passed, 0 failed`},
+		{"interrupted not counted", "CASE a PASS\nCASE b INTERRUPTED\n1 passed, 0 failed\n", "line 3: summary line contradicts"},
+		{"counts a line twice", "CASE a PASS\n1 passed, 0 failed\n1 passed, 0 failed\n", "line 3: summary line contradicts"},
+		{"too large", "CASE a PASS\n99999999999999999999 passed, 0 failed\n", "line 2: summary line contradicts"},
+		{"cases but zero summary", "CASE a PASS\n0 passed, 0 failed\n", "line 2: summary line contradicts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadOutput(strings.NewReader(tt.in))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("ReadOutput: %v, want no error", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrSummaryMismatch) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ReadOutput error = %v, want ErrSummaryMismatch containing %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -62,23 +62,28 @@ func isTerminal(w io.Writer) bool {
 }
 
 // Printer prints CASE lines for a person: Format's text, with PASS in
-// green and FAIL in red when colour is on. It is not safe for concurrent
-// use.
+// green, FAIL in red and INTERRUPTED in yellow when colour is on. It is not
+// safe for concurrent use.
 type Printer struct {
-	w          io.Writer
-	pass, fail *color.Color
+	w io.Writer
+	// colors is indexed by Verdict; a verdict beyond it is not coloured.
+	colors [len(verdicts)]*color.Color
 }
 
 // NewPrinter returns a Printer writing to w, colouring as UseColor(w, m)
 // decides once, now.
 func NewPrinter(w io.Writer, m ColorMode) *Printer {
-	p := &Printer{w: w, pass: color.New(color.FgGreen), fail: color.New(color.FgRed)}
-	if UseColor(w, m) {
-		p.pass.EnableColor()
-		p.fail.EnableColor()
-	} else {
-		p.pass.DisableColor()
-		p.fail.DisableColor()
+	p := &Printer{w: w}
+	p.colors[Pass] = color.New(color.FgGreen)
+	p.colors[Fail] = color.New(color.FgRed)
+	p.colors[Interrupted] = color.New(color.FgYellow)
+	on := UseColor(w, m)
+	for _, c := range p.colors {
+		if on {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
 	}
 	return p
 }
@@ -88,11 +93,10 @@ func (p *Printer) Print(l Line) error {
 	// Format starts "CASE <name> <verdict>"; colour only the verdict.
 	s := Format(l)
 	head := len("CASE ") + len(l.Name) + 1
-	verdict := l.Verdict()
-	c := p.fail
-	if l.Pass {
-		c = p.pass
+	verdict := l.Verdict.String()
+	if l.Verdict >= 0 && int(l.Verdict) < len(p.colors) {
+		verdict = p.colors[l.Verdict].Sprint(verdict)
 	}
-	_, err := io.WriteString(p.w, s[:head]+c.Sprint(verdict)+s[head+len(verdict):]+"\n")
+	_, err := io.WriteString(p.w, s[:head]+verdict+s[head+len(l.Verdict.String()):]+"\n")
 	return err
 }

@@ -29,8 +29,10 @@ func TestPrinter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	pass := Line{Name: "a", Pass: true, Fields: []Field{{Key: "why", Value: "PASS FAIL"}}}
-	fail := Line{Name: "b"}
+	pass := Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "why", Value: "PASS FAIL"}}}
+	fail := Line{Name: "b", Verdict: Fail}
+	interrupted := Line{Name: "c", Verdict: Interrupted, Fields: []Field{{Key: "t", Value: "1ms", Kind: Volatile}}}
+	unknown := Line{Name: "d", Verdict: Verdict(7)}
 	tests := []struct {
 		name    string
 		out     interface{ Write([]byte) (int, error) }
@@ -61,18 +63,23 @@ func TestPrinter(t *testing.T) {
 			if err := p.Print(pass); err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Print(fail); err != nil {
-				t.Fatal(err)
+			for _, l := range []Line{fail, interrupted, unknown} {
+				if err := p.Print(l); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got := b.String()
 			if !tt.colour {
-				want := Format(pass) + "\n" + Format(fail) + "\n"
+				want := Format(pass) + "\n" + Format(fail) + "\n" + Format(interrupted) + "\n" + Format(unknown) + "\n"
 				if got != want {
 					t.Errorf("printed %q, want %q", got, want)
 				}
 				return
 			}
-			want := "CASE a " + esc + "32mPASS" + esc + "0m why=[PASS FAIL]\nCASE b " + esc + "31mFAIL" + esc + "0m\n"
+			want := "CASE a " + esc + "32mPASS" + esc + "0m why=[PASS FAIL]\n" +
+				"CASE b " + esc + "31mFAIL" + esc + "0m\n" +
+				"CASE c " + esc + "33mINTERRUPTED" + esc + "0m t~=1ms\n" +
+				"CASE d UNKNOWN_VERDICT_7\n"
 			if got != want {
 				t.Errorf("printed %q, want %q", got, want)
 			}

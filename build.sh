@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds rpcbench and rpcserver into DIR (default bin/). It stamps the
+# commit and whether the tree has local changes, evidence/ left out, into
+# the binaries, for env.txt: a run's own evidence files must not mark the
+# next build dirty.
+set -euo pipefail
+cd "$(dirname "$0")"
+out=${1:-bin}
+commit=$(git rev-parse HEAD 2>/dev/null || echo "unknown (no git)")
+dirty=false
+if [ -n "$(git status --porcelain -- . ':(exclude)evidence' 2>/dev/null)" ]; then
+  dirty=true
+fi
+pkg=github.com/rpcbench/rpcbench/internal/report
+go build -ldflags "-X '$pkg.stampedCommit=$commit' -X $pkg.stampedDirty=$dirty" -o "$out/" ./cmd/...
