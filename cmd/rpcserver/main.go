@@ -38,6 +38,7 @@ type options struct {
 	logPath    string
 	startDelay time.Duration
 	cpuProfile string
+	logExec    bool
 	cfg        server.Config
 }
 
@@ -71,6 +72,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logPath, serverapi.FlagLog, "", "file to append JSON event lines to (default: stderr)")
 	fs.DurationVar(&o.startDelay, serverapi.FlagStartDelay, 0, "wait this long before binding (fault: delayed start)")
 	fs.StringVar(&o.cpuProfile, serverapi.FlagCPUProfile, "", "write a CPU profile of the whole run to this file")
+	fs.BoolVar(&o.logExec, serverapi.FlagLogExec, true, "log an EXEC event for every business request that reaches the store")
 	fs.IntVar(&o.cfg.Workers, serverapi.FlagWorkers, def.Workers, "goroutines executing business requests")
 	fs.IntVar(&o.cfg.QueueSize, serverapi.FlagQueue, def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
 	fs.BoolVar(&o.cfg.Chunk, serverapi.FlagChunk, false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
@@ -122,7 +124,11 @@ func serve(o options, stdout, stderr io.Writer) error {
 		defer f.Close()
 		logOut = f
 	}
-	lg := slog.New(slog.NewJSONHandler(logOut, nil))
+	level := slog.LevelInfo
+	if o.logExec {
+		level = slog.LevelDebug // EXEC events are logged at debug level
+	}
+	lg := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
 	o.cfg.Log = lg
 
 	if o.cpuProfile != "" {

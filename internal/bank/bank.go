@@ -5,6 +5,7 @@ package bank
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"log/slog"
@@ -140,6 +141,7 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 		}
 		acct, err = b.store.Debit(a.account, a.amount, key, ans)
 		if errors.Is(err, ErrInsufficientFunds) {
+			b.logExec(r, a.account, proto.StatusAppError)
 			return b.refuse(r, key, Answer{Status: proto.StatusAppError, Msg: err.Error()}, dst)
 		}
 		if err == nil {
@@ -161,7 +163,20 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 		b.release(r, key)
 		return proto.StatusUnavailable, append(dst, err.Error()...)
 	}
+	b.logExec(r, a.account, proto.StatusOK)
 	return proto.StatusOK, appendOK(dst, a.account, acct, r.BudgetMs, false)
+}
+
+// logExec logs an EXEC event, at debug level, for a request that reached
+// the store: counting the OK debits of an account in the log counts its
+// executions. Checked first, so that a server not logging them pays no
+// allocation per request.
+func (b *Bank) logExec(r *server.Request, account []byte, st proto.Status) {
+	if !b.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	b.log.Debug(serverapi.EventExec, serverapi.KeyConn, r.Conn, serverapi.KeyID, r.ID, serverapi.KeyMethod, r.Method,
+		serverapi.KeyKey, r.Key, serverapi.KeyAccount, string(account), serverapi.KeyStatus, st.String())
 }
 
 // release gives up a claimed key, if there is one. A store that cannot

@@ -84,6 +84,9 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		}()
 		c.run(t)
 	}()
+	if t.servers == 0 {
+		t.noServerNote()
+	}
 	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
 	if ctx.Err() != nil {
 		// Stopped by the caller: what it checked before says nothing
@@ -169,6 +172,21 @@ func (t *T) runCleanups() {
 		t.cleanups[i]()
 	}
 	t.cleanups = nil
+}
+
+// NoServerSuffix ends the name of the note a scenario that started no
+// server leaves in the log directory instead of a server log.
+const NoServerSuffix = ".no-server.txt"
+
+// noServerNote writes the note that says this scenario started no server,
+// so that a reader of the logs does not look for one. A note that cannot
+// be written fails the scenario.
+func (t *T) noServerNote() {
+	p := filepath.Join(t.env.LogDir, "server-"+t.name+NoServerSuffix)
+	msg := t.name + " starts no rpcserver: it runs in-process or against an address nothing listens on, so it has no server log.\n"
+	if err := os.WriteFile(p, []byte(msg), 0o644); err != nil {
+		t.failures = append(t.failures, "no-server note: "+err.Error())
+	}
 }
 
 // logPath returns the log file for the next server this scenario starts.

@@ -77,8 +77,14 @@ func (t *T) controlCall(s *server, method, payload string) client.Result {
 		t.Fatalf("control client: %v", err)
 	}
 	defer c.Close()
+	// Declared first, on the same connection, so that the server's log
+	// tells this connection's requests from the scenario's.
+	hello := c.Do(t.ctx, client.Call{Method: serverapi.MethodHello, Idempotent: true, Payload: []byte("role=" + serverapi.RoleControl)})
 	r := c.Do(t.ctx, client.Call{Method: method, Idempotent: method != serverapi.MethodFault, Payload: []byte(payload)})
 	s.ctlConns += c.Stats().ConnsOpened
+	if hello.Status != proto.StatusOK {
+		t.Fatalf("%s: %v %s (%v)", serverapi.MethodHello, hello.Status, hello.Payload, hello.Err)
+	}
 	if r.Status != proto.StatusOK {
 		t.Fatalf("%s %q: %v %s (%v)", method, payload, r.Status, r.Payload, r.Err)
 	}
@@ -124,7 +130,10 @@ func (t *T) balance(s *server, account string) int64 {
 	return b
 }
 
-// events returns the events the server has logged so far.
+// events returns the events the server has logged so far. The log file
+// may hold earlier servers' events before them (a scenario run again with
+// --count appends to the same file): they start at the LISTEN event with
+// the server's address.
 func (t *T) events(s *server) []serverapi.Event {
 	f, err := os.Open(s.LogPath)
 	if err != nil {
@@ -135,7 +144,13 @@ func (t *T) events(s *server) []serverapi.Event {
 	if err != nil {
 		t.Fatalf("server log %s: %v", s.LogPath, err)
 	}
-	return evs
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Name == serverapi.EventListen && evs[i].Text(serverapi.KeyAddr) == s.Addr {
+			return evs[i:]
+		}
+	}
+	t.Fatalf("server log %s has no %s event for %s", s.LogPath, serverapi.EventListen, s.Addr)
+	return nil
 }
 
 // countEvents counts the events for which match holds.

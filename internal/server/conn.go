@@ -23,6 +23,7 @@ import (
 // writer is idle (flushHeld).
 type conn struct {
 	s  *Server
+	id uint64 // the server's number for it, in the log
 	nc net.Conn
 
 	wake    chan struct{} // capacity 1: the writer has work
@@ -58,6 +59,7 @@ type readerState struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:       s,
+		id:      s.connSeq.Add(1),
 		nc:      nc,
 		wake:    make(chan struct{}, 1),
 		drained: make(chan struct{}, 1),
@@ -123,7 +125,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 		s.reqs[i].Add(1)
 	case serverapi.IsControl(f.Method):
 		s.counters.requestsCtl.Add(1)
-		c.send(s.control(&f))
+		c.send(s.control(c, &f))
 		return
 	default:
 		s.counters.requestsOther.Add(1)
@@ -376,6 +378,6 @@ func (c *conn) close() {
 		close(c.done)
 		c.nc.Close()
 		c.s.forget(c)
-		c.s.log.Info(serverapi.EventConnClosed, serverapi.KeyRemote, c.nc.RemoteAddr().String())
+		c.s.log.Info(serverapi.EventConnClosed, serverapi.KeyConn, c.id, serverapi.KeyRemote, c.nc.RemoteAddr().String())
 	})
 }

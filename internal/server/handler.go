@@ -8,7 +8,10 @@ import (
 
 // Request is one business request as the transport hands it to a Handler.
 type Request struct {
-	ID     uint64
+	ID uint64
+	// Conn is the server's number for the connection the request came
+	// on, as its log events name it.
+	Conn   uint64
 	Method string
 	// Key is the idempotency key; empty when the request has none.
 	Key string

@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,8 @@ type Server struct {
 	queue   *workQueue
 	done    chan struct{}  // closed by Close
 	wg      sync.WaitGroup // workers, connection goroutines, Serve
+
+	connSeq atomic.Uint64 // numbers connections, from 1, for the log
 
 	mu     sync.Mutex // guards conns, ln, closed
 	conns  map[*conn]struct{}
@@ -151,11 +154,11 @@ func (s *Server) open(nc net.Conn) bool {
 		nc.Close()
 		return true
 	}
-	s.log.Info(serverapi.EventConnOpen, serverapi.KeyRemote, nc.RemoteAddr().String())
-	if err := setUserTimeout(nc, s.cfg.WriteTimeout); err != nil {
-		s.log.Warn(serverapi.EventSockoptError, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyErr, err.Error())
-	}
 	c := newConn(s, nc)
+	s.log.Info(serverapi.EventConnOpen, serverapi.KeyConn, c.id, serverapi.KeyRemote, nc.RemoteAddr().String())
+	if err := setUserTimeout(nc, s.cfg.WriteTimeout); err != nil {
+		s.log.Warn(serverapi.EventSockoptError, serverapi.KeyConn, c.id, serverapi.KeyErr, err.Error())
+	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	go c.readLoop()
@@ -245,14 +248,21 @@ func (s *Server) method(name string) int {
 func request(j *job, done <-chan struct{}) Request {
 	f := &j.f
 	return Request{
-		ID: f.ID, Method: f.Method, Key: f.Key, Payload: f.Payload, BudgetMs: f.BudgetMs,
+		ID: f.ID, Conn: j.c.id, Method: f.Method, Key: f.Key, Payload: f.Payload, BudgetMs: f.BudgetMs,
 		Expiry: j.arrival.Add(time.Duration(f.BudgetMs) * time.Millisecond),
 		Done:   done,
 	}
 }
 
-func (s *Server) control(f *proto.Frame) []byte {
+func (s *Server) control(c *conn, f *proto.Frame) []byte {
 	switch f.Method {
+	case serverapi.MethodHello:
+		role, ok := strings.CutPrefix(string(f.Payload), "role=")
+		if !ok || role == "" || strings.ContainsAny(role, " \t\n") {
+			return respond(f, proto.StatusInvalidArgument, `want payload "role=NAME"`)
+		}
+		s.log.Info(serverapi.EventConnRole, serverapi.KeyConn, c.id, serverapi.KeyRole, role)
+		return respond(f, proto.StatusOK, "")
 	case serverapi.MethodStats:
 		return respond(f, proto.StatusOK, s.Counters().String())
 	case serverapi.MethodFault:

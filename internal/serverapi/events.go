@@ -35,6 +35,8 @@ const (
 	EventDedupWaitExpired   = "DEDUP_WAIT_EXPIRED"
 	EventKeyConflict        = "KEY_CONFLICT"
 	EventStoreError         = "STORE_ERROR"
+	EventExec               = "EXEC"
+	EventConnRole           = "CONN_ROLE"
 )
 
 var eventNames = []string{
@@ -43,7 +45,7 @@ var eventNames = []string{
 	EventConnClosedMidFrame, EventConnCloseInjected, EventProtocolError,
 	EventWriteTimeout, EventQueueFull, EventExpired, EventFault,
 	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,
-	EventKeyConflict, EventStoreError,
+	EventKeyConflict, EventStoreError, EventExec, EventConnRole,
 }
 
 // Event attribute keys.
@@ -67,6 +69,10 @@ const (
 	KeyDelay     = "delay"     // start delay
 	KeySignal    = "signal"    // signal received
 	KeyReset     = "reset"     // true when a read failed because the peer reset the connection
+	KeyConn      = "conn"      // the server's number for a connection, from 1
+	KeyRole      = "role"      // a connection's role (ctl.hello)
+	KeyAccount   = "account"   // the account a request named
+	KeyStatus    = "status"    // the answer's status
 )
 
 // Event is one decoded log line.

@@ -35,6 +35,7 @@ const (
 	FlagMaxOutBytes  = "max-out-bytes"
 	FlagWriteTimeout = "write-timeout"
 	FlagFault        = "fault"
+	FlagLogExec      = "log-exec"
 )
 
 // Control methods. The transport answers them on the connection's reader,
@@ -44,12 +45,20 @@ const (
 	MethodFault = "ctl.fault" // payload: a fault rule; answers it in canonical form
 	MethodClear = "ctl.clear" // removes every fault rule
 	MethodPing  = "ctl.ping"  // answers OK, empty
+	// MethodHello names the connection's role for the log: payload
+	// "role=NAME". The driver's own control connections say
+	// role=control, so that a reader of the log can tell their requests
+	// from the scenario's.
+	MethodHello = "ctl.hello"
 )
+
+// RoleControl is the role a driver's control connections declare.
+const RoleControl = "control"
 
 // IsControl reports whether method is a control method.
 func IsControl(method string) bool {
 	switch method {
-	case MethodStats, MethodFault, MethodClear, MethodPing:
+	case MethodStats, MethodFault, MethodClear, MethodPing, MethodHello:
 		return true
 	}
 	return false

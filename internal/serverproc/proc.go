@@ -158,7 +158,10 @@ type RPCServer struct {
 	Chunk        bool
 	Faults       []string
 	StartDelay   time.Duration
-	Stderr       io.Writer
+	// NoExecLog turns off the EXEC event per executed request, for
+	// measurements where logging every request would be the bottleneck.
+	NoExecLog bool
+	Stderr    io.Writer
 }
 
 // Spec returns how to start rpcserver with these settings.
@@ -189,6 +192,9 @@ func (o RPCServer) Spec() Spec {
 	}
 	if o.StartDelay > 0 {
 		args = append(args, flag(serverapi.FlagStartDelay, o.StartDelay.String())...)
+	}
+	if o.NoExecLog {
+		args = append(args, "-"+serverapi.FlagLogExec+"=false")
 	}
 	for _, f := range o.Faults {
 		args = append(args, flag(serverapi.FlagFault, f)...)

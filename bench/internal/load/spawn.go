@@ -22,7 +22,9 @@ func serverSpec(kind string, o *Options, bins binaries, dir string, stderr io.Wr
 			Bin:     bins.rpcserver,
 			Workers: o.Workers,
 			LogPath: filepath.Join(dir, "rpcserver.log"),
-			Stderr:  stderr,
+			// Every system is measured without a log line per request.
+			NoExecLog: true,
+			Stderr:    stderr,
 		}.Spec()
 	}
 	return serverproc.Spec{
