@@ -138,10 +138,17 @@ func hostileConnectChurn(t *T) {
 	t.Field("conns", conns)
 	t.Field("churners", churners)
 	expect(t, "dialErrors", ch.dialErrs.Load(), 0)
-	expect(t, "writeErrors", ch.writeErrs.Load(), 0)
 	t.Field("serverAccepted", ctr.ConnsScenario-base)
 	t.Check(accepted, "server accepted %d of %d churned connections", ctr.ConnsScenario-base, conns)
-	expect(t, "connsRejected", ctr.ConnsRejected, 0)
+	// With both cores busy the server may not yet have noticed that
+	// -max-conns (1024) of the churned connections closed, and it then
+	// turns new ones away at once, as it should: rejections are counted,
+	// not forbidden. A client write can fail only on a connection the
+	// server turned away.
+	t.Volatile("connsRejected", ctr.ConnsRejected)
+	t.Volatile("writeErrors", ch.writeErrs.Load())
+	expectf(t, "writeErrorsOnlyWhereRejected", ch.writeErrs.Load() <= ctr.ConnsRejected, true,
+		"%d writes failed, %d connections rejected", ch.writeErrs.Load(), ctr.ConnsRejected)
 	expectf(t, "protocolErrors", ctr.ProtocolErrors, 0, "partial frames are not bad ones")
 	t.Field("servedDuring", during.calls > 0 && during.ok == during.calls)
 	t.Volatile("politeDuring", &during)
