@@ -84,7 +84,7 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		}()
 		c.run(t)
 	}()
-	if t.servers == 0 {
+	if t.servers == 0 && env.LogDir != "" {
 		t.noServerNote()
 	}
 	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
@@ -129,9 +129,9 @@ func (t *T) Volatile(key string, v any) {
 	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(v), Kind: report.Volatile})
 }
 
-// expect records the stable field key=got and fails the scenario unless
-// got equals want, so that an expectation is stated once and the evidence
-// shows the value it was checked on.
+// expect records the asserted field key==got and fails the scenario
+// unless got equals want, so that an expectation is stated once and the
+// evidence shows the value it was checked on, marked as checked.
 func expect[V comparable](t *T, key string, got, want V) bool {
 	return expectf(t, key, got, want, "")
 }
@@ -139,7 +139,7 @@ func expect[V comparable](t *T, key string, got, want V) bool {
 // expectf is expect with a format and arguments that a failure adds, to
 // say what the mismatch means.
 func expectf[V comparable](t *T, key string, got, want V, format string, args ...any) bool {
-	t.Field(key, got)
+	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(got), Kind: report.Asserted})
 	if got == want {
 		return true
 	}

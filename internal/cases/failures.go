@@ -77,7 +77,8 @@ func connectRefusedBoundedRetry(t *T) {
 	if err != nil {
 		t.Fatalf("free address: %v", err)
 	}
-	c := t.client(addr, client.DefaultConfig())
+	cfgLong := client.DefaultConfig()
+	c := t.client(addr, cfgLong)
 	long := getCall("acct-X")
 	long.Timeout = 5 * time.Second
 	rl := c.Do(t.ctx, long)
@@ -97,10 +98,12 @@ func connectRefusedBoundedRetry(t *T) {
 	expect(t, "stop", rl.Stop, client.StopMaxAttempts)
 	t.Field("classes", classes(rl))
 	t.Volatile("elapsed", ms(rl.Elapsed))
+	pauses(t, "pause%d", rl, cfgLong)
 	t.Field("deadline60ms", rs.Status)
 	expect(t, "attempts60ms", rs.Attempts, 2)
 	expect(t, "stop60ms", rs.Stop, client.StopBackoffCrosses)
 	t.Volatile("elapsed60ms", ms(rs.Elapsed))
+	pauses(t, "pause%dOf60ms", rs, cfg)
 	t.Check(rs.Elapsed <= short.Timeout+slack, "60ms call took %v", rs.Elapsed)
 	for _, a := range append(rl.Log, rs.Log...) {
 		if !t.Check(a.Class == client.ClassNotSent, "attempt %v, want NOT_SENT", a) {

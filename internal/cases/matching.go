@@ -43,7 +43,9 @@ func lateResponseDroppedByID(t *T) {
 	expect(t, "A", ra.Status, proto.StatusDeadlineExceeded)
 	t.Volatile("aElapsed", ms(ra.Elapsed))
 	t.Field("B", brief(rb, "account", "balance"))
-	t.Volatile("bBudget", fields(rb)["budget"])
+	if n, err := strconv.ParseUint(fields(rb)["budget"], 10, 32); t.Check(err == nil, "B's answer %q has no budget", rb.Payload) {
+		within(t, "bBudget", budget(uint32(n)), bTimeout)
+	}
 	t.Field("C", brief(rc, "account", "balance"))
 	expect(t, "lateDropped", st.LateDropped, 1)
 	expect(t, "clientConns", st.ConnsOpened, 1)

@@ -68,6 +68,18 @@ func (t *T) requestBytes(id uint64, method, payload string) []byte {
 	return b
 }
 
+// encode encodes frames back to back, as one write would carry them.
+func (t *T) encode(frames ...proto.Frame) []byte {
+	var b []byte
+	for i := range frames {
+		var err error
+		if b, err = proto.AppendFrame(b, &frames[i]); err != nil {
+			t.Fatalf("encode %v frame %d: %v", frames[i].Type, frames[i].ID, err)
+		}
+	}
+	return b
+}
+
 // readFrame reads from nc until a whole frame has arrived, within
 // ioTimeout, and returns the first one.
 func readFrame(nc net.Conn) (proto.Frame, error) {

@@ -24,6 +24,12 @@ var registry = []Case{
 	{Name: "connect_refused_bounded_retry", Group: GroupEvidence, Doc: "nothing listens: retries stop at 4 attempts, or earlier when the next pause would cross the deadline", run: connectRefusedBoundedRetry},
 	{Name: "server_starts_late_recovery", Group: GroupEvidence, Doc: "the server binds late: refused attempts are retried and the keyless debit executes once", run: serverStartsLateRecovery},
 	{Name: "compare_per_request_vs_multiplex", Group: GroupEvidence, Doc: "400 calls over a connection each versus one shared connection: connections and TIME_WAIT sockets", run: comparePerRequestVsMultiplex},
+	{Name: "budget_sent_is_time_left", Group: GroupEvidence, Doc: "each attempt sends what is left of it: under 300 ms after a dial, 300 ms on an open connection, at most 100 ms under a 100 ms call timeout or context deadline", run: budgetSentIsTimeLeft},
+	{Name: "zero_budget_not_executed", Group: GroupEvidence, Doc: "a debit sent with budget 0 is answered DEADLINE_EXCEEDED unexecuted, whether the reader or a worker takes it", run: zeroBudgetNotExecuted},
+	{Name: "duplicate_while_executing", Group: GroupEvidence, Doc: "duplicates of a keyed debit still executing: one whose budget ends first is answered DEADLINE_EXCEEDED as it ends, one that waits gets the original's answer; executed once", run: duplicateWhileExecuting},
+	{Name: "keyed_unknown_stays_unknown", Group: GroupEvidence, Doc: "a keyed debit executed unanswered, then refused UNAVAILABLE until its attempts run out, is UNKNOWN, not UNAVAILABLE", run: keyedUnknownStaysUnknown},
+	{Name: "deadline_exceeded_answer_retried", Group: GroupEvidence, Doc: "a DEADLINE_EXCEEDED answer that arrives in time means not executed: a keyless debit is retried and executes once", run: deadlineExceededAnswerRetried},
+	{Name: "write_stall_written_not_resent", Group: GroupEvidence, Doc: "the server stops reading mid-batch until the client's write times out, then resumes: written debits end UNKNOWN, unwritten ones are retried, none executes twice", run: writeStallWrittenNotResent},
 
 	{Name: "hostile_garbage_bytes", Group: GroupRobustness, Doc: "50 connections send random bytes: each is closed as a protocol error while a polite client is served", run: hostileGarbageBytes},
 	{Name: "hostile_huge_length_prefix", Group: GroupRobustness, Doc: "a 0x7fffffff length prefix closes its connection without the server's memory growing", run: hostileHugeLengthPrefix},

@@ -2,6 +2,7 @@ package cases
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
@@ -49,7 +50,7 @@ func deadlineServerSkipsExpired(t *T) {
 	expect(t, "debit", rd.Status, proto.StatusUnknown)
 	t.Volatile("debitElapsed", ms(rd.Elapsed))
 	expect(t, "attempts", rd.Attempts, 1)
-	t.Volatile("budgetSent", rd.Log[0].BudgetMs)
+	within(t, "budgetSent", budget(rd.Log[0].BudgetMs), debitDeadline)
 	expect(t, "slowGet", rs.Status, proto.StatusOK)
 	expectf(t, "serverDebitExec", ctr.ExecDebit, 0, "the server executed the expired debit")
 	expect(t, "serverExpiredRejected", ctr.Expired, 1)
@@ -63,7 +64,8 @@ func deadlineServerSkipsExpired(t *T) {
 // findLogLine returns the first line of the log at path containing
 func retryUnavailableNonIdempotent(t *T) {
 	s := t.startServer(serverOpts{Faults: []string{"kind=unavailable method=debit count=2"}})
-	c := t.client(s.Addr, client.DefaultConfig())
+	cfg := client.DefaultConfig()
+	c := t.client(s.Addr, cfg)
 	r := c.Do(t.ctx, debitCall("acct-U", 10, ""))
 	ctr := t.counters(s)
 	t.Field("status", brief(r, "balance"))
@@ -72,6 +74,7 @@ func retryUnavailableNonIdempotent(t *T) {
 	t.Volatile("log", attemptLog(r))
 	expect(t, "serverDebitExec", ctr.ExecDebit, 1)
 	expect(t, "rejectedUnavailable", ctr.Unavailable, 2)
+	pauses(t, "pause%d", r, cfg)
 	t.Check(r.Status == proto.StatusOK, "status=%v, want OK", r.Status)
 	for i, a := range r.Log[:max(0, len(r.Log)-1)] {
 		t.Check(a.Class == client.ClassNotExecuted && a.Backoff > 0, "attempt %d: class %v backoff %v, want NOT_EXECUTED with a backoff", i+1, a.Class, a.Backoff)
@@ -153,4 +156,55 @@ func idempotencyKeyReuseRejected(t *T) {
 	t.Check(first.Status == proto.StatusOK, "first=%v, want OK", first.Status)
 	t.Check(other.Attempts == 1, "different body: attempts=%d, want 1 (final status)", other.Attempts)
 	t.Check(same.Status == proto.StatusOK && fields(same)["replayed"] == "true", "same body: %v %q, want a replayed OK", same.Status, same.Payload)
+}
+
+// keyedUnknownStaysUnknown: a keyed debit executes and is never answered;
+// its retries are refused UNAVAILABLE until the attempts run out. The
+// refusals say nothing of the first attempt, which executed: the call is
+// UNKNOWN, not UNAVAILABLE.
+func keyedUnknownStaysUnknown(t *T) {
+	s := t.startServer(serverOpts{Faults: []string{noReplyDebit, "kind=unavailable method=debit count=3"}})
+	cfg := client.DefaultConfig()
+	c := t.client(s.Addr, cfg)
+	r := c.Do(t.ctx, debitCall("acct-Q", 10, "debit-acct-Q-0001"))
+	ctr := t.counters(s)
+	expectf(t, "status", r.Status, proto.StatusUnknown, "the first attempt may have executed, whatever the later ones met")
+	expect(t, "attempts", r.Attempts, cfg.MaxAttempts)
+	expect(t, "outcomes", outcomes(r), "TIMEOUT,RESPONSE/UNAVAILABLE,RESPONSE/UNAVAILABLE,RESPONSE/UNAVAILABLE")
+	expect(t, "stop", r.Stop, client.StopMaxAttempts)
+	t.Volatile("log", attemptLog(r))
+	pauses(t, "pause%d", r, cfg)
+	expect(t, "serverDebitExec", ctr.ExecDebit, 1)
+	expect(t, "rejectedUnavailable", ctr.Unavailable, 3)
+	expect(t, "balance", t.balance(s, "acct-Q"), bank.DefaultBalance-10)
+}
+
+// deadlineExceededAnswerRetried: the server's DEADLINE_EXCEEDED answers
+// normally reach the client after its attempt timed out (SPEC
+// "Statuses"); one that arrives in time says the request was not executed, so
+// even a keyless debit is retried. A relay in front of the server answers
+// the first debit DEADLINE_EXCEEDED at once, as an expired request is
+// answered, and passes everything else on.
+func deadlineExceededAnswerRetried(t *T) {
+	s := t.startServer(serverOpts{})
+	var taken atomic.Bool
+	relay := t.startAnswerRelay(s.Addr, func(f *proto.Frame) (proto.Status, string, bool) {
+		if f.Method != bank.MethodDebit || taken.Swap(true) {
+			return 0, "", false
+		}
+		return proto.StatusDeadlineExceeded, "expired before execution waited=0", true
+	})
+	cfg := client.DefaultConfig()
+	c := t.client(relay.Addr(), cfg)
+	r := c.Do(t.ctx, debitCall("acct-E", 10, ""))
+	ctr := t.counters(s)
+	expect(t, "relayAnswered", relay.Answered(), 1)
+	expectf(t, "status", brief(r, "balance"), "OK balance=990", "log %s", attemptLog(r))
+	expect(t, "attempts", r.Attempts, 2)
+	expect(t, "outcomes", outcomes(r), "RESPONSE/DEADLINE_EXCEEDED,RESPONSE/OK")
+	expect(t, "classes", classes(r), "NOT_EXECUTED,FINAL")
+	t.Volatile("log", attemptLog(r))
+	pauses(t, "pause%d", r, cfg)
+	expect(t, "serverDebitExec", ctr.ExecDebit, 1)
+	expect(t, "balance", t.balance(s, "acct-E"), bank.DefaultBalance-10)
 }

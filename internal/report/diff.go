@@ -109,11 +109,12 @@ func Diff(old, new []Line) []Difference {
 	return out
 }
 
-// fieldID names a field within a line: its key, whether it is a bound,
-// and its position among the fields of that key and class.
+// fieldID names a field within a line: its key, which bound it is (none,
+// upper or lower), and its position among the fields of that key and
+// class. A bound is compared with the same bound of the same key only.
 type fieldID struct {
 	key   string
-	bound bool
+	bound Kind // Bound, LowerBound, or Recorded for any other field
 	n     int
 }
 
@@ -130,7 +131,10 @@ func fieldsByID(l Line) (map[fieldID]Field, []fieldID) {
 	ids := make([]fieldID, len(l.Fields))
 	seen := map[fieldID]int{}
 	for i, f := range l.Fields {
-		id := fieldID{key: f.Key, bound: f.Kind == Bound}
+		id := fieldID{key: f.Key}
+		if f.Kind == Bound || f.Kind == LowerBound {
+			id.bound = f.Kind
+		}
 		seen[id]++
 		id.n = seen[id]
 		m[id], ids[i] = f, id

@@ -17,9 +17,10 @@
 //	key<=value  Bound: stable; the scenario checked that the measured value,
 //	            normally a volatile field of the same key on the same line,
 //	            was at most value
+//	key>=value  LowerBound: stable; the measured value was at least value
 //	key~=value  Volatile: shown, never compared (times, chunk counts)
 //
-// A key is non-empty and holds no white space, '=', '~' or '<'. How a value
+// A key is non-empty and holds no white space, '=', '~', '<' or '>'. How a value
 // is written (bare, [bracketed] or "quoted") is in Format's doc.
 package report
 
@@ -49,13 +50,18 @@ const (
 	// between runs (times, random chunk counts). It is shown but never
 	// compared.
 	Volatile
+	// LowerBound is written key>=value: a stable lower bound that the
+	// scenario checked the measured value against, as Bound is an upper
+	// one.
+	LowerBound
 )
 
 var kinds = [...]struct{ name, op string }{
-	Recorded: {"recorded", "="},
-	Asserted: {"asserted", "=="},
-	Bound:    {"bound", "<="},
-	Volatile: {"volatile", "~="},
+	Recorded:   {"recorded", "="},
+	Asserted:   {"asserted", "=="},
+	Bound:      {"bound", "<="},
+	Volatile:   {"volatile", "~="},
+	LowerBound: {"lower-bound", ">="},
 }
 
 // String returns "recorded", "asserted", "bound" or "volatile", and
@@ -79,7 +85,7 @@ func (k Kind) op() string {
 
 // Field is one key and value of a CASE line.
 type Field struct {
-	// Key must be non-empty and hold no white space, '=', '~' or '<': Format
+	// Key must be non-empty and hold no white space, '=', '~', '<' or '>': Format
 	// writes it verbatim, and Parse finds its end at the operator.
 	Key   string
 	Value string

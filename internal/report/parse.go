@@ -107,7 +107,7 @@ func (p *parser) field() (Field, error) {
 	if sp := strings.IndexByte(rest, ' '); eq < 0 || (sp >= 0 && sp < eq) {
 		return Field{}, p.errorf("field %q has no '='", p.word())
 	}
-	// Keys hold no '=', '~' or '<', so the first '=' is in the operator
+	// Keys hold no '=', '~', '<' or '>', so the first '=' is in the operator
 	// and the byte before it or after it tells which operator.
 	f := Field{Key: rest[:eq]}
 	opLen := 1
@@ -116,14 +116,16 @@ func (p *parser) field() (Field, error) {
 		f.Key, f.Kind = f.Key[:len(f.Key)-1], Volatile
 	case strings.HasSuffix(f.Key, "<"):
 		f.Key, f.Kind = f.Key[:len(f.Key)-1], Bound
+	case strings.HasSuffix(f.Key, ">"):
+		f.Key, f.Kind = f.Key[:len(f.Key)-1], LowerBound
 	case strings.HasPrefix(rest[eq:], "=="):
 		f.Kind, opLen = Asserted, 2
 	}
 	if f.Key == "" {
 		return Field{}, p.errorf("field with an empty key")
 	}
-	if strings.ContainsAny(f.Key, "~<") {
-		return Field{}, p.errorf("key %q holds '~' or '<'", f.Key)
+	if strings.ContainsAny(f.Key, "~<>") {
+		return Field{}, p.errorf("key %q holds '~', '<' or '>'", f.Key)
 	}
 	p.i += eq + opLen
 	var err error

@@ -77,9 +77,10 @@ func TestFormatKinds(t *testing.T) {
 		{Key: "n", Value: "1", Kind: Recorded},
 		{Key: "ok", Value: "true", Kind: Asserted},
 		{Key: "t", Value: "100ms", Kind: Bound},
+		{Key: "t", Value: "20ms", Kind: LowerBound},
 		{Key: "t", Value: "23ms", Kind: Volatile},
 	}}
-	if got, want := Format(l), "CASE c INTERRUPTED n=1 ok==true t<=100ms t~=23ms"; got != want {
+	if got, want := Format(l), "CASE c INTERRUPTED n=1 ok==true t<=100ms t>=20ms t~=23ms"; got != want {
 		t.Errorf("Format = %q, want %q", got, want)
 	}
 }
@@ -130,6 +131,7 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				{Key: "v", Value: v},
 				{Key: "asserted", Value: v, Kind: Asserted},
 				{Key: "bound", Value: v, Kind: Bound},
+				{Key: "floor", Value: v, Kind: LowerBound},
 				{Key: "vol", Value: v, Kind: Volatile},
 				{Key: "after", Value: "[2]"},
 			}}
@@ -223,9 +225,10 @@ func TestParseErrors(t *testing.T) {
 		{"CASE a PASS ~=1", "empty key"},
 		{"CASE a PASS <=1", "empty key"},
 		{"CASE a PASS ==1", "empty key"},
-		{"CASE a PASS a~b=1", `key "a~b" holds '~' or '<'`},
-		{"CASE a PASS a<b==1", `key "a<b" holds '~' or '<'`},
-		{"CASE a PASS k~~=1", `key "k~" holds '~' or '<'`},
+		{"CASE a PASS a~b=1", `key "a~b" holds '~', '<' or '>'`},
+		{"CASE a PASS a<b==1", `key "a<b" holds '~', '<' or '>'`},
+		{"CASE a PASS k~~=1", `key "k~" holds '~', '<' or '>'`},
+		{"CASE a PASS a>b==1", `key "a>b" holds '~', '<' or '>'`},
 		{"CASE a PASS k===1", `value of "k" starts with '='`},
 		{"CASE a PASS k~==1", `value of "k" starts with '='`},
 		{"CASE a PASS k<==1", `value of "k" starts with '='`},

@@ -1,0 +1,81 @@
+package cases
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// Bound checks. A measured time varies between runs, so it is recorded as
+// a volatile field; the bound it was checked against is stable, and so is
+// the verdict: a run that breaks the bound fails, and its line says by how
+// much. For key the line shows key~=<measured> next to key<=<upper bound>
+// and key>=<lower bound>, so that a reader sees each bound beside the
+// value it was checked on.
+
+// within records got as the volatile key~= and hi as the bound key<=, and
+// fails the scenario unless got <= hi.
+func within(t *T, key string, got, hi time.Duration) bool {
+	return between(t, key, got, -1, hi)
+}
+
+// between records got as the volatile key~= and the bounds as key>= and
+// key<=, and fails the scenario unless lo <= got <= hi. A negative bound is
+// absent: it is neither recorded nor checked.
+func between(t *T, key string, got, lo, hi time.Duration) bool {
+	t.Volatile(key, ms(got))
+	if lo >= 0 {
+		t.fields = append(t.fields, report.Field{Key: key, Value: ms(lo), Kind: report.LowerBound})
+	}
+	if hi >= 0 {
+		t.fields = append(t.fields, report.Field{Key: key, Value: ms(hi), Kind: report.Bound})
+	}
+	switch {
+	case lo >= 0 && got < lo:
+		t.failures = append(t.failures, fmt.Sprintf("%s=%v, want at least %v", key, got, lo))
+		return false
+	case hi >= 0 && got > hi:
+		t.failures = append(t.failures, fmt.Sprintf("%s=%v, want at most %v", key, got, hi))
+		return false
+	}
+	return true
+}
+
+// atLeast records got as the volatile key~= and lo as the bound key>=,
+// and fails the scenario, saying why, unless got >= lo.
+func atLeast[N int | int64](t *T, key string, got, lo N, why string) bool {
+	t.Volatile(key, got)
+	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(lo), Kind: report.LowerBound})
+	if got < lo {
+		t.failures = append(t.failures, fmt.Sprintf("%s=%v, want at least %v: %s", key, got, lo, why))
+		return false
+	}
+	return true
+}
+
+// budget converts a budgetMs from the wire to a duration, for the bound
+// checks.
+func budget(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// pauses checks the pause after each attempt but the last against its
+// bounds (SPEC "Retry policy"): the nominal pause spread by ±Jitter, or
+// exactly the nominal pause without jitter. keyFormat makes the key of
+// the pause after attempt n, e.g. "pause%d".
+func pauses(t *T, keyFormat string, r client.Result, cfg client.Config) {
+	for i, a := range r.Log[:max(0, len(r.Log)-1)] {
+		n := i + 1
+		key := fmt.Sprintf(keyFormat, n)
+		// The nominal pause after attempt n is
+		// min(BackoffInitial × 2^(n-1), BackoffMax).
+		nominal := min(cfg.BackoffInitial<<(n-1), cfg.BackoffMax)
+		if cfg.Jitter == 0 {
+			expect(t, key, a.Backoff, nominal)
+			continue
+		}
+		spread := func(f float64) time.Duration { return time.Duration(math.Round(float64(nominal) * f)) }
+		between(t, key, a.Backoff, spread(1-cfg.Jitter), spread(1+cfg.Jitter))
+	}
+}

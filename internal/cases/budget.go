@@ -1,0 +1,87 @@
+package cases
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// budgetSentIsTimeLeft checks the budget each attempt sends against what
+// is left of it (SPEC "Calls, attempts and budgets"), as the server
+// received it: a get's OK answer echoes the budget.
+func budgetSentIsTimeLeft(t *T) {
+	const short = 100 * time.Millisecond
+	s := t.startServer(serverOpts{})
+	cfg := client.DefaultConfig()
+	c := t.client(s.Addr, cfg)
+
+	// The first call dials, which takes part of its attempt.
+	fresh := c.Do(t.ctx, getCall("acct-T"))
+	open := c.Do(t.ctx, getCall("acct-T"))
+	timed := getCall("acct-T")
+	timed.Timeout = short
+	rt := c.Do(t.ctx, timed)
+	ctx, cancel := context.WithTimeout(t.ctx, short)
+	rc := c.Do(ctx, getCall("acct-T"))
+	cancel()
+
+	within(t, "afterDialBudget", t.echoedBudget("afterDial", fresh), cfg.AttemptTimeout-time.Millisecond)
+	expectf(t, "openConnBudget", ms(t.echoedBudget("openConn", open)), ms(cfg.AttemptTimeout), "an open connection sends the whole attempt timeout")
+	within(t, "callTimeoutBudget", t.echoedBudget("callTimeout", rt), short)
+	within(t, "ctxDeadlineBudget", t.echoedBudget("ctxDeadline", rc), short)
+	t.Field("clientConns", c.Stats().ConnsOpened)
+}
+
+// echoedBudget returns the budget the server says a get carried, failing
+// the scenario unless the get succeeded in one attempt that sent that
+// budget.
+func (t *T) echoedBudget(what string, r client.Result) time.Duration {
+	if r.Status != proto.StatusOK || len(r.Log) != 1 {
+		t.Fatalf("%s get: %v after %d attempts (%s), want OK after 1", what, r.Status, r.Attempts, attemptLog(r))
+	}
+	n, err := strconv.ParseUint(fields(r)["budget"], 10, 32)
+	if err != nil {
+		t.Fatalf("%s get: answer %q has no budget", what, r.Payload)
+	}
+	if sent := r.Log[0].BudgetMs; uint64(sent) != n {
+		t.Fatalf("%s get: the client logged budget %d, the server received %d", what, sent, n)
+	}
+	return budget(uint32(n))
+}
+
+// zeroBudgetNotExecuted sends debits whose budgetMs is 0, which the
+// client never sends, on both of the server's paths: run by the reader
+// itself, and queued for a worker (a sleep field, even sleep=0, sends a
+// request through the queue). A budget of 0 has always run out.
+func zeroBudgetNotExecuted(t *T) {
+	s := t.startServer(serverOpts{})
+	nc := t.dialRaw(s.Addr)
+	batch := t.encode(
+		proto.Frame{Type: proto.TypeRequest, ID: 1, BudgetMs: 0, Method: bank.MethodDebit, Payload: []byte("account=acct-0 amount=10")},
+		proto.Frame{Type: proto.TypeRequest, ID: 2, BudgetMs: 0, Method: bank.MethodDebit, Payload: []byte("account=acct-0 amount=10 sleep=0")},
+	)
+	if err := writeTimed(nc, batch); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	got := map[uint64]proto.Frame{}
+	fr := proto.NewFrameReader(nc, proto.TypeResponse, 0)
+	nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	for len(got) < 2 {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("read answers (%d of 2 so far): %v", len(got), err)
+		}
+		got[f.ID] = f
+	}
+	ctr := t.counters(s)
+
+	expectf(t, "readerPath", got[1].Status, proto.StatusDeadlineExceeded, "payload %q", got[1].Payload)
+	expectf(t, "queuedPath", got[2].Status, proto.StatusDeadlineExceeded, "payload %q", got[2].Payload)
+	expect(t, "serverExpired", ctr.Expired, 2)
+	expectf(t, "serverDebitExec", ctr.ExecDebit, 0, "a debit with budget 0 executed")
+	expect(t, "balance", t.balance(s, "acct-0"), bank.DefaultBalance)
+}
