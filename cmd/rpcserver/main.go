@@ -75,6 +75,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.logExec, serverapi.FlagLogExec, true, "log an EXEC event for every business request that reaches the store")
 	fs.IntVar(&o.cfg.Workers, serverapi.FlagWorkers, def.Workers, "goroutines executing business requests")
 	fs.IntVar(&o.cfg.QueueSize, serverapi.FlagQueue, def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
+	fs.IntVar(&o.cfg.MaxQueuedPerConn, serverapi.FlagQueuePerConn, def.MaxQueuedPerConn, "business requests one connection may have queued or executing; more are answered UNAVAILABLE")
 	fs.BoolVar(&o.cfg.Chunk, serverapi.FlagChunk, false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
 	fs.DurationVar(&o.cfg.ChunkWindow, serverapi.FlagChunkWindow, def.ChunkWindow, "how long chunk mode gathers responses")
 	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept")

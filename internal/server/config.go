@@ -23,6 +23,12 @@ type Config struct {
 	// that finds the queue full is answered UNAVAILABLE unexecuted. Must be
 	// at least 1. Default 1024.
 	QueueSize int
+	// MaxQueuedPerConn bounds one connection's requests in the queue or
+	// executing on a worker; one more is answered UNAVAILABLE unexecuted
+	// (counted as conn_queue_full), so that a client that floods the
+	// server cannot fill the queue for everyone. Must be at least 1.
+	// Default 64.
+	MaxQueuedPerConn int
 	// Chunk turns on chunk mode: responses written within ChunkWindow of
 	// each other are coalesced and written in random 1-13 byte pieces, one
 	// write call each.
@@ -55,12 +61,13 @@ type Config struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		Workers:      4,
-		QueueSize:    1024,
-		ChunkWindow:  2 * time.Millisecond,
-		MaxConns:     1024,
-		MaxOutBytes:  1 << 20,
-		WriteTimeout: 10 * time.Second,
+		Workers:          4,
+		QueueSize:        1024,
+		MaxQueuedPerConn: 64,
+		ChunkWindow:      2 * time.Millisecond,
+		MaxConns:         1024,
+		MaxOutBytes:      1 << 20,
+		WriteTimeout:     10 * time.Second,
 	}
 }
 
@@ -77,6 +84,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Workers %d must be at least 1", ErrConfig, c.Workers)
 	case c.QueueSize < 1:
 		return fmt.Errorf("%w: QueueSize %d must be at least 1", ErrConfig, c.QueueSize)
+	case c.MaxQueuedPerConn < 1:
+		return fmt.Errorf("%w: MaxQueuedPerConn %d must be at least 1", ErrConfig, c.MaxQueuedPerConn)
 	case c.Chunk && c.ChunkWindow <= 0:
 		return fmt.Errorf("%w: ChunkWindow %v must be positive in chunk mode", ErrConfig, c.ChunkWindow)
 	case c.MaxConns < 1:

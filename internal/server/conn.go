@@ -24,7 +24,10 @@ import (
 type conn struct {
 	s  *Server
 	id uint64 // the server's number for it, in the log
-	nc net.Conn
+	// queued counts this connection's requests in the queue or being
+	// executed by a worker.
+	queued atomic.Int32
+	nc     net.Conn
 
 	wake    chan struct{} // capacity 1: the writer has work
 	drained chan struct{} // capacity 1: the writer took the queued output
@@ -145,10 +148,22 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 			return
 		}
 	}
+	// A connection may hold only its share of the queue, so that one
+	// client that floods the server is turned away before the queue is
+	// full for everyone else.
+	if c.queued.Load() >= int32(s.cfg.MaxQueuedPerConn) {
+		s.counters.connQueueFull.Add(1)
+		s.counters.unavailable.Add(1)
+		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method, serverapi.KeyShare, true)
+		c.send(respond(&f, proto.StatusUnavailable, "connection's queue share full"))
+		return
+	}
+	c.queued.Add(1)
 	if !s.queue.push(j) {
+		c.queued.Add(-1)
 		s.counters.queueFull.Add(1)
 		s.counters.unavailable.Add(1)
-		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
+		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
 		c.send(respond(&f, proto.StatusUnavailable, "queue full"))
 	}
 }

@@ -53,6 +53,7 @@ type job struct {
 type counters struct {
 	requestsCtl, requestsOther                   atomic.Int64
 	expired, unavailable, queueFull              atomic.Int64
+	connQueueFull                                atomic.Int64
 	protocolErrors, connsAccepted, connsRejected atomic.Int64
 	outLimitWaits, writeTimeouts                 atomic.Int64
 	framesSent, writeChunks, faultsFired         atomic.Int64
@@ -219,6 +220,7 @@ func (s *Server) Counters() serverapi.Fields {
 	add("expired", c.expired.Load())
 	add("unavailable", c.unavailable.Load())
 	add("queue_full", c.queueFull.Load())
+	add("conn_queue_full", c.connQueueFull.Load())
 	add("protocol_errors", c.protocolErrors.Load())
 	add("conns_accepted", c.connsAccepted.Load())
 	add("conns_rejected", c.connsRejected.Load())
@@ -294,6 +296,7 @@ func (s *Server) worker() {
 			j.c.sendFrame(&rf)
 			scratch = rf.Payload
 		}
+		j.c.queued.Add(-1)
 		s.queue.release()
 	}
 }

@@ -19,6 +19,7 @@ type Counters struct {
 	Expired        int64 // expired
 	Unavailable    int64 // unavailable
 	QueueFull      int64 // queue_full
+	ConnQueueFull  int64 // conn_queue_full
 	DedupHits      int64 // dedup_hits
 	KeyConflicts   int64 // key_conflicts
 	ProtocolErrors int64 // protocol_errors
@@ -42,6 +43,7 @@ func (c *Counters) named() []struct {
 		name string
 		v    *int64
 	}{
+		{"conn_queue_full", &c.ConnQueueFull},
 		{"conns_accepted", &c.ConnsAccepted},
 		{"conns_open", &c.ConnsOpen},
 		{"conns_rejected", &c.ConnsRejected},

@@ -73,6 +73,7 @@ const (
 	KeyRole      = "role"      // a connection's role (ctl.hello)
 	KeyAccount   = "account"   // the account a request named
 	KeyStatus    = "status"    // the answer's status
+	KeyShare     = "share"     // true when a connection\'s own share of the queue was full
 )
 
 // Event is one decoded log line.

@@ -29,6 +29,7 @@ const (
 	FlagCPUProfile   = "cpuprofile"
 	FlagWorkers      = "workers"
 	FlagQueue        = "queue"
+	FlagQueuePerConn = "queue-per-conn"
 	FlagChunk        = "chunk"
 	FlagChunkWindow  = "chunk-window"
 	FlagMaxConns     = "max-conns"
