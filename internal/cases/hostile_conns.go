@@ -280,7 +280,15 @@ func hostileNeverReads(t *T) {
 	expectf(t, "attackersOpenDuring", ctrDuring.ConnsOpen-w.before.connsOpen >= int64(len(attackers)), true,
 		"the polite gets came after the server dropped the attackers (conns_open=%d, baseline %d)", ctrDuring.ConnsOpen, w.before.connsOpen)
 	expect(t, "writeTimeouts", ctr.WriteTimeouts, int64(len(attackers)))
-	expectf(t, "outLimitReached", ctr.OutLimitWaits > 0, true, "the queued attacker never met -max-out-bytes")
+	// Usually the queued attacker's answers pile up until its reader
+	// stops at -max-out-bytes. But over real TCP the kernels may stall the
+	// flow first (the attacker's receive buffer overflows and the
+	// server's window updates are lost); the server then drops the
+	// connection through TCP_USER_TIMEOUT before answers pile up. Either
+	// way the attacker is held back and dropped, which is asserted above,
+	// so how often the limit was met is only shown. The limit itself is
+	// asserted deterministically by internal/server's
+	// TestClientThatNeverReads.
 	t.Volatile("outLimitWaits", ctr.OutLimitWaits)
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
