@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
@@ -171,10 +172,8 @@ func (r *stallRelay) resume() (int64, error) {
 // reports true; those requests never reach the server.
 type answerRelay struct {
 	*relayBase
-	answer func(f *proto.Frame) (proto.Status, string, bool)
-
-	mu       sync.Mutex // guards answered
-	answered int
+	answer   func(f *proto.Frame) (proto.Status, string, bool)
+	answered atomic.Int64
 }
 
 func (t *T) startAnswerRelay(target string, answer func(f *proto.Frame) (proto.Status, string, bool)) *answerRelay {
@@ -184,11 +183,7 @@ func (t *T) startAnswerRelay(target string, answer func(f *proto.Frame) (proto.S
 }
 
 // Answered returns how many requests the relay answered itself.
-func (r *answerRelay) Answered() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.answered
-}
+func (r *answerRelay) Answered() int { return int(r.answered.Load()) }
 
 func (r *answerRelay) serve(nc net.Conn) {
 	up, err := r.dial()
@@ -232,9 +227,7 @@ func (r *answerRelay) serve(nc net.Conn) {
 			return
 		}
 		if st, text, ok := r.answer(&f); ok {
-			r.mu.Lock()
-			r.answered++
-			r.mu.Unlock()
+			r.answered.Add(1)
 			resp := proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: st, Method: f.Method, Payload: []byte(text)}
 			if toClient(&resp) != nil {
 				return

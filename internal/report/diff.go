@@ -54,7 +54,8 @@ func (d Difference) VerdictChanged() bool {
 // differs when
 //   - it is missing from either run;
 //   - its verdict changed;
-//   - a stable field (recorded, asserted or bound) changed its value,
+//   - a stable field (recorded, asserted, or an upper or lower bound)
+//     changed its value,
 //     appeared or disappeared;
 //   - a field changed its kind, between stable and volatile or between
 //     recorded and asserted, even with the same value: a kind change
@@ -67,7 +68,8 @@ func (d Difference) VerdictChanged() bool {
 // values for context.
 //
 // Fields are matched by key and by their position among the fields of the
-// same key in the line. A bound is matched only with bounds, since it
+// same key in the line. A bound is matched only with bounds of the same
+// direction, since it
 // normally sits next to the measured field of the same key:
 // "elapsed~=23ms elapsed<=100ms" holds the volatile elapsed and the bound
 // elapsed.
