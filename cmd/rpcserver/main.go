@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,9 @@ type options struct {
 	startDelay time.Duration
 	cpuProfile string
 	logExec    bool
+	store      string
+	crash      string
+	sqlOpts    bank.SQLOptions
 	cfg        server.Config
 }
 
@@ -81,6 +85,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept")
 	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
 	fs.DurationVar(&o.cfg.WriteTimeout, serverapi.FlagWriteTimeout, def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
+	fs.StringVar(&o.store, serverapi.FlagStore, bank.KindMemory, "where accounts and idempotency records live: "+bank.StoreSyntax)
+	fs.DurationVar(&o.sqlOpts.TTL, serverapi.FlagDedupTTL, bank.DefaultTTL, "how long a SQL store keeps an idempotency record; must exceed the longest client retry window")
+	fs.DurationVar(&o.sqlOpts.Lease, serverapi.FlagDedupLease, bank.DefaultLease, "how long a SQL store's claim holds a running key before a retry may take it over")
+	fs.StringVar(&o.crash, serverapi.FlagCrash, "", "fault: SIGKILL this process at the first keyed debit that reaches "+serverapi.CrashBeforeCommit+" or "+serverapi.CrashAfterCommit)
 	fs.Var(&faults, serverapi.FlagFault, `fault rule, repeatable, e.g. "kind=late method=get count=1 delay=150ms"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,6 +102,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, errUsage
 	}
 	o.cfg.Faults = faults
+	switch o.crash {
+	case "", serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit:
+	default:
+		fmt.Fprintf(stderr, "rpcserver: -%s %q: want %s or %s\n", serverapi.FlagCrash, o.crash, serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit)
+		return o, errUsage
+	}
+	if o.sqlOpts.TTL <= 0 || o.sqlOpts.Lease <= 0 {
+		fmt.Fprintf(stderr, "rpcserver: -%s and -%s must be positive\n", serverapi.FlagDedupTTL, serverapi.FlagDedupLease)
+		return o, errUsage
+	}
 	if err := o.cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
 		return o, errUsage
@@ -140,7 +158,25 @@ func serve(o options, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 
-	srv, err := server.New(o.cfg, bank.New(bank.NewMemory(), lg))
+	o.sqlOpts.Hooks = crashHooks(o.crash, lg)
+	o.sqlOpts.OnSweep = func(n int64, err error) {
+		if err != nil {
+			lg.Error(serverapi.EventStoreError, serverapi.KeyErr, err.Error())
+		} else if n > 0 {
+			lg.Info(serverapi.EventSweep, serverapi.KeyDeleted, n)
+		}
+	}
+	st, err := bank.Open(o.store, o.sqlOpts)
+	if errors.Is(err, bank.ErrStoreSpec) {
+		return fmt.Errorf("%w: -%s: %w", errUsage, serverapi.FlagStore, err)
+	}
+	if err != nil {
+		return fmt.Errorf("-%s: %w", serverapi.FlagStore, err)
+	}
+	defer st.Close()
+	lg.Info(serverapi.EventStoreOpen, serverapi.KeyStore, st.Kind, serverapi.KeyTTL, o.sqlOpts.TTL.String(), serverapi.KeyLease, o.sqlOpts.Lease.String())
+
+	srv, err := server.New(o.cfg, bank.New(st.Store, lg))
 	if err != nil {
 		return err
 	}
@@ -178,6 +214,29 @@ func serve(o options, stdout, stderr io.Writer) error {
 	case err := <-errc:
 		return err
 	}
+}
+
+// crashHooks returns the store hooks that kill this process at the point
+// -crash names, once; none for "".
+func crashHooks(point string, lg *slog.Logger) bank.Hooks {
+	if point == "" {
+		return bank.Hooks{}
+	}
+	var fired atomic.Bool
+	kill := func() {
+		if !fired.CompareAndSwap(false, true) {
+			return
+		}
+		lg.Warn(serverapi.EventCrash, serverapi.KeyPoint, point)
+		// SIGKILL: no deferred function, no flush, no answer; the
+		// store's files are left as a real crash leaves them.
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	if point == serverapi.CrashBeforeCommit {
+		return bank.Hooks{BeforeCommit: kill}
+	}
+	return bank.Hooks{AfterCommit: kill}
 }
 
 // startProfile starts a CPU profile into path and returns what stops it.

@@ -30,6 +30,9 @@ func TestUsageErrors(t *testing.T) {
 		{"fault without kind", []string{"-fault", "count=1"}, "kind is required"},
 		{"bad workers", []string{"-workers", "0"}, "Workers 0"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
+		{"bad crash point", []string{"-crash", "during-lunch"}, "want before-commit or after-commit"},
+		{"zero lease", []string{"-dedup-lease", "0s"}, "must be positive"},
+		{"unknown store", []string{"-store", "mysql://x"}, "want memory | sqlite:PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +47,19 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", stdout.String())
 			}
 		})
+	}
+}
+
+// TestStoreThatCannotOpen: a store that cannot be opened stops the server
+// before it listens, with exit 1 and a message naming the store.
+func TestStoreThatCannotOpen(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	path := t.TempDir() + "/missing-dir/bank.db"
+	if got := run([]string{"-store", "sqlite:" + path}, &stdout, &stderr); got != 1 {
+		t.Errorf("exit code = %d, want 1", got)
+	}
+	if !strings.Contains(stderr.String(), path) || stdout.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q: want no announce and an error naming %s", stdout.String(), stderr.String(), path)
 	}
 }
 

@@ -83,17 +83,18 @@ func (b *Bank) Counters(add func(string, int64)) {
 // most until its own budget ends; one with another fingerprint is refused.
 func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
 	if r.Key == "" {
-		return b.apply(r, "", dst)
+		return b.apply(r, Hold{}, dst)
 	}
 	fp := fingerprint(r)
 	for {
-		state, ans, err := b.store.Claim(r.Key, fp)
+		c, err := b.store.Claim(r.Key, fp)
 		if err != nil {
 			return proto.StatusUnavailable, append(dst, err.Error()...)
 		}
-		switch state {
+		ans := c.Answer
+		switch c.State {
 		case ClaimTaken:
-			return b.apply(r, r.Key, dst)
+			return b.apply(r, c.Hold, dst)
 		case ClaimConflict:
 			b.keyConflicts.Add(1)
 			b.log.Warn(serverapi.EventKeyConflict, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
@@ -106,8 +107,10 @@ func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
 			case errors.Is(err, ErrAwaitExpired):
 				b.log.Warn(serverapi.EventDedupWaitExpired, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
 				return proto.StatusDeadlineExceeded, append(dst, "original request with this key still executing"...)
-			case err != nil:
+			case errors.Is(err, ErrClosing):
 				return proto.StatusUnavailable, append(dst, "server closing"...)
+			case err != nil:
+				return proto.StatusUnavailable, append(dst, err.Error()...)
 			}
 		}
 		b.dedupHits.Add(1)
@@ -116,9 +119,9 @@ func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
 	}
 }
 
-// apply executes a get or debit; with a key, which the caller has
-// claimed, it records the answer.
-func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, []byte) {
+// apply executes a get or debit; with a key, which the caller holds, it
+// records the answer.
+func (b *Bank) apply(r *server.Request, key Hold, dst []byte) (proto.Status, []byte) {
 	a, err := parseArgs(r.Payload)
 	if err == nil {
 		err = a.check(r.Method)
@@ -133,7 +136,7 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 	var acct Account
 	if r.Method == MethodDebit {
 		var ans func(Account) Answer // only a keyed debit pays for the closure
-		if key != "" {
+		if key.Key != "" {
 			// Capture a copy: capturing a itself, whose address check
 			// takes, would move a to the heap on every call.
 			account := a.account
@@ -151,7 +154,7 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 		acct, err = b.store.Get(a.account)
 		if err == nil {
 			b.execGet.Add(1)
-			if key != "" {
+			if key.Key != "" {
 				err = b.store.Finish(key, okAnswer(a.account, acct, r.BudgetMs))
 			}
 		}
@@ -159,8 +162,13 @@ func (b *Bank) apply(r *server.Request, key string, dst []byte) (proto.Status, [
 	if err != nil {
 		// Nothing was recorded: a debit's transaction did not commit,
 		// and a get changes nothing. Give the key back so that a retry
-		// is not left waiting for an answer that never comes.
-		b.release(r, key)
+		// is not left waiting for an answer that never comes, unless
+		// another request took it over.
+		if !errors.Is(err, ErrLeaseLost) {
+			b.release(r, key)
+		} else {
+			b.log.Warn(serverapi.EventLeaseLost, serverapi.KeyID, r.ID, serverapi.KeyKey, key.Key)
+		}
 		return proto.StatusUnavailable, append(dst, err.Error()...)
 	}
 	b.logExec(r, a.account, proto.StatusOK)
@@ -181,12 +189,12 @@ func (b *Bank) logExec(r *server.Request, account []byte, st proto.Status) {
 
 // release gives up a claimed key, if there is one. A store that cannot
 // release it is logged: its duplicates then wait out their budgets.
-func (b *Bank) release(r *server.Request, key string) {
-	if key == "" {
+func (b *Bank) release(r *server.Request, key Hold) {
+	if key.Key == "" {
 		return
 	}
 	if err := b.store.Release(key); err != nil {
-		b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key, serverapi.KeyErr, err.Error())
+		b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key.Key, serverapi.KeyErr, err.Error())
 	}
 }
 
@@ -194,11 +202,13 @@ func (b *Bank) release(r *server.Request, key string) {
 // refusal under key when there is one, so that duplicates get it too. A
 // refusal changed nothing, so if it cannot be recorded the key is given
 // back and a duplicate executes to the same refusal.
-func (b *Bank) refuse(r *server.Request, key string, ans Answer, dst []byte) (proto.Status, []byte) {
-	if key != "" {
+func (b *Bank) refuse(r *server.Request, key Hold, ans Answer, dst []byte) (proto.Status, []byte) {
+	if key.Key != "" {
 		if err := b.store.Finish(key, ans); err != nil {
-			b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key, serverapi.KeyErr, err.Error())
-			b.release(r, key)
+			b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key.Key, serverapi.KeyErr, err.Error())
+			if !errors.Is(err, ErrLeaseLost) {
+				b.release(r, key)
+			}
 		}
 	}
 	return ans.Status, ans.appendPayload(dst, false)

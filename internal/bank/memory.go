@@ -6,8 +6,11 @@ import (
 )
 
 // Memory is a Store that keeps everything in memory, for the life of the
-// process. Records never expire.
+// process. Records never expire, and a crash loses them all.
 type Memory struct {
+	// Hooks, if set, must be set before the store is used.
+	Hooks Hooks
+
 	mu       sync.Mutex // guards accounts and records
 	accounts map[string]*Account
 	records  map[string]*record
@@ -44,7 +47,7 @@ func (m *Memory) Get(account []byte) (Account, error) {
 }
 
 // Debit implements Store.
-func (m *Memory) Debit(account []byte, amount int64, key string, ans func(Account) Answer) (Account, error) {
+func (m *Memory) Debit(account []byte, amount int64, h Hold, ans func(Account) Answer) (Account, error) {
 	m.mu.Lock()
 	a := m.account(account)
 	if a.Balance < amount {
@@ -55,41 +58,45 @@ func (m *Memory) Debit(account []byte, amount int64, key string, ans func(Accoun
 	a.Debits++
 	after := *a
 	var r *record
-	if key != "" {
-		r = m.records[key]
+	if h.Key != "" {
+		r = m.records[h.Key]
 		r.ans = ans(after)
+		// In memory there is no commit to come before: both changes are
+		// made, under one lock.
+		callHook(m.Hooks.BeforeCommit)
 	}
 	m.mu.Unlock()
 	if r != nil {
 		close(r.done)
+		callHook(m.Hooks.AfterCommit)
 	}
 	return after, nil
 }
 
 // Claim implements Store.
-func (m *Memory) Claim(key string, fp Fingerprint) (ClaimState, Answer, error) {
+func (m *Memory) Claim(key string, fp Fingerprint) (Claimed, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, seen := m.records[key]
 	switch {
 	case !seen:
 		m.records[key] = &record{fp: fp, done: make(chan struct{})}
-		return ClaimTaken, Answer{}, nil
+		return Claimed{State: ClaimTaken, Hold: Hold{Key: key}}, nil
 	case r.fp != fp:
-		return ClaimConflict, Answer{}, nil
+		return Claimed{State: ClaimConflict}, nil
 	}
 	select {
 	case <-r.done:
-		return ClaimDone, r.ans, nil
+		return Claimed{State: ClaimDone, Answer: r.ans}, nil
 	default:
-		return ClaimRunning, Answer{}, nil
+		return Claimed{State: ClaimRunning}, nil
 	}
 }
 
 // Finish implements Store.
-func (m *Memory) Finish(key string, ans Answer) error {
+func (m *Memory) Finish(h Hold, ans Answer) error {
 	m.mu.Lock()
-	r := m.records[key]
+	r := m.records[h.Key]
 	r.ans = ans
 	m.mu.Unlock()
 	close(r.done)
@@ -97,10 +104,10 @@ func (m *Memory) Finish(key string, ans Answer) error {
 }
 
 // Release implements Store.
-func (m *Memory) Release(key string) error {
+func (m *Memory) Release(h Hold) error {
 	m.mu.Lock()
-	r := m.records[key]
-	delete(m.records, key)
+	r := m.records[h.Key]
+	delete(m.records, h.Key)
 	r.released = true
 	m.mu.Unlock()
 	close(r.done)
@@ -130,4 +137,10 @@ func (m *Memory) Await(key string, fp Fingerprint, deadline time.Time, done <-ch
 		return Answer{}, ErrReleased
 	}
 	return r.ans, nil
+}
+
+func callHook(f func()) {
+	if f != nil {
+		f()
+	}
 }

@@ -63,7 +63,36 @@ var (
 	// ErrReleased: the request Await waited for gave its key up
 	// unexecuted; the key may be claimed again.
 	ErrReleased = errors.New("bank: key released")
+	// ErrLeaseLost: the claim's lease expired and another request took
+	// the key over; Debit or Finish changed nothing.
+	ErrLeaseLost = errors.New("bank: lease on the key was taken over")
 )
+
+// Hold is a claim on an idempotency key: the key and the token of the
+// claim that took it. A durable store commits a keyed debit only while
+// that claim still holds the key, so an executor whose lease was taken
+// over cannot commit a second execution. The zero Hold is no key.
+type Hold struct {
+	Key   string
+	Token uint64
+}
+
+// Claimed is what Store.Claim found or took.
+type Claimed struct {
+	State ClaimState
+	// Answer is set for ClaimDone.
+	Answer Answer
+	// Hold is set for ClaimTaken: the caller's claim on the key.
+	Hold Hold
+}
+
+// Hooks are called by a store during a keyed debit, for fault injection:
+// BeforeCommit once the debit and its record are written but not
+// committed, AfterCommit once both are committed and before Debit
+// returns. Nil hooks are skipped.
+type Hooks struct {
+	BeforeCommit, AfterCommit func()
+}
 
 // Store keeps the accounts and the idempotency records. Its methods are
 // safe for concurrent use. A store whose records are durable must commit
@@ -74,24 +103,27 @@ type Store interface {
 	// DefaultBalance. account is not retained.
 	Get(account []byte) (Account, error)
 	// Debit takes amount from the account and returns its state after.
-	// When key is non-empty, the answer ans builds from that state is
-	// recorded under key in the same transaction. A balance below amount
-	// returns ErrInsufficientFunds and changes nothing. account is not
-	// retained.
-	Debit(account []byte, amount int64, key string, ans func(Account) Answer) (Account, error)
+	// When h is not the zero Hold, the answer ans builds from that state
+	// is recorded under h.Key in the same transaction, which commits only
+	// while h still holds the key: otherwise nothing changes and Debit
+	// returns ErrLeaseLost. A balance below amount returns
+	// ErrInsufficientFunds and changes nothing. account is not retained.
+	Debit(account []byte, amount int64, h Hold, ans func(Account) Answer) (Account, error)
 	// Claim takes key for a request with fingerprint fp, or reports what
-	// holds it; the Answer is set for ClaimDone.
-	Claim(key string, fp Fingerprint) (ClaimState, Answer, error)
-	// Finish records ans under key. Only the caller that claimed key
-	// (ClaimTaken) may call it, once.
-	Finish(key string, ans Answer) error
-	// Release gives up key without recording an answer: the request was
-	// not executed, or its answer could not be recorded. Only the caller
-	// that claimed key may call it, instead of Finish.
-	Release(key string) error
+	// holds it.
+	Claim(key string, fp Fingerprint) (Claimed, error)
+	// Finish records ans under the held key, or returns ErrLeaseLost when
+	// h no longer holds it. Only the caller that claimed the key may call
+	// it, once.
+	Finish(h Hold, ans Answer) error
+	// Release gives up the held key without recording an answer: the
+	// request was not executed, or its answer could not be recorded. Only
+	// the caller that claimed the key may call it, instead of Finish.
+	Release(h Hold) error
 	// Await waits, until the deadline or until done is closed, for the
 	// answer of the running request with key and fingerprint fp. It
-	// returns ErrReleased when that request gave the key up, or when the
-	// key is now held by another fingerprint: the caller claims again.
+	// returns ErrReleased when that request gave the key up, when its
+	// lease expired (the key may be taken over), or when the key is now
+	// held by another fingerprint: the caller claims again.
 	Await(key string, fp Fingerprint, deadline time.Time, done <-chan struct{}) (Answer, error)
 }

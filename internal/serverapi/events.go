@@ -37,6 +37,10 @@ const (
 	EventStoreError         = "STORE_ERROR"
 	EventExec               = "EXEC"
 	EventConnRole           = "CONN_ROLE"
+	EventLeaseLost          = "LEASE_LOST"
+	EventStoreOpen          = "STORE_OPEN"
+	EventCrash              = "CRASH"
+	EventSweep              = "SWEEP"
 )
 
 var eventNames = []string{
@@ -46,6 +50,7 @@ var eventNames = []string{
 	EventWriteTimeout, EventQueueFull, EventExpired, EventFault,
 	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,
 	EventKeyConflict, EventStoreError, EventExec, EventConnRole,
+	EventLeaseLost, EventStoreOpen, EventCrash, EventSweep,
 }
 
 // Event attribute keys.
@@ -74,6 +79,11 @@ const (
 	KeyAccount   = "account"   // the account a request named
 	KeyStatus    = "status"    // the answer's status
 	KeyShare     = "share"     // true when a connection\'s own share of the queue was full
+	KeyStore     = "store"     // the store's kind: memory, sqlite or postgres
+	KeyTTL       = "ttl"       // the idempotency records' time to live
+	KeyLease     = "lease"     // the lease a claim takes on a key
+	KeyPoint     = "point"     // a crash point
+	KeyDeleted   = "deleted"   // records a sweep deleted
 )
 
 // Event is one decoded log line.

@@ -37,6 +37,10 @@ const (
 	FlagWriteTimeout = "write-timeout"
 	FlagFault        = "fault"
 	FlagLogExec      = "log-exec"
+	FlagStore        = "store"
+	FlagDedupTTL     = "dedup-ttl"
+	FlagDedupLease   = "dedup-lease"
+	FlagCrash        = "crash"
 )
 
 // Control methods. The transport answers them on the connection's reader,
@@ -64,3 +68,13 @@ func IsControl(method string) bool {
 	}
 	return false
 }
+
+// Crash points for -crash: rpcserver kills itself with SIGKILL at the
+// first keyed debit that reaches the point.
+const (
+	// CrashBeforeCommit: the debit and its record are written in the
+	// store's transaction, which is not committed.
+	CrashBeforeCommit = "before-commit"
+	// CrashAfterCommit: both are committed; the answer is not sent.
+	CrashAfterCommit = "after-commit"
+)

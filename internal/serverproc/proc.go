@@ -137,6 +137,16 @@ func (p *Proc) Alive() error {
 	}
 }
 
+// Exited is closed once the process has exited and been reaped.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// ExitErr is the process's exit status as Wait reported it; nil for a
+// clean exit. Call it after Exited is closed.
+func (p *Proc) ExitErr() error {
+	<-p.exited
+	return p.err
+}
+
 // Stop ends the process, SIGTERM then SIGKILL after StopGrace, and
 // returns once it is gone. It may be called more than once.
 func (p *Proc) Stop() {
@@ -161,7 +171,13 @@ type RPCServer struct {
 	// NoExecLog turns off the EXEC event per executed request, for
 	// measurements where logging every request would be the bottleneck.
 	NoExecLog bool
-	Stderr    io.Writer
+	// Store is the -store spec; empty is the server's in-memory store.
+	Store string
+	// DedupTTL and DedupLease tune a SQL store's idempotency records.
+	DedupTTL, DedupLease time.Duration
+	// Crash is a serverapi.Crash* point.
+	Crash  string
+	Stderr io.Writer
 }
 
 // Spec returns how to start rpcserver with these settings.
@@ -198,6 +214,18 @@ func (o RPCServer) Spec() Spec {
 	}
 	for _, f := range o.Faults {
 		args = append(args, flag(serverapi.FlagFault, f)...)
+	}
+	if o.Store != "" {
+		args = append(args, flag(serverapi.FlagStore, o.Store)...)
+	}
+	if o.DedupTTL > 0 {
+		args = append(args, flag(serverapi.FlagDedupTTL, o.DedupTTL.String())...)
+	}
+	if o.DedupLease > 0 {
+		args = append(args, flag(serverapi.FlagDedupLease, o.DedupLease.String())...)
+	}
+	if o.Crash != "" {
+		args = append(args, flag(serverapi.FlagCrash, o.Crash)...)
 	}
 	return Spec{Bin: o.Bin, Args: args, Announce: serverapi.ParseAnnounce, Stderr: o.Stderr}
 }

@@ -1,0 +1,111 @@
+package bank
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
+)
+
+// Store kinds, as Open reports them.
+const (
+	KindMemory   = "memory"
+	KindSQLite   = "sqlite"
+	KindPostgres = "postgres"
+)
+
+// StoreSyntax says what Open accepts, for usage messages.
+const StoreSyntax = "memory | sqlite:PATH | postgres://USER@HOST/DB?...)"
+
+// ErrStoreSpec is wrapped by Open's errors about the spec itself.
+var ErrStoreSpec = errors.New("bank: bad store")
+
+// Opened is a store Open made, with what closes it.
+type Opened struct {
+	Store Store
+	Kind  string
+	io.Closer
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// Open opens the store spec names: "memory" (or ""), "sqlite:PATH" for a
+// SQLite database file, created if absent, or a postgres:// or
+// postgresql:// URL (or "postgres:" followed by a key=value DSN). A
+// SQL store creates its tables if they are absent. opts apply to SQL
+// stores; of them the memory store takes only Hooks.
+func Open(spec string, opts SQLOptions) (Opened, error) {
+	switch {
+	case spec == "" || spec == KindMemory:
+		m := NewMemory()
+		m.Hooks = opts.Hooks
+		return Opened{Store: m, Kind: KindMemory, Closer: nopCloser{}}, nil
+	case strings.HasPrefix(spec, "sqlite:"):
+		s, err := OpenSQLite(strings.TrimPrefix(spec, "sqlite:"), opts)
+		if err != nil {
+			return Opened{}, err
+		}
+		return Opened{Store: s, Kind: KindSQLite, Closer: s}, nil
+	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
+		s, err := OpenPostgres(spec, opts)
+		if err != nil {
+			return Opened{}, err
+		}
+		return Opened{Store: s, Kind: KindPostgres, Closer: s}, nil
+	case strings.HasPrefix(spec, "postgres:"):
+		s, err := OpenPostgres(strings.TrimPrefix(spec, "postgres:"), opts)
+		if err != nil {
+			return Opened{}, err
+		}
+		return Opened{Store: s, Kind: KindPostgres, Closer: s}, nil
+	}
+	return Opened{}, fmt.Errorf("%w %q: want %s", ErrStoreSpec, spec, StoreSyntax)
+}
+
+// OpenSQLite opens (creating if absent) the SQLite database file at path.
+// It runs in WAL mode with synchronous=NORMAL: a commit survives the
+// process's crash, the case the durability scenarios test; the last
+// commits before a power loss may not. All statements go through one
+// connection, so writers queue in the process instead of meeting
+// SQLITE_BUSY; a second process on the file waits up to 10s for its lock.
+func OpenSQLite(path string, opts SQLOptions) (*SQLStore, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("%w: sqlite path %q must be non-empty, without ? or #", ErrStoreSpec, path)
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bank: sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s, err := newSQLStore(db, dialect{name: KindSQLite, rebind: keepRebind, schema: schemaStatements("BLOB")}, opts)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("bank: sqlite %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// OpenPostgres connects to the PostgreSQL database dsn names, a URL or a
+// key=value DSN as pgx reads them. Several servers may share it.
+func OpenPostgres(dsn string, opts SQLOptions) (*SQLStore, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bank: postgres: %w", err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	schema := append([]string{`SELECT pg_advisory_xact_lock(726863)`}, schemaStatements("BYTEA")...)
+	s, err := newSQLStore(db, dialect{name: KindPostgres, rebind: dollarRebind, schema: schema}, opts)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("bank: postgres: %w", err)
+	}
+	return s, nil
+}
