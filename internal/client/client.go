@@ -51,6 +51,14 @@ type Attempt struct {
 	// Backoff is how long the client paused after this attempt before the
 	// next one; zero for the last attempt.
 	Backoff time.Duration
+	// Addr is the server address the attempt was sent to, or tried to
+	// connect to, as the client lists it; empty when the client was
+	// closed before the attempt chose one.
+	Addr string
+	// showAddr is set by a client with more than one address: String
+	// prints Addr only then, so that a single-address client's log reads
+	// as it always did.
+	showAddr bool
 }
 
 func (a Attempt) String() string {
@@ -65,6 +73,9 @@ func (a Attempt) String() string {
 	fmt.Fprintf(&b, " id=%d budget=%d class=%v", a.ID, a.BudgetMs, a.Class)
 	if a.Backoff > 0 {
 		fmt.Fprintf(&b, " backoff=%dms", a.Backoff.Milliseconds())
+	}
+	if a.showAddr {
+		fmt.Fprintf(&b, " addr=%s", a.Addr)
 	}
 	return b.String()
 }
@@ -99,6 +110,9 @@ type Stats struct {
 	PartialBytes int64
 	// ProtocolErrors counts connections dropped for a bad frame.
 	ProtocolErrors int64
+	// Failovers counts the times the client moved on from its current
+	// server address to the next; always 0 with one address.
+	Failovers int64
 }
 
 type clientStats struct {
@@ -110,11 +124,18 @@ type clientStats struct {
 	protocolErrors  atomic.Int64
 }
 
-// Client makes calls to one server address. By default all calls share
-// one TCP connection, opened on first use and replaced after it dies.
+// Client makes calls to a server. By default all calls share one TCP
+// connection, opened on first use and replaced after it dies.
+//
+// A Client given several addresses fails over: it dials only its current
+// address, and moves on to the next in the list (wrapping around) when a
+// dial to the current one fails or a connection to it dies. Slow answers
+// and UNAVAILABLE answers do not move it. The retry rules do not change,
+// so a retry may land on another server.
+//
 // A Client is safe for concurrent use.
 type Client struct {
-	addr   string
+	addrs  *ring
 	cfg    Config
 	nextID atomic.Uint64
 	stats  clientStats
@@ -134,12 +155,25 @@ type Client struct {
 }
 
 // New validates cfg and returns a Client for addr. It does not connect:
-// the first call does.
+// the first call does. It is NewMulti with one address.
 func New(addr string, cfg Config) (*Client, error) {
+	return NewMulti([]string{addr}, cfg)
+}
+
+// NewMulti validates cfg and addrs and returns a Client that fails over
+// between addrs, starting with the first. It needs at least one address,
+// none empty and no two equal as strings (a host name and its IP address
+// are not recognised as one); otherwise its error wraps ErrConfig. It
+// does not connect: the first call does.
+func NewMulti(addrs []string, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Client{addr: addr, cfg: cfg, dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}, nil
+	r, err := newRing(addrs)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{addrs: r, cfg: cfg, dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}, nil
 }
 
 // Stats returns a snapshot of the client's counters.
@@ -151,6 +185,7 @@ func (c *Client) Stats() Stats {
 		ReadsMultiFrame: c.stats.readsMultiFrame.Load(),
 		PartialBytes:    c.stats.partialBytes.Load(),
 		ProtocolErrors:  c.stats.protocolErrors.Load(),
+		Failovers:       c.addrs.moves(),
 	}
 }
 
@@ -178,28 +213,42 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// shared returns the shared live connection, dialing one if needed; a
-// dial gives up at deadline.
-func (c *Client) shared(ctx context.Context, deadline time.Time) (*conn, error) {
-	if cn, err := c.liveConn(); cn != nil || err != nil {
-		return cn, err
+// shared returns the shared live connection, dialing one if needed, and
+// the address it goes to, or the address it failed to reach; a dial gives
+// up at deadline.
+func (c *Client) shared(ctx context.Context, deadline time.Time) (*conn, string, error) {
+	if cn, err := c.liveConn(); err != nil {
+		return nil, "", err
+	} else if cn != nil {
+		return cn, cn.addr, nil
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	select {
 	case c.dialSem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		// It was waiting for another caller's dial, most likely to the
+		// current address.
+		addr, _ := c.addrs.current()
+		return nil, addr, ctx.Err()
 	}
 	defer func() { <-c.dialSem }()
-	if cn, err := c.liveConn(); cn != nil || err != nil {
-		return cn, err
+	if cn, err := c.liveConn(); err != nil {
+		return nil, "", err
+	} else if cn != nil {
+		return cn, cn.addr, nil
 	}
-	cn, err := c.dial(ctx)
+	// Every caller that met the old connection's death may get here, one
+	// at a time; the first to find it still current moves the client on.
+	if old := c.cur.Load(); old != nil && old.lost() {
+		c.addrs.moveOn(old.gen)
+	}
+	cn, addr, err := c.dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, addr, err
 	}
-	return c.keep(cn, true)
+	cn, err = c.keep(cn, true)
+	return cn, addr, err
 }
 
 // keep records a freshly dialed connection, as the shared one or as one
@@ -222,26 +271,35 @@ func (c *Client) keep(cn *conn, shared bool) (*conn, error) {
 	return cn, nil
 }
 
-// ownConn dials a connection for one ConnPerCall attempt. The caller must
-// pass it to disown when the attempt ends.
-func (c *Client) ownConn(ctx context.Context, deadline time.Time) (*conn, error) {
+// ownConn dials a connection for one ConnPerCall attempt and returns it
+// with its address, or the address it failed to reach. The caller must
+// pass the connection to disown when the attempt ends.
+func (c *Client) ownConn(ctx context.Context, deadline time.Time) (*conn, string, error) {
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return nil, "", ErrClosed
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	cn, err := c.dial(ctx)
+	cn, addr, err := c.dial(ctx)
 	if err != nil {
-		return nil, err
+		return nil, addr, err
 	}
-	return c.keep(cn, false)
+	cn, err = c.keep(cn, false)
+	return cn, addr, err
 }
 
+// disown closes a ConnPerCall connection. If it had died of a failure
+// first, the client moves on from its address; the other attempts that
+// were on the same server, each on its own connection, move it no
+// further.
 func (c *Client) disown(cn *conn) {
 	c.mu.Lock()
 	delete(c.own, cn)
 	c.mu.Unlock()
 	cn.close()
+	if cn.lost() {
+		c.addrs.moveOn(cn.gen)
+	}
 }
 
 func (c *Client) liveConn() (*conn, error) {
@@ -254,14 +312,23 @@ func (c *Client) liveConn() (*conn, error) {
 	return nil, nil
 }
 
-func (c *Client) dial(ctx context.Context) (*conn, error) {
+// dial connects to the current address and returns the connection with
+// that address, or the address it failed to reach. A failed dial moves
+// the client on, unless the caller canceled it: a refusal, an
+// unreachable host and a server too slow to accept within the attempt's
+// budget all count against the address.
+func (c *Client) dial(ctx context.Context) (*conn, string, error) {
+	addr, gen := c.addrs.current()
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, err
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			c.addrs.moveOn(gen)
+		}
+		return nil, addr, err
 	}
 	c.stats.connsOpened.Add(1)
-	return newConn(nc, &c.stats, c.cfg.WriteTimeout), nil
+	return newConn(nc, &c.stats, c.cfg.WriteTimeout, addr, gen), addr, nil
 }
 
 // Do runs call under ctx and the call's total timeout, retrying as the
@@ -442,19 +509,19 @@ var waiters = sync.Pool{New: func() any {
 // attempt makes one try with the given budget. The returned reply holds the
 // server's frame for a response, or the error that ended the attempt.
 func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget time.Duration) (Attempt, reply) {
-	a := Attempt{BudgetMs: budgetMs(budget)}
+	a := Attempt{BudgetMs: budgetMs(budget), showAddr: len(c.addrs.addrs) > 1}
 	deadline := now.Add(budget)
 	live, _ := c.liveConn()
 
 	var cn *conn
 	var err error
 	if c.cfg.ConnPerCall {
-		cn, err = c.ownConn(ctx, deadline)
+		cn, a.Addr, err = c.ownConn(ctx, deadline)
 		if err == nil {
 			defer c.disown(cn)
 		}
 	} else {
-		cn, err = c.shared(ctx, deadline)
+		cn, a.Addr, err = c.shared(ctx, deadline)
 	}
 	if err != nil {
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeConnectFailed, err.Error()

@@ -61,6 +61,10 @@ type reply struct {
 type conn struct {
 	nc    net.Conn
 	stats *clientStats
+	// addr is the address it was dialed to, as the Client lists it; gen is
+	// the ring gen it was dialed under.
+	addr string
+	gen  uint64
 	// writeTimeout bounds one write; a write that blocks longer (a peer
 	// that stopped reading) fails the connection.
 	writeTimeout time.Duration
@@ -81,10 +85,12 @@ type conn struct {
 	writeDone chan struct{} // closed when the writer exits
 }
 
-func newConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration) *conn {
+func newConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration, addr string, gen uint64) *conn {
 	c := &conn{
 		nc:           nc,
 		stats:        stats,
+		addr:         addr,
+		gen:          gen,
 		writeTimeout: writeTimeout,
 		wake:         make(chan struct{}, 1),
 		pending:      make(map[uint64]chan reply),
@@ -190,6 +196,15 @@ func (c *conn) fail(err error) {
 	for id, ch := range pending {
 		ch <- reply{err: err, notSent: slices.Contains(unsent, id)}
 	}
+}
+
+// lost reports whether the connection died of a failure (a read or write
+// error, the peer closing it, a bad frame) rather than being closed by
+// the client.
+func (c *conn) lost() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil && !errors.Is(c.err, ErrClosed)
 }
 
 // close fails the connection with ErrClosed and waits for its goroutines.
