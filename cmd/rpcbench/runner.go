@@ -48,11 +48,21 @@ const maxRuns = 1_000_000
 // failed in any pass, and is another error when output could not be
 // written or the run could not be set up.
 func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
+	status := b.Status
+	if status == nil {
+		status = io.Discard
+	}
 	count := max(b.Count, 1)
 	per := len(b.Scenarios)
 	if per > 0 && count > maxRuns/per {
 		return nil, usageErrorf("", "--count %d runs %d scenarios %d times: more than %d runs", count, per, count, maxRuns)
 	}
+	scenarios, pg, stopPG, err := postgresFor(ctx, b.Scenarios, status)
+	if err != nil {
+		return nil, err
+	}
+	defer stopPG()
+	b.Scenarios, per = scenarios, len(scenarios)
 	out, jsonOut := b.Out, io.Writer(nil)
 	var jsonFile *pendingFile
 	switch b.JSON {
@@ -67,10 +77,6 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		}
 		defer jsonFile.abort()
 		jsonOut = jsonFile
-	}
-	status := b.Status
-	if status == nil {
-		status = io.Discard
 	}
 	if out == nil {
 		out = io.Discard
@@ -99,7 +105,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		logDir = dir
 	}
 	p := report.NewPrinter(out, b.Color)
-	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir}
+	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pg}
 
 	var lines []report.Line
 	var writeErr error
@@ -130,7 +136,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			writeErr = errors.Join(writeErr, ev.AddCounts())
 		}
 	}
-	_, err := fmt.Fprintln(out, report.Summary(lines))
+	_, err = fmt.Fprintln(out, report.Summary(lines))
 	writeErr = errors.Join(writeErr, err)
 	complete := ctx.Err() == nil && writeErr == nil && len(lines) == count*per
 	if ev != nil {

@@ -23,6 +23,9 @@ const (
 	// GroupRobustness holds the scenarios in which hostile clients and
 	// overload attack a server while a well-behaved client is served.
 	GroupRobustness = "robustness"
+	// GroupDurability holds the scenarios in which servers crash and
+	// share stores: exactly-once effects across restarts and instances.
+	GroupDurability = "durability"
 	// GroupAll selects every scenario wherever a group is asked for.
 	GroupAll = "all"
 )
@@ -34,7 +37,10 @@ type Case struct {
 	Group string
 	// Doc says in one sentence what the scenario proves.
 	Doc string
-	run func(t *T)
+	// Needs names what the scenario needs beyond an rpcserver binary:
+	// NeedsPostgres, or empty.
+	Needs string
+	run   func(t *T)
 	// fake, when set, is what Run does instead (see Fake).
 	fake func(ctx context.Context, env Env) report.Line
 }
@@ -54,6 +60,9 @@ type Env struct {
 	// server-<case>.log (server-<case>-2.log for a second one). Empty
 	// means a fresh temporary directory per run, removed afterwards.
 	LogDir string
+	// Postgres hands out databases to the scenarios that need
+	// PostgreSQL; without it they fail with ErrNoPostgres.
+	Postgres Databases
 }
 
 // Run executes the scenario and returns its line. It never panics: a

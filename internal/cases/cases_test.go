@@ -2,6 +2,7 @@ package cases
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
@@ -44,14 +46,34 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
+	// One throwaway PostgreSQL cluster serves every scenario that needs
+	// one; without PostgreSQL those scenarios skip, unless it is
+	// required.
+	pg, err := pgcluster.Start(context.Background())
+	switch {
+	case err == nil:
+		defer pg.Stop()
+		env.Postgres = pg
+	case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
+		pgSkip = err.Error()
+	default:
+		fmt.Fprintf(os.Stderr, "PostgreSQL: %v\n", err)
+		return 1
+	}
 	return m.Run()
 }
+
+// pgSkip is why the PostgreSQL scenarios skip, when they do.
+var pgSkip string
 
 // TestCases runs every scenario as a subtest of the same name, so
 // go test -run 'TestCases/^NAME$' selects what rpcbench run NAME does.
 func TestCases(t *testing.T) {
 	for _, c := range Default() {
 		t.Run(c.Name, func(t *testing.T) {
+			if c.Needs == NeedsPostgres && env.Postgres == nil {
+				t.Skip(pgSkip)
+			}
 			line := c.Run(context.Background(), env)
 			t.Log(report.Format(line))
 			if !line.Passed() {

@@ -179,6 +179,27 @@ var mutants = []mutant{
 			"retry_unavailable_non_idempotent": "want at most 24ms",
 		},
 	},
+	// Issue 10: durable and shared dedup.
+	{
+		name: "record_committed_after_debit",
+		bug:  "the SQL store commits the balance change, then writes the idempotency record in a statement of its own: a crash between the two leaves a debit no retry can see",
+		file: "internal/bank/sqlstore.go",
+		old: "\tif h.Key != \"\" {\n\t\tif err := s.finishTx(ctx, tx, h, ans(a)); err != nil {\n\t\t\treturn Account{}, err\n\t\t}\n\t\tcallHook(s.opts.Hooks.BeforeCommit)\n\t}\n\tif err := tx.Commit(); err != nil {\n\t\treturn Account{}, fmt.Errorf(\"bank: store: commit: %w\", err)\n\t}\n\tif h.Key != \"\" {\n\t\ts.broadcast()\n\t\tcallHook(s.opts.Hooks.AfterCommit)\n\t}\n",
+		new: "\tif err := tx.Commit(); err != nil {\n\t\treturn Account{}, fmt.Errorf(\"bank: store: commit: %w\", err)\n\t}\n\tif h.Key != \"\" {\n\t\tcallHook(s.opts.Hooks.AfterCommit)\n\t\tif err := s.finishTx(ctx, s.db, h, ans(a)); err != nil {\n\t\t\treturn Account{}, err\n\t\t}\n\t\ts.broadcast()\n\t}\n",
+		catch: map[string]string{
+			"durable_dedup_survives_crash_sqlite": "result=OK balance=980 exec=2 replayed=false",
+		},
+	},
+	{
+		name: "await_ignores_lease_expiry",
+		bug:  "a duplicate waiting on a running record keeps waiting after the record's lease expired, instead of claiming the key again: the retries of a crashed executor all time out",
+		file: "internal/bank/sqlstore.go",
+		old:  "\t\tcase r.leaseUntil <= now:\n\t\t\treturn Answer{}, ErrReleased // the claim may be taken over\n",
+		new:  "",
+		catch: map[string]string{
+			"lease_expiry_takeover_sqlite": "takeovers=0, want 1",
+		},
+	},
 }
 
 // TestMutants builds rpcserver and rpcbench once as they are and once per

@@ -1,0 +1,356 @@
+package cases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// NeedsPostgres is the Needs of a scenario that runs against PostgreSQL:
+// its runner must set Env.Postgres.
+const NeedsPostgres = "postgres"
+
+// Databases hands out fresh PostgreSQL databases, one per scenario.
+type Databases interface {
+	// NewDatabase creates an empty database and returns its DSN.
+	NewDatabase(ctx context.Context, prefix string) (string, error)
+	// DropDatabase removes a database NewDatabase made.
+	DropDatabase(ctx context.Context, dsn string) error
+}
+
+// ErrNoPostgres is what a PostgreSQL scenario fails with when its runner
+// gave it no database server.
+var ErrNoPostgres = errors.New("no PostgreSQL server: install Debian's postgresql package (apt-get install postgresql) or set RPCBENCH_PG_DSN")
+
+// durable makes the scenarios of the durability group, one per store
+// each applies to.
+func durable() []Case {
+	var out []Case
+	add := func(name, doc string, kinds []string, run func(*T, string)) {
+		for _, k := range kinds {
+			c := Case{Name: name, Group: GroupDurability, Doc: doc, run: func(t *T) { run(t, k) }}
+			if len(kinds) > 1 {
+				c.Name, c.Doc = name+"_"+k, doc+" ("+k+")"
+			}
+			if k == bank.KindPostgres {
+				c.Needs = NeedsPostgres
+			}
+			out = append(out, c)
+		}
+	}
+	sql := []string{bank.KindSQLite, bank.KindPostgres}
+	add("durable_dedup_survives_crash",
+		"a keyed debit commits and the server is SIGKILLed before answering; the retry reaches a new server on the same store and is replayed: executed once",
+		sql, durableDedupSurvivesCrash)
+	add("crash_before_commit_leaves_nothing",
+		"the server is SIGKILLed inside the debit's transaction; after the claim's lease the retry takes the key over and executes once",
+		sql, crashBeforeCommitLeavesNothing)
+	add("memory_store_loses_dedup",
+		"negative control: the same crash after commit with the in-memory store; the restarted server executes the retry again",
+		[]string{bank.KindMemory}, memoryStoreLosesDedup)
+	add("dedup_shared_across_instances",
+		"two servers on one store: A executes and drops the connection, the client fails over to B, which replays A's answer: executed once",
+		sql, dedupSharedAcrossInstances)
+	add("memory_dedup_not_shared",
+		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
+		[]string{bank.KindMemory}, memoryDedupNotShared)
+	add("lease_expiry_takeover",
+		"the executor dies holding a running claim; 4 concurrent retries wait out its lease, exactly one takes over and the others get its answer",
+		sql, leaseExpiryTakeover)
+	add("ttl_expired_key_executes_again",
+		"the documented boundary: a key reused after its record's TTL, once swept, executes again",
+		sql, ttlExpiredKeyExecutesAgain)
+	return out
+}
+
+// newStore returns the -store spec of a fresh, empty store of kind: a
+// SQLite file in a directory removed when the scenario ends, or a new
+// PostgreSQL database, dropped when it ends.
+func (t *T) newStore(kind string) string {
+	t.Field("store", kind)
+	switch kind {
+	case bank.KindMemory:
+		return bank.KindMemory
+	case bank.KindSQLite:
+		dir, err := os.MkdirTemp("", "rpcbench-"+t.name+"-")
+		if err != nil {
+			t.Fatalf("store: %v", err)
+		}
+		t.cleanup(func() { os.RemoveAll(dir) })
+		return "sqlite:" + filepath.Join(dir, "bank.db")
+	case bank.KindPostgres:
+		if t.env.Postgres == nil {
+			t.Fatalf("%v", ErrNoPostgres)
+		}
+		dsn, err := t.env.Postgres.NewDatabase(t.ctx, t.name)
+		if err != nil {
+			t.Fatalf("store: %v", err)
+		}
+		t.cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := t.env.Postgres.DropDatabase(ctx, dsn); err != nil {
+				t.Check(false, "drop database: %v", err)
+			}
+		})
+		return dsn
+	}
+	t.Fatalf("unknown store kind %q", kind)
+	return ""
+}
+
+// durableConfig is the client of the durability scenarios: enough
+// attempts and time to outlast a server's restart.
+func durableConfig() client.Config {
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts = 60
+	cfg.Deadline = 15 * time.Second
+	cfg.AttemptTimeout = 3 * time.Second
+	return cfg
+}
+
+// crashRun is what crashAndRestart saw.
+type crashRun struct {
+	result          client.Result
+	first, restart  *server
+	crash           string // the point of the first server's CRASH event
+	firstExit       string // how the first server ended
+	restartDebitsOK int64  // debits the restarted server executed
+}
+
+// crashAndRestart sends one keyed debit to a server that kills itself at
+// point, starts a new server on the same address and store once the
+// first one is gone, and returns the debit's result: the client retries
+// until the new server answers.
+func crashAndRestart(t *T, kind, point string, lease time.Duration) crashRun {
+	store := t.newStore(kind)
+	first := t.startServer(serverOpts{Store: store, Crash: point, DedupLease: lease})
+	c := t.client(first.Addr, durableConfig())
+	res := make(chan client.Result, 1)
+	go func() { res <- c.Do(t.ctx, debitCall("acct-D", 10, "debit-acct-D-0001")) }()
+	select {
+	case <-first.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server never crashed at %s", point)
+	}
+	// The port is free once the process is gone; the client's attempts
+	// meanwhile are refused, unsent, and retried.
+	restart := t.startServer(serverOpts{Store: store, Addr: first.Addr, DedupLease: lease})
+	run := crashRun{result: <-res, first: first, restart: restart}
+	if err := first.ExitErr(); err != nil {
+		run.firstExit = err.Error()
+	}
+	for _, e := range t.events(first) {
+		if e.Name == serverapi.EventCrash {
+			run.crash = e.Text(serverapi.KeyPoint)
+		}
+	}
+	run.restartDebitsOK = t.counters(restart).ExecDebit
+	return run
+}
+
+// firstAndLast renders the first and the last attempt's outcomes: the
+// refused attempts between them vary in number with the restart's speed.
+func firstAndLast(r client.Result) string {
+	o := strings.Split(outcomes(r), ",")
+	return o[0] + ".." + o[len(o)-1]
+}
+
+func durableDedupSurvivesCrash(t *T, kind string) {
+	run := crashAndRestart(t, kind, serverapi.CrashAfterCommit, 0)
+	expect(t, "crash", run.crash, serverapi.CrashAfterCommit)
+	expect(t, "firstServerExit", run.firstExit, "signal: killed")
+	expectf(t, "attempts", firstAndLast(run.result), "CONN_LOST_AFTER_SEND..RESPONSE/OK", "log %s", attemptLog(run.result))
+	t.Volatile("attempts", len(run.result.Log))
+	expectf(t, "result", brief(run.result, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=true",
+		"the restarted server must replay the committed answer; log %s", attemptLog(run.result))
+	expect(t, "restartedDebitExec", run.restartDebitsOK, 0)
+	expect(t, "balance", t.balance(run.restart, "acct-D"), bank.DefaultBalance-10)
+}
+
+func crashBeforeCommitLeavesNothing(t *T, kind string) {
+	const lease = 500 * time.Millisecond
+	run := crashAndRestart(t, kind, serverapi.CrashBeforeCommit, lease)
+	t.Field("lease", lease)
+	expect(t, "crash", run.crash, serverapi.CrashBeforeCommit)
+	expect(t, "firstServerExit", run.firstExit, "signal: killed")
+	// exec counts the account's committed debits: 1 means the crashed
+	// transaction left nothing and the retry's is the only one.
+	expectf(t, "result", brief(run.result, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false",
+		"log %s", attemptLog(run.result))
+	expect(t, "restartedDebitExec", run.restartDebitsOK, 1)
+	expect(t, "balance", t.balance(run.restart, "acct-D"), bank.DefaultBalance-10)
+}
+
+// memoryStoreLosesDedup passes only when the debit really executed
+// twice: once before the crash, after its commit, and again on the
+// restarted server.
+func memoryStoreLosesDedup(t *T, kind string) {
+	run := crashAndRestart(t, kind, serverapi.CrashAfterCommit, 0)
+	expect(t, "crash", run.crash, serverapi.CrashAfterCommit)
+	committedBeforeCrash := int64(0)
+	if run.crash == serverapi.CrashAfterCommit {
+		committedBeforeCrash = 1
+	}
+	expectf(t, "result", brief(run.result, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false",
+		"the restarted server knows neither the key nor the first debit; log %s", attemptLog(run.result))
+	expectf(t, "executions", committedBeforeCrash+run.restartDebitsOK, 2,
+		"a memory store forgets the key with the process, so the retry executes again")
+}
+
+// shared is what twoInstances saw.
+type shared struct {
+	result             client.Result
+	addrs              string // the server of each attempt: A or B
+	execA, execB       int64
+	hitsB              int64
+	balanceA, balanceB int64
+}
+
+// twoInstances runs servers A and B on stores specA and specB (the same
+// store, or two). A executes the first debit and closes the connection
+// unanswered; the client, which knows both, fails over to B.
+func twoInstances(t *T, specA, specB string) shared {
+	a := t.startServer(serverOpts{Store: specA, Faults: []string{"kind=close method=debit count=1"}})
+	b := t.startServer(serverOpts{Store: specB})
+	cfg := client.DefaultConfig()
+	c, err := client.NewMulti([]string{a.Addr, b.Addr}, cfg)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.cleanup(func() { c.Close() })
+	r := c.Do(t.ctx, debitCall("acct-S", 10, "debit-acct-S-0001"))
+	names := map[string]string{a.Addr: "A", b.Addr: "B"}
+	addrs := make([]string, len(r.Log))
+	for i, at := range r.Log {
+		addrs[i] = names[at.Addr]
+	}
+	ca, cb := t.counters(a), t.counters(b)
+	return shared{
+		result: r, addrs: strings.Join(addrs, ","),
+		execA: ca.ExecDebit, execB: cb.ExecDebit, hitsB: cb.DedupHits,
+		balanceA: t.balance(a, "acct-S"), balanceB: t.balance(b, "acct-S"),
+	}
+}
+
+func dedupSharedAcrossInstances(t *T, kind string) {
+	store := t.newStore(kind)
+	s := twoInstances(t, store, store)
+	expectf(t, "attempts", outcomes(s.result), "CONN_LOST_AFTER_SEND,RESPONSE/OK", "log %s", attemptLog(s.result))
+	expect(t, "servers", s.addrs, "A,B")
+	expectf(t, "result", brief(s.result, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=true",
+		"B must replay the answer A committed; log %s", attemptLog(s.result))
+	expect(t, "debitExecA", s.execA, 1)
+	expect(t, "debitExecB", s.execB, 0)
+	expect(t, "dedupHitsB", s.hitsB, 1)
+	expect(t, "balanceA", s.balanceA, bank.DefaultBalance-10)
+	expect(t, "balanceB", s.balanceB, bank.DefaultBalance-10)
+}
+
+// memoryDedupNotShared passes only when both servers executed the debit.
+func memoryDedupNotShared(t *T, kind string) {
+	t.newStore(kind)
+	s := twoInstances(t, bank.KindMemory, bank.KindMemory)
+	expect(t, "servers", s.addrs, "A,B")
+	expectf(t, "result", brief(s.result, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false",
+		"B has its own store and never saw the key; log %s", attemptLog(s.result))
+	expectf(t, "executions", s.execA+s.execB, 2, "one keyed debit, executed by A and again by B")
+}
+
+func leaseExpiryTakeover(t *T, kind string) {
+	const (
+		lease   = time.Second
+		retries = 4
+	)
+	t.Field("lease", lease)
+	store := t.newStore(kind)
+	a := t.startServer(serverOpts{Store: store, Crash: serverapi.CrashBeforeCommit, DedupLease: lease})
+	b := t.startServer(serverOpts{Store: store, DedupLease: lease})
+	call := debitCall("acct-L", 10, "debit-acct-L-0001")
+
+	one := client.DefaultConfig()
+	one.MaxAttempts = 1
+	sent := time.Now() // the claim, and its lease, start after this
+	first := t.client(a.Addr, one).Do(t.ctx, call)
+	select {
+	case <-a.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server never crashed")
+	}
+	expectf(t, "firstAttempt", outcomes(first), "CONN_LOST_AFTER_SEND", "log %s", attemptLog(first))
+
+	// The retries go to B together, each on a connection of its own, with
+	// budgets longer than the lease.
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts, cfg.AttemptTimeout, cfg.Deadline = 1, 5*time.Second, 5*time.Second
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		answers = map[string]int{} // by balance, exec and status
+		took    int                // answers with replayed=false
+		last    time.Duration
+		firstAt = time.Duration(1<<63 - 1)
+	)
+	for range retries {
+		c := t.client(b.Addr, cfg)
+		wg.Go(func() {
+			r := c.Do(t.ctx, call)
+			at := time.Since(sent)
+			mu.Lock()
+			defer mu.Unlock()
+			answers[brief(r, "balance", "exec")]++
+			if fields(r)["replayed"] == "false" {
+				took++
+			}
+			last, firstAt = max(last, at), min(firstAt, at)
+		})
+	}
+	wg.Wait()
+	ctr := t.counters(b)
+	expectf(t, "answers", fmt.Sprint(answers), fmt.Sprintf("map[OK balance=990 exec=1:%d]", retries),
+		"every retry must get the one execution's answer")
+	expectf(t, "takeovers", took, 1, "exactly one retry takes the key over and executes")
+	expect(t, "debitExecB", ctr.ExecDebit, 1)
+	expect(t, "dedupHitsB", ctr.DedupHits, retries-1)
+	// No retry may be answered before the dead claim's lease ran out,
+	// and the takeover follows it promptly.
+	between(t, "firstAnswer", firstAt, lease, lease+2*slack)
+	within(t, "lastAnswer", last, lease+2*slack)
+	expect(t, "balance", t.balance(b, "acct-L"), bank.DefaultBalance-10)
+}
+
+func ttlExpiredKeyExecutesAgain(t *T, kind string) {
+	const ttl = 400 * time.Millisecond
+	t.Field("ttl", ttl)
+	s := t.startServer(serverOpts{Store: t.newStore(kind), DedupTTL: ttl})
+	c := t.client(s.Addr, client.DefaultConfig())
+	call := debitCall("acct-T", 10, "debit-acct-T-0001")
+	sent := time.Now()
+	r1 := c.Do(t.ctx, call)
+	r2 := c.Do(t.ctx, call)
+	expect(t, "first", brief(r1, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false")
+	expect(t, "withinTTL", brief(r2, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=true")
+
+	// The sweeper runs every TTL/2 and logs what it deleted: the record
+	// is gone once it says so.
+	swept := func() bool {
+		return countEvents(t.events(s), func(e serverapi.Event) bool { return e.Name == serverapi.EventSweep }) > 0
+	}
+	if !waitFor(10*time.Second, swept) {
+		t.Fatalf("no %s event: the expired record was never swept", serverapi.EventSweep)
+	}
+	between(t, "sweptAfter", time.Since(sent), ttl, ttl+ttl/2+2*slack)
+	r3 := c.Do(t.ctx, call)
+	expectf(t, "afterTTL", brief(r3, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
+		"past its TTL the key is forgotten, and the same debit executes again")
+	expect(t, "balance", t.balance(s, "acct-T"), bank.DefaultBalance-20)
+}
