@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Builds rpcbench and rpcserver into bin/ and runs the evidence suite,
-# writing evidence/ (output.txt, env.txt, logs/). Extra arguments go to
-# `rpcbench all`, e.g. ./run.sh --json evidence/results.json
+# Builds rpcbench and rpcserver into bin/ and runs every group: the 26
+# scenarios of the evidence group into evidence/, then robustness and
+# durability into evidence/robustness and evidence/durability. Extra
+# arguments go to each `rpcbench all`, e.g. ./run.sh --color never
 set -euo pipefail
 cd "$(dirname "$0")"
 ./build.sh bin
-exec bin/rpcbench all "$@"
+status=0
+for group in evidence robustness durability; do
+  bin/rpcbench all --group "$group" "$@" || status=$?
+done
+exit "$status"

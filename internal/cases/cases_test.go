@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
@@ -117,22 +118,33 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-// TestReadmeCounts checks every "N scenarios" in the README, which speaks
-// of the evidence group, against the registry, so that adding a scenario
-// is one function and one registry line and a stale count fails here.
+// TestReadmeCounts checks every "N scenarios" in the README and run.sh,
+// which speak of the evidence group, and every "N GROUP scenarios",
+// against the registry, so that adding a scenario is one function and one
+// registry line and a stale count fails here.
 func TestReadmeCounts(t *testing.T) {
+	r := Default()
+	count := regexp.MustCompile(`\b(\d+) (?:(` + strings.Join(r.Groups(), "|") + `) )?scenarios\b`)
 	for _, path := range []string{"../../README.md", "../../run.sh"} {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := len(Default().Select(GroupEvidence))
-		for _, m := range regexp.MustCompile(`\b(\d+) scenarios\b`).FindAllSubmatch(b, -1) {
-			if got, _ := strconv.Atoi(string(m[1])); got != want {
-				t.Errorf("%s says %q; the %s group has %d", path, m[0], GroupEvidence, want)
+		for _, m := range count.FindAllSubmatch(b, -1) {
+			group := string(m[2])
+			if group == "" {
+				group = GroupEvidence
+			}
+			if got, want := atoi(string(m[1])), len(r.Select(group)); got != want {
+				t.Errorf("%s says %q; the %s group has %d", path, m[0], group, want)
 			}
 		}
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // TestInterruptedIsNeitherPassNorFail: a scenario whose context ends is
