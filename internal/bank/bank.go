@@ -160,14 +160,22 @@ func (b *Bank) apply(r *server.Request, key Hold, dst []byte) (proto.Status, []b
 		}
 	}
 	if err != nil {
-		// Nothing was recorded: a debit's transaction did not commit,
-		// and a get changes nothing. Give the key back so that a retry
-		// is not left waiting for an answer that never comes, unless
-		// another request took it over.
-		if !errors.Is(err, ErrLeaseLost) {
-			b.release(r, key)
-		} else {
+		// Unless the commit's outcome is unknown, nothing was recorded:
+		// a debit's transaction did not commit, and a get changes
+		// nothing. Give the key back so that a retry is not left waiting
+		// for an answer that never comes, unless another request took
+		// it over.
+		switch {
+		case errors.Is(err, ErrCommitUnknown):
+			// It may have executed: no answer, and the key stays
+			// claimed until its lease ends, so that a retry either
+			// finds the committed answer or takes the key over.
+			b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key.Key, serverapi.KeyErr, err.Error())
+			return proto.StatusUnknown, dst
+		case errors.Is(err, ErrLeaseLost):
 			b.log.Warn(serverapi.EventLeaseLost, serverapi.KeyID, r.ID, serverapi.KeyKey, key.Key)
+		default:
+			b.release(r, key)
 		}
 		return proto.StatusUnavailable, append(dst, err.Error()...)
 	}

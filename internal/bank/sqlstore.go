@@ -274,7 +274,7 @@ func (s *SQLStore) Debit(account []byte, amount int64, h Hold, ans func(Account)
 		callHook(s.opts.Hooks.BeforeCommit)
 	}
 	if err := tx.Commit(); err != nil {
-		return Account{}, fmt.Errorf("bank: store: commit: %w", err)
+		return Account{}, fmt.Errorf("%w: %w", ErrCommitUnknown, err)
 	}
 	if h.Key != "" {
 		s.broadcast()

@@ -66,6 +66,11 @@ var (
 	// ErrLeaseLost: the claim's lease expired and another request took
 	// the key over; Debit or Finish changed nothing.
 	ErrLeaseLost = errors.New("bank: lease on the key was taken over")
+	// ErrCommitUnknown: Debit's commit failed without saying whether it
+	// took effect (a connection lost during COMMIT). The key, if any, is
+	// left running: a retry finds its answer if the commit happened, or
+	// takes it over once its lease expires if not.
+	ErrCommitUnknown = errors.New("bank: commit outcome unknown")
 )
 
 // Hold is a claim on an idempotency key: the key and the token of the

@@ -46,7 +46,11 @@ type Handler interface {
 	MayBlock(r *Request) bool
 	// Execute executes r, appends the answer's payload to dst and returns
 	// the answer's status with the extended slice. It may answer
-	// UNAVAILABLE or DEADLINE_EXCEEDED only if it did not execute r.
+	// UNAVAILABLE or DEADLINE_EXCEEDED only if it did not execute r. It
+	// returns proto.StatusUnknown when it cannot tell whether r executed
+	// (its store's commit failed without saying whether it happened): the
+	// transport then sends no answer, and the client's attempt ends, as
+	// it should, with its outcome unknown.
 	Execute(r *Request, dst []byte) (status proto.Status, payload []byte)
 	// Counters calls add once for each of the handler's counters.
 	Counters(add func(name string, v int64))

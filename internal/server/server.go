@@ -335,6 +335,11 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 		}
 	}
 	status, payload := s.h.Execute(req, scratch)
+	if status == proto.StatusUnknown {
+		// The handler cannot say whether it executed: no answer is
+		// the true one.
+		return proto.Frame{}, false
+	}
 	rf := proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: status, Method: f.Method, Payload: payload}
 	if !faulty {
 		return rf, true
