@@ -94,6 +94,9 @@ func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
 		ans := c.Answer
 		switch c.State {
 		case ClaimTaken:
+			if b.log.Enabled(context.Background(), slog.LevelDebug) {
+				b.log.Debug(serverapi.EventClaim, serverapi.KeyID, r.ID, serverapi.KeyKey, r.Key)
+			}
 			return b.apply(r, c.Hold, dst)
 		case ClaimConflict:
 			b.keyConflicts.Add(1)

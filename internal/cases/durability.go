@@ -60,6 +60,9 @@ func durable() []Case {
 	add("dedup_shared_across_instances",
 		"two servers on one store: A executes and drops the connection, the client fails over to B, which replays A's answer: executed once",
 		sql, dedupSharedAcrossInstances)
+	add("duplicate_waits_across_instances",
+		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once",
+		sql, duplicateWaitsAcrossInstances)
 	add("memory_dedup_not_shared",
 		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
 		[]string{bank.KindMemory}, memoryDedupNotShared)
@@ -353,4 +356,40 @@ func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	expectf(t, "afterTTL", brief(r3, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
 		"past its TTL the key is forgotten, and the same debit executes again")
 	expect(t, "balance", t.balance(s, "acct-T"), bank.DefaultBalance-20)
+}
+
+// duplicateWaitsAcrossInstances sends a keyed debit to A, which executes
+// it slowly (a sleep field), and the same debit to B once A has claimed
+// the key: B must wait for A's running record, not execute.
+func duplicateWaitsAcrossInstances(t *T, kind string) {
+	const origSleep = 600 * time.Millisecond
+	store := t.newStore(kind)
+	a := t.startServer(serverOpts{Store: store})
+	b := t.startServer(serverOpts{Store: store})
+	call := debitCall("acct-W", 10, "debit-acct-W-0001")
+	call.Payload = fmt.Appendf(call.Payload, " sleep=%d", origSleep.Milliseconds())
+	call.Timeout, call.AttemptTimeout = 5*time.Second, 5*time.Second
+	done := make(chan client.Result, 1)
+	ca := t.client(a.Addr, client.DefaultConfig())
+	go func() { done <- ca.Do(t.ctx, call) }()
+	claimed := func(e serverapi.Event) bool { return e.Name == serverapi.EventClaim }
+	if !waitFor(5*time.Second, func() bool { return countEvents(t.events(a), claimed) > 0 }) {
+		<-done
+		t.Fatalf("A never claimed the key")
+	}
+	sent := time.Now()
+	rb := t.client(b.Addr, client.DefaultConfig()).Do(t.ctx, call)
+	waited := time.Since(sent)
+	ra := <-done
+	expectf(t, "original", brief(ra, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false", "log %s", attemptLog(ra))
+	expectf(t, "duplicateOnB", brief(rb, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=true",
+		"B must wait for A's answer, not execute; log %s", attemptLog(rb))
+	// B answers once A has slept and committed: never sooner than what
+	// was left of A's sleep, at most that plus B's polling and slack.
+	within(t, "duplicateWaited", waited, origSleep+2*slack)
+	ctrA, ctrB := t.counters(a), t.counters(b)
+	expect(t, "debitExecA", ctrA.ExecDebit, 1)
+	expect(t, "debitExecB", ctrB.ExecDebit, 0)
+	expect(t, "dedupHitsB", ctrB.DedupHits, 1)
+	expect(t, "balance", t.balance(b, "acct-W"), bank.DefaultBalance-10)
 }

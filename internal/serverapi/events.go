@@ -41,6 +41,7 @@ const (
 	EventStoreOpen          = "STORE_OPEN"
 	EventCrash              = "CRASH"
 	EventSweep              = "SWEEP"
+	EventClaim              = "CLAIM"
 )
 
 var eventNames = []string{
@@ -50,7 +51,7 @@ var eventNames = []string{
 	EventWriteTimeout, EventQueueFull, EventExpired, EventFault,
 	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,
 	EventKeyConflict, EventStoreError, EventExec, EventConnRole,
-	EventLeaseLost, EventStoreOpen, EventCrash, EventSweep,
+	EventLeaseLost, EventStoreOpen, EventCrash, EventSweep, EventClaim,
 }
 
 // Event attribute keys.
