@@ -108,8 +108,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(stderr, "rpcserver: -%s %q: want %s or %s\n", serverapi.FlagCrash, o.crash, serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit)
 		return o, errUsage
 	}
-	if o.sqlOpts.TTL <= 0 || o.sqlOpts.Lease <= 0 {
-		fmt.Fprintf(stderr, "rpcserver: -%s and -%s must be positive\n", serverapi.FlagDedupTTL, serverapi.FlagDedupLease)
+	if o.sqlOpts.Lease < time.Millisecond || o.sqlOpts.TTL <= o.sqlOpts.Lease {
+		fmt.Fprintf(stderr, "rpcserver: -%s %v must be at least 1ms, and -%s %v longer than it\n",
+			serverapi.FlagDedupLease, o.sqlOpts.Lease, serverapi.FlagDedupTTL, o.sqlOpts.TTL)
 		return o, errUsage
 	}
 	if err := o.cfg.Validate(); err != nil {

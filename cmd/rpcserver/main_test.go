@@ -31,7 +31,10 @@ func TestUsageErrors(t *testing.T) {
 		{"bad workers", []string{"-workers", "0"}, "Workers 0"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"bad crash point", []string{"-crash", "during-lunch"}, "want before-commit or after-commit"},
-		{"zero lease", []string{"-dedup-lease", "0s"}, "must be positive"},
+		{"zero lease", []string{"-dedup-lease", "0s"}, "must be at least 1ms"},
+		{"sub-millisecond lease", []string{"-dedup-lease", "500us"}, "must be at least 1ms"},
+		{"TTL within the lease", []string{"-dedup-ttl", "1s", "-dedup-lease", "2s"}, "longer than it"},
+		{"percent in a sqlite path", []string{"-store", "sqlite:/tmp/x%41.db"}, "without ?, # or %"},
 		{"unknown store", []string{"-store", "mysql://x"}, "want memory | sqlite:PATH"},
 	}
 	for _, tt := range tests {

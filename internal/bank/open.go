@@ -7,8 +7,9 @@ import (
 	"io"
 	"strings"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 // Store kinds, as Open reports them.
@@ -75,8 +76,10 @@ func Open(spec string, opts SQLOptions) (Opened, error) {
 // connection, so writers queue in the process instead of meeting
 // SQLITE_BUSY; a second process on the file waits up to 10s for its lock.
 func OpenSQLite(path string, opts SQLOptions) (*SQLStore, error) {
-	if path == "" || strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("%w: sqlite path %q must be non-empty, without ? or #", ErrStoreSpec, path)
+	// The path becomes a file: URI, in which these would be read as
+	// syntax, not as part of the name.
+	if path == "" || strings.ContainsAny(path, "?#%") {
+		return nil, fmt.Errorf("%w: sqlite path %q must be non-empty, without ?, # or %%", ErrStoreSpec, path)
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
@@ -93,14 +96,21 @@ func OpenSQLite(path string, opts SQLOptions) (*SQLStore, error) {
 }
 
 // OpenPostgres connects to the PostgreSQL database dsn names, a URL or a
-// key=value DSN as pgx reads them. Several servers may share it.
+// key=value DSN as pgx reads them. Several servers may share it; each
+// opens at most 16 connections. Unless the DSN sets it, a session idle in
+// a transaction for 10s is ended by the server, so that a server that
+// vanished mid-transaction does not hold its locks until TCP notices.
 func OpenPostgres(dsn string, opts SQLOptions) (*SQLStore, error) {
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("bank: postgres: %w", err)
 	}
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
+	if _, set := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = "10s"
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
 	schema := append([]string{`SELECT pg_advisory_xact_lock(726863)`}, schemaStatements("BYTEA")...)
 	s, err := newSQLStore(db, dialect{name: KindPostgres, rebind: dollarRebind, schema: schema}, opts)
 	if err != nil {

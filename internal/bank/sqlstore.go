@@ -132,10 +132,12 @@ func newSQLStore(db *sql.DB, d dialect, opts SQLOptions) (*SQLStore, error) {
 			ans_balance = NULL, ans_debits = NULL, ans_budget = NULL
 			WHERE scope = ? AND key = ?
 			AND NOT (status = 'running' AND lease_until > ?) AND (status <> 'succeeded' OR expires_at <= ?)`),
-		finish: r(`UPDATE idempotency_key SET status = 'succeeded', lease_until = 0,
+		// The TTL runs from the answer: a record whose execution
+		// outlasted the TTL still deduplicates the retries that follow.
+		finish: r(`UPDATE idempotency_key SET status = 'succeeded', lease_until = 0, expires_at = ?,
 			ans_status = ?, ans_msg = ?, ans_account = ?, ans_balance = ?, ans_debits = ?, ans_budget = ?
 			WHERE scope = ? AND key = ? AND status = 'running' AND token = ?`),
-		release: r(`UPDATE idempotency_key SET status = 'failed', lease_until = 0 WHERE scope = ? AND key = ? AND status = 'running' AND token = ?`),
+		release: r(`UPDATE idempotency_key SET status = 'failed', lease_until = 0, expires_at = ? WHERE scope = ? AND key = ? AND status = 'running' AND token = ?`),
 		sweep:   r(`DELETE FROM idempotency_key WHERE expires_at <= ? AND NOT (status = 'running' AND lease_until > ?)`),
 	}
 	if err := createSchema(db, d); err != nil {
@@ -175,20 +177,20 @@ func createSchema(db *sql.DB, d dialect) error {
 func schemaStatements(blob string) []string {
 	return []string{
 		`CREATE TABLE IF NOT EXISTS accounts (
-			name    TEXT   NOT NULL PRIMARY KEY,
+			name    ` + blob + ` NOT NULL PRIMARY KEY,
 			balance BIGINT NOT NULL,
 			debits  BIGINT NOT NULL
 		)`,
 		`CREATE TABLE IF NOT EXISTS idempotency_key (
 			scope       TEXT   NOT NULL,
-			key         TEXT   NOT NULL,
+			key         ` + blob + ` NOT NULL,
 			fingerprint ` + blob + ` NOT NULL,
 			status      TEXT   NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
 			token       BIGINT NOT NULL,
 			lease_until BIGINT NOT NULL,
 			ans_status  INTEGER,
 			ans_msg     TEXT,
-			ans_account TEXT,
+			ans_account ` + blob + `,
 			ans_balance BIGINT,
 			ans_debits  BIGINT,
 			ans_budget  BIGINT,
@@ -219,10 +221,20 @@ func (s *SQLStore) Close() error {
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
-// ctx bounds one store operation: a store that does not answer becomes
-// an error, not a request that hangs.
+// opContext bounds one store operation: a store that does not answer
+// becomes an error, not a request that hangs.
 func opContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second)
+	return context.WithTimeout(context.Background(), opTimeout)
+}
+
+// opTimeout bounds one store operation.
+const opTimeout = 10 * time.Second
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // Get implements Store.
@@ -230,7 +242,7 @@ func (s *SQLStore) Get(account []byte) (Account, error) {
 	ctx, cancel := opContext()
 	defer cancel()
 	a := Account{Balance: DefaultBalance}
-	err := s.db.QueryRowContext(ctx, s.q.getAccount, string(account)).Scan(&a.Balance, &a.Debits)
+	err := s.db.QueryRowContext(ctx, s.q.getAccount, account).Scan(&a.Balance, &a.Debits)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, nil
 	}
@@ -250,7 +262,9 @@ func (s *SQLStore) Debit(account []byte, amount int64, h Hold, ans func(Account)
 		return Account{}, fmt.Errorf("bank: store: %w", err)
 	}
 	defer tx.Rollback() // a no-op after Commit
-	name := string(account)
+	// Names and keys are bytes on the wire, bound as bytes: a BLOB in
+	// SQLite, a BYTEA in PostgreSQL, whatever their encoding.
+	name := account
 	var a Account
 	err = tx.QueryRowContext(ctx, s.q.debit, amount, name, amount).Scan(&a.Balance, &a.Debits)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -290,8 +304,9 @@ type execer interface {
 
 // finishTx records ans under the held key, if h still holds it.
 func (s *SQLStore) finishTx(ctx context.Context, ex execer, h Hold, ans Answer) error {
-	res, err := ex.ExecContext(ctx, s.q.finish, int64(ans.Status), ans.Msg, ans.Account, ans.Balance, ans.Debits, int64(ans.Budget),
-		scope, h.Key, int64(h.Token))
+	res, err := ex.ExecContext(ctx, s.q.finish, ms(s.opts.Now())+s.opts.TTL.Milliseconds(),
+		int64(ans.Status), ans.Msg, []byte(ans.Account), ans.Balance, ans.Debits, int64(ans.Budget),
+		scope, []byte(h.Key), int64(h.Token))
 	if err != nil {
 		return fmt.Errorf("bank: store: %w", err)
 	}
@@ -325,7 +340,7 @@ func (s *SQLStore) Finish(h Hold, ans Answer) error {
 func (s *SQLStore) Release(h Hold) error {
 	ctx, cancel := opContext()
 	defer cancel()
-	res, err := s.db.ExecContext(ctx, s.q.release, scope, h.Key, int64(h.Token))
+	res, err := s.db.ExecContext(ctx, s.q.release, ms(s.opts.Now())+s.opts.TTL.Milliseconds(), scope, []byte(h.Key), int64(h.Token))
 	s.broadcast()
 	if err != nil {
 		return fmt.Errorf("bank: store: %w", err)
@@ -346,9 +361,10 @@ func (s *SQLStore) read(ctx context.Context, key string) (row, bool, error) {
 		r                 row
 		fp                []byte
 		st, bal, deb, bud sql.NullInt64
-		msg, acct         sql.NullString
+		msg               sql.NullString
+		acct              []byte
 	)
-	err := s.db.QueryRowContext(ctx, s.q.claimRead, scope, key).Scan(&fp, &r.status, &r.leaseUntil, &r.expAt, &st, &msg, &acct, &bal, &deb, &bud)
+	err := s.db.QueryRowContext(ctx, s.q.claimRead, scope, []byte(key)).Scan(&fp, &r.status, &r.leaseUntil, &r.expAt, &st, &msg, &acct, &bal, &deb, &bud)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil
 	}
@@ -359,7 +375,7 @@ func (s *SQLStore) read(ctx context.Context, key string) (row, bool, error) {
 		return r, false, fmt.Errorf("bank: store: record %q has a %d-byte fingerprint", key, len(fp))
 	}
 	copy(r.fp[:], fp)
-	r.ans = Answer{Status: proto.Status(st.Int64), Msg: msg.String, Account: acct.String, Balance: bal.Int64, Debits: deb.Int64, Budget: uint32(bud.Int64)}
+	r.ans = Answer{Status: proto.Status(st.Int64), Msg: msg.String, Account: string(acct), Balance: bal.Int64, Debits: deb.Int64, Budget: uint32(bud.Int64)}
 	return r, true, nil
 }
 
@@ -373,7 +389,7 @@ func (s *SQLStore) Claim(key string, fp Fingerprint) (Claimed, error) {
 		now := ms(s.opts.Now())
 		tok := newToken()
 		lease := now + s.opts.Lease.Milliseconds()
-		res, err := s.db.ExecContext(ctx, s.q.claimInsert, scope, key, fp[:], int64(tok), lease, now, now+s.opts.TTL.Milliseconds())
+		res, err := s.db.ExecContext(ctx, s.q.claimInsert, scope, []byte(key), fp[:], int64(tok), lease, now, now+s.opts.TTL.Milliseconds())
 		if err != nil {
 			return Claimed{}, fmt.Errorf("bank: store: %w", err)
 		}
@@ -398,7 +414,7 @@ func (s *SQLStore) Claim(key string, fp Fingerprint) (Claimed, error) {
 			return Claimed{State: ClaimRunning}, nil
 		}
 		res, err = s.db.ExecContext(ctx, s.q.takeOver, fp[:], int64(tok), lease, now, now+s.opts.TTL.Milliseconds(),
-			scope, key, now, now)
+			scope, []byte(key), now, now)
 		if err != nil {
 			return Claimed{}, fmt.Errorf("bank: store: %w", err)
 		}
@@ -421,7 +437,7 @@ func (s *SQLStore) Await(key string, fp Fingerprint, deadline time.Time, done <-
 		s.mu.Lock()
 		wake := s.wake
 		s.mu.Unlock()
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := context.WithDeadline(context.Background(), minTime(deadline, time.Now().Add(opTimeout)))
 		r, ok, err := s.read(ctx, key)
 		cancel()
 		now := ms(s.opts.Now())
@@ -430,10 +446,12 @@ func (s *SQLStore) Await(key string, fp Fingerprint, deadline time.Time, done <-
 			return Answer{}, ErrAwaitExpired
 		case err != nil:
 			return Answer{}, err
-		case !ok || r.fp != fp || r.status == stFailed || r.expAt <= now:
+		case !ok || r.fp != fp || r.status == stFailed:
 			return Answer{}, ErrReleased
-		case r.status == stSucceeded:
+		case r.status == stSucceeded && r.expAt > now:
 			return r.ans, nil
+		case r.status == stSucceeded:
+			return Answer{}, ErrReleased // past its TTL: forgotten
 		case r.leaseUntil <= now:
 			return Answer{}, ErrReleased // the claim may be taken over
 		}

@@ -318,3 +318,58 @@ func TestExpiredRecordTakenOverWithoutSweep(t *testing.T) {
 		})
 	}
 }
+
+// TestBinaryNamesAndKeys: keys and account names are bytes on the wire,
+// not text; every store keeps them as they are, invalid UTF-8 and NUL
+// included.
+func TestBinaryNamesAndKeys(t *testing.T) {
+	for _, k := range allKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			s := k.open(t, bank.SQLOptions{})
+			key, account := "k\xff\x00z", []byte("a\xfe\x00b")
+			c := claim(t, s, key, bank.Fingerprint{1}, bank.ClaimTaken)
+			after, err := s.Debit(account, 10, c.Hold, func(a bank.Account) bank.Answer {
+				return bank.Answer{Status: proto.StatusOK, Account: string(account), Balance: a.Balance, Debits: a.Debits}
+			})
+			if err != nil {
+				t.Fatalf("Debit: %v", err)
+			}
+			if got := claim(t, s, key, bank.Fingerprint{1}, bank.ClaimDone).Answer.Account; got != string(account) {
+				t.Errorf("replayed account %q, want %q", got, account)
+			}
+			claim(t, s, "k\xff\x00y", bank.Fingerprint{1}, bank.ClaimTaken)
+			if got, _ := s.Get(account); got != after {
+				t.Errorf("Get = %+v, want %+v", got, after)
+			}
+			if got, _ := s.Get([]byte("a\xfe\x00c")); got.Debits != 0 {
+				t.Errorf("another binary name shares the account: %+v", got)
+			}
+		})
+	}
+}
+
+// TestTTLRunsFromTheAnswer: an execution that outlasts the TTL still
+// deduplicates its retries: the TTL counts from the answer, and while the
+// lease is live a waiter keeps waiting instead of claiming again.
+func TestTTLRunsFromTheAnswer(t *testing.T) {
+	for _, k := range sqlKinds {
+		t.Run(k.name, func(t *testing.T) {
+			clk := newClock()
+			s := k.open(t, bank.SQLOptions{Now: clk.Now, TTL: time.Minute, Lease: 10 * time.Minute, SweepEvery: -1})
+			fp := bank.Fingerprint{5}
+			c := claim(t, s, "k", fp, bank.ClaimTaken)
+			clk.Advance(2 * time.Minute) // past the TTL, within the lease
+			claim(t, s, "k", fp, bank.ClaimRunning)
+			if _, err := s.Await("k", fp, time.Now().Add(20*time.Millisecond), make(chan struct{})); !errors.Is(err, bank.ErrAwaitExpired) {
+				t.Errorf("Await on a running key past its TTL, lease live: %v, want %v", err, bank.ErrAwaitExpired)
+			}
+			if _, err := s.Debit([]byte("a"), 10, c.Hold, okAnswer); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Minute - time.Millisecond)
+			if got := claim(t, s, "k", fp, bank.ClaimDone).Answer; got.Debits != 1 {
+				t.Errorf("the retry got %+v, want the one execution's answer", got)
+			}
+		})
+	}
+}

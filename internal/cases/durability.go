@@ -334,7 +334,7 @@ func leaseExpiryTakeover(t *T, kind string) {
 func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	const ttl = 400 * time.Millisecond
 	t.Field("ttl", ttl)
-	s := t.startServer(serverOpts{Store: t.newStore(kind), DedupTTL: ttl})
+	s := t.startServer(serverOpts{Store: t.newStore(kind), DedupTTL: ttl, DedupLease: ttl / 2})
 	c := t.client(s.Addr, client.DefaultConfig())
 	call := debitCall("acct-T", 10, "debit-acct-T-0001")
 	sent := time.Now()
