@@ -55,13 +55,16 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{load: load.DefaultOptions()}
 	fs := flag.NewFlagSet("rpcload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var keys []string
+	var keys, defaults []string
 	for _, s := range load.Systems() {
 		keys = append(keys, s.Key)
+		if s.Default {
+			defaults = append(defaults, s.Key)
+		}
 	}
-	fs.StringVar(&o.systems, "systems", strings.Join(keys, ","), "comma-separated systems to run, in row order")
+	fs.StringVar(&o.systems, "systems", strings.Join(defaults, ","), "comma-separated systems to run, in row order, of "+strings.Join(keys, ",")+"; "+load.GroupDebits+" names every row of debits")
 	fs.StringVar(&o.gs, "g", "8,64", "comma-separated concurrency levels: goroutines sharing one client")
-	fs.IntVar(&o.load.N, "n", o.load.N, "measured calls per row per round (rpcbench-per-request makes n/10)")
+	fs.IntVar(&o.load.N, "n", o.load.N, "measured calls per row per round (rpcbench-per-request and rpcbench-keyed-sqlite/postgres make n/10)")
 	fs.IntVar(&o.load.Warmup, "warmup", o.load.Warmup, "unmeasured calls before each measured phase")
 	fs.IntVar(&o.load.Rounds, "rounds", o.load.Rounds, "rounds; every row runs once per round, interleaved, and the table gives medians")
 	fs.IntVar(&o.load.Workers, "workers", o.load.Workers, "rpcserver -workers")
@@ -71,6 +74,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.jsonPath, "json", "", "also write the report, every round included, as JSON to this file")
 	fs.StringVar(&o.load.CPUProfile, "cpuprofile", "", "write a CPU profile of the driver's measured phases of the -profile systems to PREFIX.SYSTEM.gG.rROUND.pprof")
 	fs.StringVar(&o.profSys, "profile", load.KeyRPCBench, "comma-separated systems -cpuprofile profiles")
+	fs.StringVar(&o.load.ServerCPUProfile, "server-cpuprofile", "", "write a CPU profile of each rpcserver's whole life to PREFIX.SERVER.pprof")
 	fs.StringVar(&o.memprof, "memprofile", "", "write the driver's allocation profile, whole run, to this file at the end (use with -systems rpcbench)")
 	fs.BoolVar(&o.quietLogs, "q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -118,10 +122,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		o.load.Log = stderr
 	}
 	start := time.Now()
-	rep, err := load.Run(ctx, o.load)
-	if err != nil {
-		fmt.Fprintf(stderr, "rpcload: %v\n", err)
+	rep, runErr := load.Run(ctx, o.load)
+	if rep == nil {
+		fmt.Fprintf(stderr, "rpcload: %v\n", runErr)
 		return exitFail
+	}
+	for _, sk := range rep.Skipped {
+		fmt.Fprintf(stderr, "rpcload: %s left out: %s\n", sk.System, sk.Reason)
 	}
 	if err := rep.WriteMarkdown(stdout); err != nil {
 		fmt.Fprintf(stderr, "rpcload: %v\n", err)
@@ -142,9 +149,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "rpcload: %v\n", runErr)
+		return exitFail
+	}
 	for _, r := range rep.Rows {
-		if r.Failed() {
+		if r.NonOK > 0 {
 			fmt.Fprintf(stderr, "rpcload: %s G=%d: %d of %d calls not OK\n", r.System, r.G, r.NonOK, r.TotalCalls)
+			return exitFail
+		}
+		if r.ExecErrors > 0 {
+			fmt.Fprintf(stderr, "rpcload: %s G=%d: %s\n", r.System, r.G, r.FirstExecError)
 			return exitFail
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // Options select what a Run measures. Start from DefaultOptions.
 type Options struct {
 	// Systems are the keys of the systems to run, in row order (see
-	// Systems). Empty means all.
+	// Systems). Empty means the default ones.
 	Systems []string
 	// G lists the concurrency levels: goroutines sharing one client.
 	G []int
@@ -43,13 +43,19 @@ type Options struct {
 	// PREFIX.KEY.gG.rROUND.pprof per row and round.
 	CPUProfile     string
 	ProfileSystems []string
+	// ServerCPUProfile, when set, is the path prefix of CPU profiles of
+	// every rpcserver process over its whole life, warm-ups and every
+	// row and round included: one file PREFIX.SERVER.pprof per process,
+	// SERVER being "rpcserver" or the key of a row of debits.
+	ServerCPUProfile string
 
 	// Log receives progress lines and server stderr; nil discards.
 	Log io.Writer
 }
 
-// DefaultOptions returns the settings of a full run: every system, G 8 and
-// 64, 50000 calls per row per round, 5 rounds: about 70 seconds on 2 cores.
+// DefaultOptions returns the settings of a full run: the default systems,
+// G 8 and 64, 50000 calls per row per round, 5 rounds: about 70 seconds
+// on 2 cores.
 func DefaultOptions() Options {
 	return Options{
 		G:              []int{8, 64},

@@ -17,6 +17,8 @@ type Report struct {
 	Wall     time.Duration `json:"wall_ns"` // the rounds, build and server start excluded
 	Rows     []Row         `json:"rows"`
 	Samples  []Sample      `json:"samples"`
+	// Skipped are the selected systems that did not run.
+	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
 // Settings are the options a report was made with.
@@ -60,10 +62,19 @@ type Row struct {
 	ClientCPUOK      bool    `json:"client_cpu_ok"`
 	ServerCPUOK      bool    `json:"server_cpu_ok"`
 	AllocsPerCall    float64 `json:"client_allocs_per_call"`
+
+	// Debits: the row's calls are debits. Executed is the sum over rounds
+	// of Sample.Executed; ExecErrors counts the rounds with an ExecError,
+	// the first of which is FirstExecError.
+	Debits         bool   `json:"debits,omitempty"`
+	Executed       int64  `json:"executed,omitempty"`
+	ExecErrors     int    `json:"exec_errors,omitempty"`
+	FirstExecError string `json:"first_exec_error,omitempty"`
 }
 
-// Failed reports whether any call of the row did not end OK.
-func (r *Row) Failed() bool { return r.NonOK > 0 }
+// Failed reports whether any call of the row did not end OK or, in a row
+// of debits, any round's executions were not one per OK call.
+func (r *Row) Failed() bool { return r.NonOK > 0 || r.ExecErrors > 0 }
 
 // WriteJSON writes the report as indented JSON.
 func (rep *Report) WriteJSON(w io.Writer) error {
@@ -88,11 +99,28 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, ", commit %s", m.Commit)
 	}
 	b.WriteString("\n\n")
-	fmt.Fprintf(&b, "Workload: G goroutines share one client connection and make unary `get` calls of one of 64 accounts "+
-		"(request `account=acct-17`, 15 bytes; answer `account=acct-17 balance=1000 budget=5000 exec=0 replayed=false`), "+
-		"each server in its own process on 127.0.0.1. Per row and round: %d measured calls after %d warm-up calls. "+
+	gets, debits := false, false
+	for _, r := range rep.Rows {
+		gets = gets || !r.Debits
+		debits = debits || r.Debits
+	}
+	b.WriteString("Workload: G goroutines share one client connection and make unary ")
+	if gets {
+		b.WriteString("`get` calls of one of 64 accounts " +
+			"(request `account=acct-17`, 15 bytes; answer `account=acct-17 balance=1000 budget=5000 exec=0 replayed=false`)")
+	}
+	if gets && debits {
+		b.WriteString(" or, in the rows of debits, ")
+	}
+	if debits {
+		b.WriteString("`debit` calls (below)")
+	}
+	fmt.Fprintf(&b, ", each server in its own process on 127.0.0.1. Per row and round: %d measured calls after %d warm-up calls. "+
 		"Rounds: %d, every row once per round, interleaved; figures are medians over rounds. rpcserver -workers %d.\n\n",
 		st.N, st.Warmup, st.Rounds, st.Workers)
+	if debits {
+		b.WriteString(debitWorkload)
+	}
 
 	marks := map[string]string{}
 	for i, r := range st.Reduced {
@@ -125,11 +153,20 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString(systemNotes[key])
 	}
 	b.WriteString(notes)
+	if debits {
+		b.WriteString(executedNote(rep.Rows))
+	}
+	for _, sk := range rep.Skipped {
+		fmt.Fprintf(&b, "- %s did not run: %s\n", sk.System, sk.Reason)
+	}
 	for _, r := range rep.Rows {
-		if r.Failed() {
+		if r.NonOK > 0 {
 			fmt.Fprintf(&b, "- ⚠ %s G=%d: %d of %d calls not OK; first: %s\n", r.System, r.G, r.NonOK, r.TotalCalls, r.FirstError)
 		} else if r.FirstError != "" {
 			fmt.Fprintf(&b, "- ⚠ %s G=%d: %s\n", r.System, r.G, r.FirstError)
+		}
+		if r.ExecErrors > 0 {
+			fmt.Fprintf(&b, "- ⚠ %s G=%d: in %d of %d rounds: %s\n", r.System, r.G, r.ExecErrors, r.Rounds, r.FirstExecError)
 		}
 		if r.Retried > 0 {
 			fmt.Fprintf(&b, "- %s G=%d: %d OK calls needed more than one attempt.\n", r.System, r.G, r.Retried)
@@ -143,6 +180,41 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 var systemNotes = map[string]string{
 	KeyPerRequest: "- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall).\n",
 	KeyRaw:        "- raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.\n",
+	KeyDebit:      "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",
+	KeyKeyedMemory: "- rpcbench-keyed-memory: keyed debits, rpcserver `-store memory`; its idempotency records never expire, " +
+		"so the server's heap grows by every key of the run.\n",
+	KeyKeyedSQLite: "- rpcbench-keyed-sqlite: keyed debits, rpcserver `-store sqlite:FILE`, a fresh file in a temporary directory " +
+		"(WAL, synchronous=NORMAL, one connection).\n",
+	KeyKeyedPostgres: "- rpcbench-keyed-postgres: keyed debits, rpcserver `-store postgres://...`, a fresh database on a throwaway " +
+		"PostgreSQL cluster (internal/pgcluster: Unix socket, default settings, fsync and synchronous_commit on). " +
+		"Its server CPU is rpcserver's alone: PostgreSQL's own processes, on the same cores, are not counted.\n",
+}
+
+// debitWorkload describes the rows of debits, under the workload.
+const debitWorkload = "Rows of debits: every call is a `debit` of 1 (`account=acct-N amount=1`), answered with the account's " +
+	"balance and debit count after it (`account=acct-N balance=B budget=5000 exec=D replayed=false`). " +
+	"In the rpcbench-keyed rows each call carries a fresh idempotency key (128 random bits in hex), so the server claims the key, " +
+	"executes the debit and records its answer. Debit k of a server's run (warm-ups included) goes to account " +
+	"64·⌊k/64000⌋ + k mod 64: round-robin over 64 accounts, so that concurrent debits touch different accounts, " +
+	"each of which takes exactly 1000 debits, its whole balance, before the next 64 take over. " +
+	"Every answer must name its account and have balance ≥ 0 and balance + exec = 1000; " +
+	"rpcserver's exec.debit counter (ctl.stats) must rise by exactly one per OK call over each measured phase.\n\n"
+
+// executedNote says what rpcserver's exec.debit counter showed in the
+// rows of debits.
+func executedNote(rows []Row) string {
+	var ok, executed int64
+	for _, r := range rows {
+		if r.Debits && r.ExecErrors == 0 {
+			ok += r.TotalCalls - r.NonOK
+			executed += r.Executed
+		}
+	}
+	if ok == 0 {
+		return ""
+	}
+	return fmt.Sprintf("- exactly once: over the measured phases of the rows of debits without ⚠, rpcserver executed %s debits for %s OK calls.\n",
+		thousands(float64(executed)), thousands(float64(ok)))
 }
 
 // notes explain the columns below the table.

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,9 +16,12 @@ import (
 // Run starts the servers the selected systems need, runs every row
 // Options.Rounds times, interleaved (each round runs every G and, within
 // it, every system in order), stops the servers and returns the report.
-// An error means the run could not start; calls that fail are counted in
-// the report, not returned.
-func Run(ctx context.Context, o Options) (*Report, error) {
+// A system whose store is PostgreSQL is left out, and listed in
+// Report.Skipped, when there are no PostgreSQL binaries, unless
+// pgcluster.Required. An error means the run could not start, or could
+// not clean up after itself, in which case the report is returned too;
+// calls that fail are counted in the report, not returned.
+func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -46,12 +50,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	kinds := map[string]bool{}
-	for _, s := range systems {
-		kinds[s.Server] = true
+	st := &stores{dir: dir, log: log}
+	systems, skipped, err := st.startPostgres(ctx, systems)
+	if err != nil {
+		return nil, err
 	}
-	needPeer := kinds[serverGRPC] || kinds[serverNetRPC] || kinds[serverRaw]
-	bins, err := build(ctx, &o, kinds[serverRPC], needPeer, dir, log)
+	defer func() {
+		if cerr := st.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("load: cleaning up: %w", cerr))
+		}
+	}()
+	if len(systems) == 0 {
+		return nil, fmt.Errorf("load: no system left to run: %s left out: %s", skipped[0].System, skipped[0].Reason)
+	}
+
+	needRPC, needPeer := false, false
+	for _, s := range systems {
+		needRPC = needRPC || s.Store != ""
+		needPeer = needPeer || s.Store == ""
+	}
+	bins, err := build(ctx, &o, needRPC, needPeer, dir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -61,20 +79,29 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			s.Stop()
 		}
 	}()
+	works := map[string]work{}
 	for _, s := range systems {
 		if servers[s.Server] != nil {
 			continue
 		}
-		p, err := serverproc.StartAwait(ctx, serverSpec(s.Server, &o, bins, dir, log), serverproc.StartTimeout)
+		store, err := st.spec(ctx, s.Store, s.Server)
+		if err != nil {
+			return nil, err
+		}
+		p, err := serverproc.StartAwait(ctx, serverSpec(s, store, &o, bins, dir, log), serverproc.StartTimeout)
 		if err != nil {
 			return nil, err
 		}
 		servers[s.Server] = p
 		fmt.Fprintf(log, "%s listening on %s (pid %d)\n", s.Server, p.Addr, p.PID)
+		var w work = getWork{reqs: workload.Requests()}
+		if s.Debits {
+			w = &debitWork{}
+		}
+		works[s.Server] = w
 	}
 
-	rep := &Report{Machine: ThisMachine(ctx), Settings: settingsOf(&o, systems)}
-	reqs := workload.Requests()
+	rep = &Report{Machine: ThisMachine(ctx), Settings: settingsOf(&o, systems), Skipped: skipped}
 	start := time.Now()
 	for round := 1; round <= o.Rounds; round++ {
 		for _, g := range o.G {
@@ -85,6 +112,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				r := row{
 					sys:     sys,
 					srv:     servers[sys.Server],
+					work:    works[sys.Server],
 					g:       g,
 					n:       max(1, o.N/sys.CallsDiv),
 					warmup:  o.Warmup / sys.CallsDiv,
@@ -94,10 +122,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if profiled[sys.Key] {
 					r.profile = fmt.Sprintf("%s.%s.g%d.r%d.pprof", o.CPUProfile, sys.Key, g, round)
 				}
-				s := measure(ctx, r, reqs)
+				s := measure(ctx, r)
 				rep.Samples = append(rep.Samples, s)
-				fmt.Fprintf(log, "round %d/%d G=%-3d %-21s %9.0f calls/s  p50 %7s  p99 %7s  non-OK %d%s\n",
-					round, o.Rounds, g, sys.Name, s.CallsPerSec(), fmtDur(s.P50), fmtDur(s.P99), s.NonOK, errSuffix(s.FirstError))
+				fmt.Fprintf(log, "round %d/%d G=%-3d %-23s %9.0f calls/s  p50 %7s  p99 %7s  non-OK %d%s%s\n",
+					round, o.Rounds, g, sys.Name, s.CallsPerSec(), fmtDur(s.P50), fmtDur(s.P99), s.NonOK, errSuffix(s.FirstError), execSuffix(s.ExecError))
 			}
 		}
 	}
@@ -111,6 +139,13 @@ func errSuffix(e string) string {
 		return ""
 	}
 	return " (first: " + e + ")"
+}
+
+func execSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (" + e + ")"
 }
 
 // aggregate reduces samples to one Row per system and G, in table order:
@@ -148,7 +183,7 @@ func aggregate(systems []System, gs []int, samples []Sample) []Row {
 // summarize takes the median of each figure over a row's rounds and adds
 // up its calls and failures.
 func summarize(sys System, g int, ss []Sample) Row {
-	r := Row{System: sys.Name, Key: sys.Key, G: g, Rounds: len(ss), CallsPerRound: ss[0].Calls, ClientCPUOK: true, ServerCPUOK: true}
+	r := Row{System: sys.Name, Key: sys.Key, G: g, Rounds: len(ss), CallsPerRound: ss[0].Calls, ClientCPUOK: true, ServerCPUOK: true, Debits: sys.Debits}
 	var cps, p50, p99, ccpu, scpu, allocs []float64
 	for _, s := range ss {
 		per100k := 1e5 / float64(max(s.Calls, 1))
@@ -165,6 +200,13 @@ func summarize(sys System, g int, ss []Sample) Row {
 		r.Retried += s.Retried
 		if r.FirstError == "" {
 			r.FirstError = s.FirstError
+		}
+		r.Executed += s.Executed
+		if s.ExecError != "" {
+			r.ExecErrors++
+			if r.FirstExecError == "" {
+				r.FirstExecError = s.ExecError
+			}
 		}
 	}
 	r.CallsPerSec = median(cps)

@@ -9,27 +9,34 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // benchpeerAnnounce starts the line benchpeer prints once it listens.
 const benchpeerAnnounce = "LISTEN "
 
-// serverSpec returns how to start the server for kind.
-func serverSpec(kind string, o *Options, bins binaries, dir string, stderr io.Writer) serverproc.Spec {
-	if kind == serverRPC {
-		return serverproc.RPCServer{
+// serverSpec returns how to start the server sys talks to; store is the
+// -store spec of an rpcserver, empty for its default.
+func serverSpec(sys System, store string, o *Options, bins binaries, dir string, stderr io.Writer) serverproc.Spec {
+	if sys.Store != "" {
+		spec := serverproc.RPCServer{
 			Bin:     bins.rpcserver,
 			Workers: o.Workers,
-			LogPath: filepath.Join(dir, "rpcserver.log"),
+			LogPath: filepath.Join(dir, sys.Server+".log"),
 			// Every system is measured without a log line per request.
 			NoExecLog: true,
+			Store:     store,
 			Stderr:    stderr,
 		}.Spec()
+		if o.ServerCPUProfile != "" {
+			spec.Args = append(spec.Args, "-"+serverapi.FlagCPUProfile, o.ServerCPUProfile+"."+sys.Server+".pprof")
+		}
+		return spec
 	}
 	return serverproc.Spec{
 		Bin:  bins.benchpeer,
-		Args: []string{"-kind", kind, "-addr", "127.0.0.1:0"},
+		Args: []string{"-kind", sys.Server, "-addr", "127.0.0.1:0"},
 		Announce: func(line string) (string, error) {
 			addr, ok := strings.CutPrefix(line, benchpeerAnnounce)
 			if !ok {

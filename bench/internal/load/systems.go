@@ -2,7 +2,10 @@ package load
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // System keys, as -systems takes them.
@@ -22,9 +26,22 @@ const (
 	KeyNetRPC     = "netrpc"
 	KeyPerRequest = "per-request"
 	KeyRaw        = "raw"
+
+	// The rows of debits, each against an rpcserver of its own.
+	KeyDebit         = "rpcbench-debit"
+	KeyKeyedMemory   = "rpcbench-keyed-memory"
+	KeyKeyedSQLite   = "rpcbench-keyed-sqlite"
+	KeyKeyedPostgres = "rpcbench-keyed-postgres"
 )
 
-// Server kinds: which process a system's client talks to.
+// sqlCallsDiv is the CallsDiv of the rows of keyed debits on a SQL store,
+// which commit to disk and make a few thousand calls a second where the
+// others make tens of thousands.
+const sqlCallsDiv = 10
+
+// Server kinds: which process a system's client talks to. A row of
+// debits has an rpcserver of its own, named by the system's key, so that
+// its balances and records do not meet another row's.
 const (
 	serverRPC    = "rpcserver"
 	serverGRPC   = "grpc"
@@ -53,6 +70,15 @@ type System struct {
 	Name string // as printed in the table
 	// Server is the kind of server process the client talks to.
 	Server string
+	// Store is the store kind (bank.KindMemory, KindSQLite, KindPostgres)
+	// of the rpcserver Server names; empty for the other servers.
+	Store string
+	// Debits: every call is a debit (workload.AppendDebit), and the row
+	// checks that the server executed each exactly once. Otherwise every
+	// call is a get.
+	Debits bool
+	// Default: the system runs when Options.Systems is empty.
+	Default bool
 	// CallsDiv divides Options.N and Options.Warmup for this system, for
 	// one too slow to run the full count.
 	CallsDiv int
@@ -62,27 +88,39 @@ type System struct {
 // Systems returns every system, in the table's row order.
 func Systems() []System {
 	return []System{
-		{Key: KeyRPCBench, Name: "rpcbench", Server: serverRPC, CallsDiv: 1, Dial: dialRPCBench(false)},
-		{Key: KeyGRPC, Name: "grpc-go", Server: serverGRPC, CallsDiv: 1, Dial: dialGRPC},
-		{Key: KeyNetRPC, Name: "net/rpc", Server: serverNetRPC, CallsDiv: 1, Dial: dialNetRPC},
-		{Key: KeyPerRequest, Name: "rpcbench-per-request", Server: serverRPC, CallsDiv: 10, Dial: dialRPCBench(true)},
-		{Key: KeyRaw, Name: "raw-floor", Server: serverRaw, CallsDiv: 1, Dial: dialRaw},
+		{Key: KeyRPCBench, Name: "rpcbench", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Dial: dialRPCBench(false)},
+		{Key: KeyGRPC, Name: "grpc-go", Server: serverGRPC, Default: true, CallsDiv: 1, Dial: dialGRPC},
+		{Key: KeyNetRPC, Name: "net/rpc", Server: serverNetRPC, Default: true, CallsDiv: 1, Dial: dialNetRPC},
+		{Key: KeyPerRequest, Name: "rpcbench-per-request", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 10, Dial: dialRPCBench(true)},
+		{Key: KeyRaw, Name: "raw-floor", Server: serverRaw, Default: true, CallsDiv: 1, Dial: dialRaw},
+		{Key: KeyDebit, Name: KeyDebit, Server: KeyDebit, Store: bank.KindMemory, Debits: true, CallsDiv: 1, Dial: dialDebit(false)},
+		{Key: KeyKeyedMemory, Name: KeyKeyedMemory, Server: KeyKeyedMemory, Store: bank.KindMemory, Debits: true, CallsDiv: 1, Dial: dialDebit(true)},
+		{Key: KeyKeyedSQLite, Name: KeyKeyedSQLite, Server: KeyKeyedSQLite, Store: bank.KindSQLite, Debits: true, CallsDiv: sqlCallsDiv, Dial: dialDebit(true)},
+		{Key: KeyKeyedPostgres, Name: KeyKeyedPostgres, Server: KeyKeyedPostgres, Store: bank.KindPostgres, Debits: true, CallsDiv: sqlCallsDiv, Dial: dialDebit(true)},
 	}
 }
 
-// selectSystems returns the systems named by keys (or table names), in
-// the order given; none means all.
+// GroupDebits, in -systems, names every row of debits, in table order.
+const GroupDebits = "debits"
+
+// selectSystems returns the systems named by keys (table names, or
+// GroupDebits), in the order given, each once; none means the default
+// ones.
 func selectSystems(keys []string) ([]System, error) {
 	all := Systems()
 	if len(keys) == 0 {
-		return all, nil
+		for _, s := range all {
+			if s.Default {
+				keys = append(keys, s.Key)
+			}
+		}
 	}
 	var out []System
 	seen := map[string]bool{}
 	for _, k := range keys {
 		found := false
 		for _, s := range all {
-			if k == s.Key || k == s.Name {
+			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits {
 				if !seen[s.Key] {
 					out = append(out, s)
 					seen[s.Key] = true
@@ -91,7 +129,7 @@ func selectSystems(keys []string) ([]System, error) {
 			}
 		}
 		if !found {
-			var valid []string
+			valid := []string{GroupDebits}
 			for _, s := range all {
 				valid = append(valid, s.Key)
 			}
@@ -143,7 +181,13 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Unwrap() error { return e.Err }
 
 func (c *rpcbenchClient) Call(ctx context.Context, req []byte) ([]byte, error) {
-	r := c.c.Do(ctx, client.Call{Method: bank.MethodGet, Idempotent: true, Payload: req})
+	return c.do(ctx, client.Call{Method: bank.MethodGet, Idempotent: true, Payload: req})
+}
+
+// do makes call and returns the answer's payload, or an error unless
+// it ended OK.
+func (c *rpcbenchClient) do(ctx context.Context, call client.Call) ([]byte, error) {
+	r := c.c.Do(ctx, call)
 	if r.Attempts > 1 {
 		c.retried.Add(1)
 	}
@@ -155,6 +199,52 @@ func (c *rpcbenchClient) Call(ctx context.Context, req []byte) ([]byte, error) {
 
 func (c *rpcbenchClient) Close() error   { return c.c.Close() }
 func (c *rpcbenchClient) Retried() int64 { return c.retried.Load() }
+
+// debitClient is a Client whose every call is a debit, each with a fresh
+// idempotency key when keyed. It counts retries and reads rpcserver's
+// counters.
+type debitClient struct {
+	rpcbenchClient
+	keyed bool
+}
+
+func dialDebit(keyed bool) func(context.Context, string) (Client, error) {
+	return func(_ context.Context, addr string) (Client, error) {
+		c, err := client.New(addr, RPCBenchConfig(false))
+		if err != nil {
+			return nil, err
+		}
+		return &debitClient{rpcbenchClient: rpcbenchClient{c: c}, keyed: keyed}, nil
+	}
+}
+
+// Call makes one debit with payload req. A keyed debit may be re-sent
+// after an attempt whose outcome is unknown; one without a key may not.
+func (c *debitClient) Call(ctx context.Context, req []byte) ([]byte, error) {
+	call := client.Call{Method: bank.MethodDebit, Payload: req}
+	if c.keyed {
+		call.Key = newKey()
+	}
+	return c.do(ctx, call)
+}
+
+// Counters reads rpcserver's counters.
+func (c *debitClient) Counters(ctx context.Context) (serverapi.Counters, error) {
+	r := c.c.Do(ctx, client.Call{Method: serverapi.MethodStats, Idempotent: true})
+	if r.Status != proto.StatusOK {
+		return serverapi.Counters{}, &StatusError{Status: r.Status, Payload: string(r.Payload), Err: r.Err}
+	}
+	return serverapi.ParseCounters(r.Payload)
+}
+
+// newKey returns a fresh idempotency key: 128 random bits in hex, as a
+// client that makes a UUID for each operation sends.
+func newKey() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	return hex.EncodeToString(b[:])
+}
 
 func dialGRPC(_ context.Context, addr string) (Client, error) {
 	return grpcpeer.Dial(addr)

@@ -1,8 +1,9 @@
-// Package workload is the one workload every benchmarked system runs: a
-// get of one of 64 accounts, answered with the same text rpcserver sends.
-// The driver takes requests and the answer check from here; the peer
-// servers (grpc, net/rpc) take the server-side work from here, so every
-// system parses, looks up and formats the same thing.
+// Package workload is what the benchmarked systems are asked: the get of
+// one of 64 accounts that every system answers with the same text
+// rpcserver sends, and the debits only rpcserver serves. The driver takes
+// requests and answer checks from here; the peer servers (grpc, net/rpc)
+// take the server-side work of a get from here, so every system parses,
+// looks up and formats the same thing.
 package workload
 
 import (
@@ -16,8 +17,8 @@ import (
 // Accounts is how many accounts the workload spreads its calls over.
 const Accounts = 64
 
-// DefaultBalance is every account's balance; it matches rpcserver's
-// bank.DefaultBalance, and the workload never debits.
+// DefaultBalance is every account's balance before its first debit; it
+// matches rpcserver's bank.DefaultBalance. The get workload never debits.
 const DefaultBalance = 1000
 
 // BudgetMs is the budget the peer servers print in their answer. rpcserver
