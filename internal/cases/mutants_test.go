@@ -91,7 +91,7 @@ var mutants = []mutant{
 		bug:  "a duplicate keyed request that arrives while its original is still executing executes too, as if it had no key",
 		file: "internal/bank/bank.go",
 		old:  "\t\tcase ClaimRunning:\n\t\t\tans, err = b.store.Await(r.Key, fp, r.Expiry, r.Done)\n",
-		new:  "\t\tcase ClaimRunning:\n\t\t\treturn b.apply(r, \"\", dst)\n",
+		new:  "\t\tcase ClaimRunning:\n\t\t\treturn b.apply(r, Hold{}, dst)\n",
 		catch: map[string]string{
 			"duplicate_while_executing": "serverDebitExec=2, want 1",
 		},
@@ -184,8 +184,8 @@ var mutants = []mutant{
 		name: "record_committed_after_debit",
 		bug:  "the SQL store commits the balance change, then writes the idempotency record in a statement of its own: a crash between the two leaves a debit no retry can see",
 		file: "internal/bank/sqlstore.go",
-		old:  "\tif h.Key != \"\" {\n\t\tif err := s.finishTx(ctx, tx, h, ans(a)); err != nil {\n\t\t\treturn Account{}, err\n\t\t}\n\t\tcallHook(s.opts.Hooks.BeforeCommit)\n\t}\n\tif err := tx.Commit(); err != nil {\n\t\treturn Account{}, fmt.Errorf(\"bank: store: commit: %w\", err)\n\t}\n\tif h.Key != \"\" {\n\t\ts.broadcast()\n\t\tcallHook(s.opts.Hooks.AfterCommit)\n\t}\n",
-		new:  "\tif err := tx.Commit(); err != nil {\n\t\treturn Account{}, fmt.Errorf(\"bank: store: commit: %w\", err)\n\t}\n\tif h.Key != \"\" {\n\t\tcallHook(s.opts.Hooks.AfterCommit)\n\t\tif err := s.finishTx(ctx, s.db, h, ans(a)); err != nil {\n\t\t\treturn Account{}, err\n\t\t}\n\t\ts.broadcast()\n\t}\n",
+		old:  "\tif h.Key != \"\" {\n\t\tif err := s.finishTx(ctx, tx, h, ans(a)); err != nil {\n\t\t\treturn Account{}, err\n\t\t}\n\t\tcallHook(s.opts.Hooks.BeforeCommit)\n\t}\n\tif err := tx.Commit(); err != nil {\n\t\treturn Account{}, fmt.Errorf(\"%w: %w\", ErrCommitUnknown, err)\n\t}\n\tif h.Key != \"\" {\n\t\ts.broadcast()\n\t\tcallHook(s.opts.Hooks.AfterCommit)\n\t}\n",
+		new:  "\tif err := tx.Commit(); err != nil {\n\t\treturn Account{}, fmt.Errorf(\"%w: %w\", ErrCommitUnknown, err)\n\t}\n\tif h.Key != \"\" {\n\t\tcallHook(s.opts.Hooks.AfterCommit)\n\t\tif err := s.finishTx(ctx, s.db, h, ans(a)); err != nil {\n\t\t\treturn Account{}, err\n\t\t}\n\t\ts.broadcast()\n\t}\n",
 		catch: map[string]string{
 			"durable_dedup_survives_crash_sqlite": "result=OK balance=980 exec=2 replayed=false",
 		},
