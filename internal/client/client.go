@@ -605,3 +605,26 @@ func budgetMs(d time.Duration) uint32 {
 	}
 	return uint32(ms)
 }
+
+// ErrCut is the cause of the attempts whose connection Cut killed.
+var ErrCut = errors.New("client: connection cut")
+
+// Cut kills the client's open connections as a network failure would,
+// without closing the client: attempts waiting on them end as after a lost
+// connection (their outcome unknown if their request was written), and the
+// next attempt dials again, moving on to the next address as after any
+// lost connection. It is for fault injection.
+func (c *Client) Cut() {
+	c.mu.Lock()
+	conns := make([]*conn, 0, len(c.own)+1)
+	if cur := c.cur.Load(); cur != nil {
+		conns = append(conns, cur)
+	}
+	for cn := range c.own {
+		conns = append(conns, cn)
+	}
+	c.mu.Unlock()
+	for _, cn := range conns {
+		cn.fail(ErrCut)
+	}
+}

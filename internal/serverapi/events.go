@@ -2,6 +2,7 @@ package serverapi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -129,31 +130,77 @@ func (e Event) Text(k string) string {
 	return s
 }
 
+// EventTorn is the name ReadEvents gives the torn line a killed server
+// leaves: the process died in the middle of writing an event. It is
+// never logged.
+const EventTorn = "TORN"
+
+// tornPrefix starts every event line; a line torn by a crash is followed,
+// on the same text line, by the next incarnation's first event.
+var tornPrefix = []byte(`{"time":`)
+
 // ReadEvents decodes an rpcserver log. A line that is not a JSON object
 // with time, level and msg, or whose msg is not a known event name, is an
-// error naming its line number.
+// error naming its line number, with one exception: a server killed
+// while writing an event (SIGKILL can cut a write short) leaves a torn
+// line, which a restarted server appending to the same log continues.
+// Such a line, when it is the last one or is followed on the same line by
+// a whole event, is returned as an EventTorn event (Attrs["text"] holds
+// what is left of it) followed by that event.
 func ReadEvents(r io.Reader) ([]Event, error) {
 	var out []Event
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			return out, fmt.Errorf("serverapi: log line %d: %w", n, err)
-		}
-		name, _ := m["msg"].(string)
-		if !slices.Contains(eventNames, name) {
-			return out, fmt.Errorf("serverapi: log line %d: unknown event %q", n, name)
-		}
-		ts, _ := m["time"].(string)
-		at, err := time.Parse(time.RFC3339Nano, ts)
+		line := sc.Bytes()
+		e, err := decodeEvent(line)
 		if err != nil {
-			return out, fmt.Errorf("serverapi: log line %d: time %q: %w", n, ts, err)
+			rest := -1
+			if i := bytes.Index(line[1:], tornPrefix); i >= 0 {
+				rest = i + 1
+			}
+			var next Event
+			var nextErr error
+			if rest >= 0 {
+				next, nextErr = decodeEvent(line[rest:])
+			}
+			last := rest < 0 && bytes.HasPrefix(line, tornPrefix) && !bytes.HasSuffix(line, []byte("}"))
+			if !last && (rest < 0 || nextErr != nil || !bytes.HasPrefix(line, tornPrefix)) {
+				return out, fmt.Errorf("serverapi: log line %d: %w", n, err)
+			}
+			torn := Event{Name: EventTorn, Attrs: map[string]any{"text": string(line)}}
+			if rest >= 0 {
+				torn.Attrs["text"] = string(line[:rest])
+				out = append(out, torn, next)
+				continue
+			}
+			if sc.Scan() {
+				return out, fmt.Errorf("serverapi: log line %d: %w", n, err)
+			}
+			return append(out, torn), sc.Err()
 		}
-		delete(m, "msg")
-		delete(m, "time")
-		delete(m, "level")
-		out = append(out, Event{Time: at, Name: name, Attrs: m})
+		out = append(out, e)
 	}
 	return out, sc.Err()
+}
+
+// decodeEvent decodes one whole event line.
+func decodeEvent(line []byte) (Event, error) {
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		return Event{}, err
+	}
+	name, _ := m["msg"].(string)
+	if !slices.Contains(eventNames, name) {
+		return Event{}, fmt.Errorf("unknown event %q", name)
+	}
+	ts, _ := m["time"].(string)
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return Event{}, fmt.Errorf("time %q: %w", ts, err)
+	}
+	delete(m, "msg")
+	delete(m, "time")
+	delete(m, "level")
+	return Event{Time: at, Name: name, Attrs: m}, nil
 }

@@ -3,6 +3,7 @@ package serverapi_test
 import (
 	"bytes"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,7 @@ func TestReadEventsRejects(t *testing.T) {
 		{"lowercase_event", strings.Replace(good, "CONN_OPEN", "conn_open", 1), `log line 1: unknown event "conn_open"`},
 		{"no_msg", `{"time":"2026-01-02T03:04:05Z","level":"INFO"}`, `log line 1: unknown event ""`},
 		{"not_json", good + "\nCONN_OPEN remote=x", "log line 2"},
+		{"torn_mid_log", good[:40] + "\n" + good, "log line 1"},
 		{"bad_time", strings.Replace(good, "2026-01-02T03:04:05.000000006Z", "yesterday", 1), `log line 1: time "yesterday"`},
 	}
 	for _, tt := range tests {
@@ -66,6 +68,35 @@ func TestReadEventsRejects(t *testing.T) {
 			_, err := serverapi.ReadEvents(strings.NewReader(tt.log))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "serverapi: ") {
 				t.Errorf("ReadEvents(%q) error = %v, want \"serverapi: ...%s...\"", tt.log, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestReadEventsTorn: a server killed mid-write leaves a torn line, which
+// the restarted server's first event continues; ReadEvents returns it as
+// EventTorn and goes on.
+func TestReadEventsTorn(t *testing.T) {
+	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","remote":"x"}`
+	for _, tt := range []struct {
+		name, log string
+		events    int
+	}{
+		{"continued", good + "\n" + good[:50] + good + "\n" + good, 4},
+		{"last", good + "\n" + good + "\n" + good[:50], 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := serverapi.ReadEvents(strings.NewReader(tt.log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range evs {
+				names = append(names, e.Name)
+			}
+			torn := slices.Index(names, serverapi.EventTorn)
+			if len(evs) != tt.events || torn < 0 || evs[torn].Text("text") != good[:50] {
+				t.Errorf("events %v, want %d with one TORN holding %q", names, tt.events, good[:50])
 			}
 		})
 	}
