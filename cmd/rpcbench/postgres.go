@@ -28,17 +28,28 @@ func postgresFor(ctx context.Context, r cases.Registry, status io.Writer) (_ cas
 	if len(need) == 0 {
 		return r, nil, stop, nil
 	}
-	cl, err := pgcluster.Start(ctx)
+	pg, stop, err = startPostgres(ctx, status)
 	switch {
 	case err == nil:
-		return r, cl, func() {
-			if err := cl.Stop(); err != nil {
-				fmt.Fprintf(status, "rpcbench: stopping PostgreSQL: %v\n", err)
-			}
-		}, nil
+		return r, pg, stop, nil
 	case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
 		fmt.Fprintf(status, "rpcbench: leaving out %d scenarios that need PostgreSQL: %v\n", len(need), err)
 		return rest, nil, stop, nil
 	}
 	return nil, nil, stop, fmt.Errorf("PostgreSQL for %d scenarios: %w", len(need), err)
+}
+
+// startPostgres starts a throwaway PostgreSQL cluster, or connects
+// through RPCBENCH_PG_DSN; stop is never nil. Without PostgreSQL binaries
+// the error wraps pgcluster.ErrNotFound.
+func startPostgres(ctx context.Context, status io.Writer) (pg cases.Databases, stop func(), err error) {
+	cl, err := pgcluster.Start(ctx)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return cl, func() {
+		if err := cl.Stop(); err != nil {
+			fmt.Fprintf(status, "rpcbench: stopping PostgreSQL: %v\n", err)
+		}
+	}, nil
 }

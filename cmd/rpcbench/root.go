@@ -85,7 +85,7 @@ SIGTERM: 128 plus the signal).`,
 	pf.Var(colorFlag{&a.Color}, "color", "colour the verdicts: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(report.ColorModes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a))
+	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a), newChaosCmd(a))
 	return root
 }
 

@@ -45,7 +45,9 @@ var registry = []Case{
 type Registry []Case
 
 // Default returns every scenario of this package, in run order.
-func Default() Registry { return append(slices.Clone(registry), durable()...) }
+func Default() Registry {
+	return append(append(slices.Clone(registry), durable()...), chaosRuns()...)
+}
 
 // Select returns the scenarios of group g in run order, every one for
 // GroupAll; nil when the group has none.

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/chaos"
+)
+
+func newChaosCmd(a *app) *cobra.Command {
+	o := chaos.DefaultOptions()
+	o.Out = "chaos-out"
+	var faults string
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Run a random workload under a random fault schedule and check the history",
+		Long: `Run C clients issuing random gets, keyed debits (retried with the same key)
+and keyless debits (never re-sent after an unknown outcome) against
+rpcserver processes, while a nemesis carries out a fault schedule drawn
+from --seed: the server's own faults switched on and off, servers killed
+and restarted on the same store, paused and resumed, client connections
+cut. Every operation is recorded with its outcome (ok, failed, unknown) in
+OUT/history.jsonl, and three checkers read the history:
+
+  linearizable   each account's history could have happened one operation
+                 at a time (porcupine; an unknown debit took effect at some
+                 point after its invocation, or never)
+  exactly_once   no idempotency key executed twice, every acknowledged keyed
+                 debit executed once (from the servers' EXEC log lines)
+  right_caller   every answer names the account its call asked for
+
+One CHECK line per checker, then
+  CHAOS seed=N ops=... ok=... failed=... unknown=... faults=... verdict=PASS|FAIL
+
+The schedule is a function of the seed and the options only (OUT/schedule.txt);
+the run's timing is not, so a replay meets the same faults at the same times,
+not necessarily the same operations. On FAIL, OUT/linear-ACCOUNT.html is
+porcupine's visualization of the first account that is not linearizable,
+OUT/window.jsonl the operations around the violation, and the line
+"replay:" the command that replays the seed.
+
+Exit status: 0 PASS, 1 FAIL or UNKNOWN (a check could not decide), 2 usage error
+or a run that could not be set up, 130/143 interrupted.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if cmd.Flags().Changed("faults") {
+				if o.Faults, err = chaos.ParseFaults(faults); err != nil {
+					return usageErrorf("", "--faults: %v", err)
+				}
+			} else {
+				o.Faults = chaos.DefaultFaults(o.Store)
+			}
+			return runChaos(cmd.Context(), a, o)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&o.Seed, "seed", o.Seed, "seed of the fault schedule and the workload")
+	f.DurationVar(&o.Duration, "duration", o.Duration, "how long the workload runs")
+	f.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients")
+	f.IntVar(&o.Accounts, "accounts", o.Accounts, "accounts the operations spread over (few, so that they contend)")
+	f.StringVar(&o.Store, "store", o.Store, "memory, sqlite or postgres")
+	f.IntVar(&o.Servers, "servers", o.Servers, "rpcserver processes on the store; each client knows them all")
+	f.StringVar(&faults, "faults", "", "comma-separated nemesis kinds, all or none (default: all; all but kill for the memory store): "+strings.Join(chaos.NemesisKinds, ","))
+	f.StringVar(&o.Client, "client", o.Client, "normal, or naive: re-send any call whose outcome is unknown (a negative control)")
+	f.StringVar(&o.Out, "out", o.Out, "directory for the history, the schedule, the server logs and the visualization")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound on the linearizability check; past it the verdict is UNKNOWN")
+	_ = cmd.RegisterFlagCompletionFunc("store", cobra.FixedCompletions([]string{chaos.StoreMemory, chaos.StoreSQLite, chaos.StorePostgres}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("client", cobra.FixedCompletions([]string{chaos.ClientNormal, chaos.ClientNaive}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagDirname("out")
+	return cmd
+}
+
+func runChaos(ctx context.Context, a *app, o chaos.Options) error {
+	if err := o.Validate(); err != nil {
+		return usageErrorf("", "%v", err)
+	}
+	bin, err := resolveServer(a.Server, a.Executable)
+	if err != nil {
+		return err
+	}
+	o.ServerBin, o.Progress = bin, a.Err
+	if o.Store == chaos.StorePostgres {
+		pg, stop, err := startPostgres(ctx, a.Err)
+		defer stop()
+		if err != nil {
+			return fmt.Errorf("--store postgres: %w", err)
+		}
+		o.Postgres = pg
+	}
+	start := time.Now()
+	res, err := chaos.Run(ctx, o)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range res.Lines() {
+		fmt.Fprintln(a.Out, l)
+	}
+	fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", time.Since(start).Round(time.Millisecond), o.Out)
+	if res.Verdict != chaos.Pass {
+		fmt.Fprintf(a.Out, "replay: %s\n", res.Replay())
+		return errFailed
+	}
+	return nil
+}

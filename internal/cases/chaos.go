@@ -1,0 +1,75 @@
+package cases
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/chaos"
+)
+
+// GroupChaos holds fixed-seed chaos runs: a random workload under a
+// random fault schedule, checked as a whole history.
+const GroupChaos = "chaos"
+
+// chaosRuns are the chaos group's scenarios.
+func chaosRuns() []Case {
+	mk := func(name, doc string, seed int64, store string, servers int) Case {
+		c := Case{Name: name, Group: GroupChaos, Doc: doc, run: func(t *T) { chaosRun(t, seed, store, servers) }}
+		if store == chaos.StorePostgres {
+			c.Needs = NeedsPostgres
+		}
+		return c
+	}
+	return []Case{
+		mk("chaos_seed1_memory", "8 clients for 8s against one in-memory server under every fault but kills; the history is linearizable, exactly-once and never crossed", 1, chaos.StoreMemory, 1),
+		mk("chaos_seed2_sqlite", "the same on SQLite with kills and restarts too", 2, chaos.StoreSQLite, 1),
+		mk("chaos_seed3_postgres_two_servers", "the same on two servers sharing a PostgreSQL database, the clients failing over between them", 3, chaos.StorePostgres, 2),
+	}
+}
+
+// chaosRun runs one chaos seed and reports its checks. The schedule, the
+// check lines and the CHAOS line go to the log directory as
+// chaos-NAME.txt; the history and the server logs, several MB, stay in a
+// temporary directory.
+func chaosRun(t *T, seed int64, store string, servers int) {
+	out, err := os.MkdirTemp("", "rpcbench-"+t.name+"-")
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	t.cleanup(func() { os.RemoveAll(out) })
+	o := chaos.DefaultOptions()
+	o.Seed, o.Duration, o.Store, o.Servers, o.Faults = seed, 8*time.Second, store, servers, chaos.DefaultFaults(store)
+	o.Out, o.ServerBin = out, t.env.ServerBin
+	if store == chaos.StorePostgres {
+		if t.env.Postgres == nil {
+			t.Fatalf("%v", ErrNoPostgres)
+		}
+		o.Postgres = t.env.Postgres
+	}
+	sched := chaos.Schedule(o)
+	t.Field("seed", seed)
+	t.Field("store", store)
+	t.Field("servers", servers)
+	t.Field("schedule", chaos.Digest(sched))
+	t.Field("faults", len(sched))
+	res, err := chaos.Run(t.ctx, o)
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	for _, c := range res.Checks {
+		expectf(t, c.Name, c.Verdict, chaos.Pass, "%s; replay: %s", c.Detail, res.Replay())
+	}
+	expect(t, "nemesisErrors", len(res.NemesisErrors), 0)
+	t.Volatile("ops", len(res.Ops))
+	t.Volatile("ok", res.OK)
+	t.Volatile("failed", res.Failed)
+	t.Volatile("unknown", res.Unknown)
+	sb, _ := os.ReadFile(filepath.Join(out, chaos.ScheduleFile))
+	note := string(sb) + strings.Join(res.Lines(), "\n") + "\n"
+	t.servers++ // its servers' logs stay with the history; this note stands for them
+	if err := os.WriteFile(filepath.Join(t.env.LogDir, "chaos-"+t.name+".txt"), []byte(note), 0o644); err != nil {
+		t.Check(false, "chaos note: %v", err)
+	}
+}

@@ -1,0 +1,418 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
+)
+
+// Files a run writes into Options.Out.
+const (
+	HistoryFile  = "history.jsonl"
+	ScheduleFile = "schedule.txt"
+	WindowFile   = "window.jsonl"
+)
+
+// AccountEpoch is how long the workload uses one set of accounts.
+const AccountEpoch = 2 * time.Second
+
+// KillSilence is how long a server to be killed executes debits without
+// answering them first: less than the clients' attempt timeout, so that
+// their retries reach the restarted server.
+const KillSilence = 100 * time.Millisecond
+
+// Lease is the servers' -dedup-lease: short, so that a key whose
+// executor was killed is taken over within a retry's deadline.
+const Lease = time.Second
+
+// fleet is the run's rpcserver processes, replaced as the nemesis kills
+// and restarts them.
+type fleet struct {
+	o     Options
+	store string
+	mu    sync.Mutex
+	procs []*serverproc.Proc
+	addrs []string
+	// downs are the intervals, ns since the start, in which each server
+	// was killed and not yet restarted.
+	downs [][][2]int64
+}
+
+func (f *fleet) spec(i int, addr string) serverproc.Spec {
+	return serverproc.RPCServer{
+		Bin: f.o.ServerBin, Addr: addr, LogPath: f.logPath(i), Store: f.store, DedupLease: Lease,
+		Stderr: io.Discard,
+	}.Spec()
+}
+
+func (f *fleet) logPath(i int) string {
+	return filepath.Join(f.o.Out, fmt.Sprintf("server-%d.log", i))
+}
+
+func (f *fleet) start(ctx context.Context, i int, addr string) error {
+	p, err := serverproc.StartAwait(ctx, f.spec(i, addr), serverproc.StartTimeout)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.procs[i], f.addrs[i] = p, p.Addr
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fleet) proc(i int) *serverproc.Proc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.procs[i]
+}
+
+func (f *fleet) stop() {
+	f.mu.Lock()
+	procs := f.procs
+	f.mu.Unlock()
+	for _, p := range procs {
+		if p != nil {
+			p.Stop()
+		}
+	}
+}
+
+// Run runs one chaos run and checks its history. Its error is about the
+// run itself (a server that cannot start, an unwritable directory); a
+// history that fails a check is a Result with Verdict FAIL.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if err := prepareOut(o.Out); err != nil {
+		return Result{}, err
+	}
+	sched := Schedule(o)
+	if err := writeSchedule(o, sched); err != nil {
+		return Result{}, err
+	}
+	fmt.Fprintf(progress, "chaos: seed=%d duration=%v clients=%d accounts=%d store=%s servers=%d client=%s faults=%s schedule=%s (%d events)\n",
+		o.Seed, o.Duration, o.Clients, o.Accounts, o.Store, o.Servers, o.Client, strings.Join(o.Faults, ","), Digest(sched), len(sched))
+	for _, e := range sched {
+		fmt.Fprintf(progress, "chaos: nemesis %v\n", e)
+	}
+
+	f := &fleet{o: o, procs: make([]*serverproc.Proc, o.Servers), addrs: make([]string, o.Servers), downs: make([][][2]int64, o.Servers)}
+	switch o.Store {
+	case StoreMemory:
+		f.store = bank.KindMemory
+	case StoreSQLite:
+		f.store = "sqlite:" + filepath.Join(o.Out, "bank.db")
+	case StorePostgres:
+		if o.Postgres == nil {
+			return Result{}, errors.New("chaos: the postgres store needs a PostgreSQL server (apt-get install postgresql, or RPCBENCH_PG_DSN)")
+		}
+		dsn, err := o.Postgres.NewDatabase(ctx, "chaos")
+		if err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			o.Postgres.DropDatabase(dctx, dsn)
+		}()
+		f.store = dsn
+	}
+	defer f.stop()
+	for i := range o.Servers {
+		if err := f.start(ctx, i, ""); err != nil {
+			return Result{}, fmt.Errorf("chaos: server %d: %w", i, err)
+		}
+	}
+
+	clients := make([]*client.Client, o.Clients)
+	for i := range clients {
+		addrs := make([]string, o.Servers)
+		for j := range addrs {
+			addrs[j] = f.addrs[(i+j)%o.Servers]
+		}
+		cfg := client.DefaultConfig()
+		if o.Client == ClientNaive {
+			cfg.RetryUnknown = func(*client.Call) bool { return true }
+		}
+		c, err := client.NewMulti(addrs, cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	callers := make([]caller, len(clients))
+	for i, c := range clients {
+		callers[i] = c
+		if o.wrap != nil {
+			callers[i] = o.wrap(c)
+		}
+	}
+
+	start := time.Now()
+	since := func() int64 { return int64(time.Since(start)) }
+	runCtx, cancel := context.WithDeadline(ctx, start.Add(o.Duration))
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		histMu  sync.Mutex
+		history []Op
+		applied atomic.Int64
+		nemErrs []string
+	)
+	for i, c := range callers {
+		wg.Go(func() {
+			ops := workload(runCtx, o, i, c, since)
+			histMu.Lock()
+			history = append(history, ops...)
+			histMu.Unlock()
+		})
+	}
+	nemDone := make(chan struct{})
+	go func() {
+		defer close(nemDone)
+		nemErrs = nemesis(runCtx, f, clients, sched, start, since, &applied, progress)
+	}()
+	wg.Wait()
+	<-nemDone
+	if ctx.Err() != nil {
+		return Result{}, context.Cause(ctx)
+	}
+	f.stop()
+	for _, e := range nemErrs {
+		fmt.Fprintf(progress, "chaos: nemesis: %s\n", e)
+	}
+
+	res := check(o, sched, history, f, int(applied.Load()))
+	res.NemesisErrors = nemErrs
+	if err := writeResult(o, &res, progress); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// prepareOut makes the output directory, removing what an earlier run
+// wrote there.
+func prepareOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, p := range old {
+		base := filepath.Base(p)
+		if base == HistoryFile || base == ScheduleFile || base == WindowFile || strings.HasPrefix(base, "server-") ||
+			strings.HasPrefix(base, "bank.db") || strings.HasPrefix(base, "linear-") {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("chaos: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeSchedule(o Options, sched []Event) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# rpcbench chaos %s\n", strings.Join(o.ReplayArgs(), " "))
+	for _, e := range sched {
+		fmt.Fprintln(&b, e)
+	}
+	return writeFileAtomic(filepath.Join(o.Out, ScheduleFile), []byte(b.String()))
+}
+
+// writeFileAtomic writes data to path through a temporary file, so that
+// a crash leaves the old file or the new one, never half of one.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("chaos: %w", err)
+	}
+	return nil
+}
+
+// caller is what the workload needs of a client.
+type caller interface {
+	Do(context.Context, client.Call) client.Result
+}
+
+// workload is one client's loop: random operations on random accounts,
+// each recorded with its outcome, until ctx ends.
+func workload(ctx context.Context, o Options, id int, c caller, since func() int64) []Op {
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(id)+1))
+	var ops []Op
+	for n := 1; ctx.Err() == nil; n++ {
+		// Every AccountEpoch the workload moves on to Accounts fresh
+		// accounts: they contend, and none runs out of balance, however
+		// long the run.
+		epoch := int(since() / int64(AccountEpoch))
+		op := Op{ID: n, Client: id, Account: fmt.Sprintf("acct-%d", epoch*o.Accounts+rng.IntN(o.Accounts))}
+		call := client.Call{Payload: []byte("account=" + op.Account)}
+		switch p := rng.IntN(10); {
+		case p < 4:
+			op.Kind, call.Method, call.Idempotent = OpGet, bank.MethodGet, true
+		case p < 8:
+			op.Kind, op.Key = OpKeyedDebit, fmt.Sprintf("c%d-%d-s%d", id, n, o.Seed)
+		default:
+			op.Kind = OpKeylessDebit
+		}
+		if op.Kind != OpGet {
+			op.Amount = 1
+			call.Method, call.Key = bank.MethodDebit, op.Key
+			call.Payload = fmt.Appendf(call.Payload, " amount=%d", op.Amount)
+		}
+		op.Invoke = since()
+		// The operation runs to its own deadline even when the run's
+		// ends: cutting it short would add unknowns the faults did not
+		// cause.
+		r := c.Do(context.WithoutCancel(ctx), call)
+		op.Complete = since()
+		record(&op, r)
+		ops = append(ops, op)
+		think := time.NewTimer(time.Duration(rng.IntN(10)) * time.Millisecond)
+		select {
+		case <-think.C:
+		case <-ctx.Done():
+			think.Stop()
+		}
+	}
+	return ops
+}
+
+// record fills op's outcome from the call's result.
+func record(op *Op, r client.Result) {
+	op.Status, op.Attempts = r.Status.String(), len(r.Log)
+	if r.Err != nil {
+		op.Err = r.Err.Error()
+	}
+	switch r.Status {
+	case proto.StatusOK:
+		op.Outcome = OutcomeOK
+		fs, err := serverapi.ParseFields(r.Payload)
+		if err != nil {
+			op.Err = "unparsable answer: " + err.Error()
+			break
+		}
+		op.RespAccount = fs["account"]
+		op.Balance, _ = fs.Int("balance", -1)
+		op.Exec, _ = fs.Int("exec", -1)
+		op.Replayed = fs["replayed"] == "true"
+	case proto.StatusUnknown:
+		op.Outcome = OutcomeUnknown
+	case proto.StatusUnavailable, proto.StatusDeadlineExceeded, proto.StatusAppError:
+		op.Outcome = OutcomeFailed
+	default:
+		// INVALID_ARGUMENT and anything else: refused unexecuted.
+		op.Outcome = OutcomeFailed
+	}
+}
+
+// nemesis carries out the schedule; it returns what went wrong along
+// the way, which the run reports but which does not stop it.
+func nemesis(ctx context.Context, f *fleet, clients []*client.Client, sched []Event, start time.Time, since func() int64, applied *atomic.Int64, progress io.Writer) []string {
+	var errs []string
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for _, e := range sched {
+		if !wait(time.Until(start.Add(e.At))) {
+			return errs
+		}
+		fmt.Fprintf(progress, "chaos: %7.3fs %v\n", time.Since(start).Seconds(), e)
+		applied.Add(1)
+		switch e.Kind {
+		case NemCut:
+			for _, c := range clients {
+				c.Cut()
+			}
+		case NemPause:
+			p := f.proc(e.Server)
+			if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
+				continue
+			}
+			wait(e.For)
+			if err := syscall.Kill(p.PID, syscall.SIGCONT); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
+			}
+		case NemKill:
+			// A crash loses the answers in flight: the server first
+			// goes on executing debits without answering them, then
+			// dies before any retry can reach it.
+			p := f.proc(e.Server)
+			if err := control(p.Addr, serverapi.MethodFault, "kind=noreply method=debit"); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
+			}
+			wait(KillSilence)
+			down := since()
+			syscall.Kill(p.PID, syscall.SIGKILL)
+			<-p.Exited()
+			wait(e.For) // even past the run's end: it must be restarted
+			err := f.start(context.WithoutCancel(ctx), e.Server, p.Addr)
+			f.mu.Lock()
+			f.downs[e.Server] = append(f.downs[e.Server], [2]int64{down, since()})
+			f.mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%v: restart: %v", e, err))
+			}
+		default:
+			if err := control(f.proc(e.Server).Addr, serverapi.MethodFault, e.Rule); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
+				continue
+			}
+			wait(e.For)
+			if err := control(f.proc(e.Server).Addr, serverapi.MethodClear, ""); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: clear: %v", e, err))
+			}
+		}
+	}
+	return errs
+}
+
+// control makes one control call on a connection of its own, declared as
+// a control connection.
+func control(addr, method, payload string) error {
+	c, err := client.New(addr, client.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if r := c.Do(ctx, client.Call{Method: serverapi.MethodHello, Idempotent: true, Payload: []byte("role=" + serverapi.RoleControl)}); r.Status != proto.StatusOK {
+		return fmt.Errorf("%s: %v %s", serverapi.MethodHello, r.Status, r.Payload)
+	}
+	r := c.Do(ctx, client.Call{Method: method, Idempotent: method != serverapi.MethodFault, Payload: []byte(payload)})
+	if r.Status != proto.StatusOK {
+		return fmt.Errorf("%s: %v %s", method, r.Status, r.Payload)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/rpcbench/rpcbench/internal/client"
+)
+
+// serverBin is the rpcserver the runs start, built once by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rpcbench-chaos-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "rpcserver")
+	build := exec.Command("go", "build", "-o", serverBin, "github.com/rpcbench/rpcbench/cmd/rpcserver")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "build rpcserver: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// short returns options for a short run into a test directory.
+func short(t *testing.T, seed int64) Options {
+	o := DefaultOptions()
+	o.Seed, o.Duration, o.Out, o.ServerBin = seed, 3*time.Second, t.TempDir(), serverBin
+	return o
+}
+
+func run(t *testing.T, o Options) Result {
+	t.Helper()
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s\n%s", strings.Join(res.Lines(), "\n"), res.Replay())
+	return res
+}
+
+func verdicts(r Result) map[string]string {
+	m := map[string]string{}
+	for _, c := range r.Checks {
+		m[c.Name] = c.Verdict
+	}
+	return m
+}
+
+// TestScheduleIsAFunctionOfTheSeed: the same seed and options give the
+// same schedule; another seed another one.
+func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
+	o := DefaultOptions()
+	o.Duration = 30 * time.Second
+	a, b := Schedule(o), Schedule(o)
+	if len(a) == 0 || Digest(a) != Digest(b) || !slices.Equal(a, b) {
+		t.Fatalf("two schedules of seed %d differ: %s, %s", o.Seed, Digest(a), Digest(b))
+	}
+	o.Seed++
+	if c := Schedule(o); Digest(c) == Digest(a) {
+		t.Errorf("seeds %d and %d give the same schedule", o.Seed-1, o.Seed)
+	}
+	o.Faults = nil
+	if evs := Schedule(o); len(evs) != 0 {
+		t.Errorf("no faults enabled, yet %d events", len(evs))
+	}
+}
+
+// TestChaosPasses: the project's client against a server with every
+// fault it survives passes all three checks, and writes its history.
+func TestChaosPasses(t *testing.T) {
+	o := short(t, 1)
+	res := run(t, o)
+	if res.Verdict != Pass || res.Faults == 0 || res.OK == 0 {
+		t.Errorf("verdict %s after %d faults, %d ok operations: want PASS after some of each", res.Verdict, res.Faults, res.OK)
+	}
+	b, err := os.ReadFile(filepath.Join(o.Out, HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ReadHistory(strings.NewReader(string(b)))
+	if err != nil || len(ops) != len(res.Ops) {
+		t.Errorf("history.jsonl holds %d operations (%v), the run %d", len(ops), err, len(res.Ops))
+	}
+}
+
+// TestNaiveClientFailsLinearizability: a client that re-sends keyless
+// debits after an unknown outcome debits some twice, and the
+// linearizability checker says so.
+func TestNaiveClientFailsLinearizability(t *testing.T) {
+	o := short(t, 1)
+	o.Client = ClientNaive
+	o.Faults = []string{NemNoReply, NemClose, NemPartial, NemLate}
+	res := run(t, o)
+	if got := verdicts(res); got[CheckLinear] != Fail {
+		t.Fatalf("checks %v: the naive client must fail %s", got, CheckLinear)
+	}
+	if _, err := os.Stat(filepath.Join(o.Out, "linear-"+res.Linear.Failed[0]+".html")); err != nil {
+		t.Errorf("no visualization: %v", err)
+	}
+	if len(res.Linear.Window) == 0 {
+		t.Errorf("no window of the violation")
+	}
+}
+
+// TestMemoryRestartsFailExactlyOnce: a restarted in-memory server forgets
+// its keys, so retries of debits it executed before dying execute again,
+// and the exactly-once checker says so; the SQLite store passes the same
+// schedule.
+func TestMemoryRestartsFailExactlyOnce(t *testing.T) {
+	o := short(t, 1)
+	o.Faults = []string{NemKill}
+	if got := verdicts(run(t, o)); got[CheckExactlyOnce] != Fail {
+		t.Errorf("memory store with kills: checks %v, want %s to fail", got, CheckExactlyOnce)
+	}
+	o.Store, o.Out = StoreSQLite, t.TempDir()
+	if res := run(t, o); res.Verdict != Pass {
+		t.Errorf("sqlite store with kills: %s, want PASS", res.Verdict)
+	}
+}
+
+// crossed is a deliberately broken client: all of a run's clients share
+// one answer slot, and each call returns the answer the slot held before
+// its own, as a client matching answers to calls in arrival order would
+// when one goes missing.
+type crossed struct {
+	mu   *sync.Mutex
+	last *client.Result
+	c    caller
+}
+
+func (x crossed) Do(ctx context.Context, call client.Call) client.Result {
+	r := x.c.Do(ctx, call)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	prev := *x.last
+	*x.last = r
+	if prev.Payload == nil {
+		return r
+	}
+	return prev
+}
+
+// TestCrossedAnswersFailRightCaller: answers handed to the wrong call are
+// caught by the right-caller checker.
+func TestCrossedAnswersFailRightCaller(t *testing.T) {
+	o := short(t, 1)
+	o.Faults = nil
+	var mu sync.Mutex
+	var last client.Result
+	o.wrap = func(c caller) caller { return crossed{mu: &mu, last: &last, c: c} }
+	if got := verdicts(run(t, o)); got[CheckRightCaller] != Fail {
+		t.Errorf("crossed answers: checks %v, want %s to fail", got, CheckRightCaller)
+	}
+}
