@@ -31,7 +31,7 @@ func chaosRuns() []Case {
 
 // chaosRun runs one chaos seed and reports its checks. The schedule, the
 // check lines and the CHAOS line go to the log directory as
-// chaos-NAME.txt; the history and the server logs, several MB, stay in a
+// NAME.chaos.txt; the history and the server logs, several MB, stay in a
 // temporary directory.
 func chaosRun(t *T, seed int64, store string, servers int) {
 	out, err := os.MkdirTemp("", "rpcbench-"+t.name+"-")
@@ -69,7 +69,7 @@ func chaosRun(t *T, seed int64, store string, servers int) {
 	sb, _ := os.ReadFile(filepath.Join(out, chaos.ScheduleFile))
 	note := string(sb) + strings.Join(res.Lines(), "\n") + "\n"
 	t.servers++ // its servers' logs stay with the history; this note stands for them
-	if err := os.WriteFile(filepath.Join(t.env.LogDir, "chaos-"+t.name+".txt"), []byte(note), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(t.env.LogDir, t.name+".chaos.txt"), []byte(note), 0o644); err != nil {
 		t.Check(false, "chaos note: %v", err)
 	}
 }
