@@ -30,6 +30,11 @@ func TestExecuteUsage(t *testing.T) {
 		{"count negative", []string{"run", "--count", "-3", "normal_multiplex"}, exitError, []string{`invalid argument "-3" for "--count"`}, "invalid argument"},
 		{"count not a number", []string{"run", "--count", "many", "normal_multiplex"}, exitError, []string{`invalid argument "many" for "--count"`}, "invalid argument"},
 		{"count over the default evidence", []string{"all", "--count", "2"}, exitError, []string{"--count 2 would replace evidence/", "--evidence DIR"}, "would replace"},
+		{"chaos unknown fault", []string{"chaos", "--faults", "late,meteor"}, exitError, []string{`unknown fault "meteor"`, "late,noreply,close"}, "unknown fault"},
+		{"chaos unknown store", []string{"chaos", "--store", "redis"}, exitError, []string{`store "redis": want memory, sqlite or postgres`}, "want memory"},
+		{"chaos memory on two servers", []string{"chaos", "--servers", "2"}, exitError, []string{"would share nothing"}, "share nothing"},
+		{"chaos naughty client", []string{"chaos", "--client", "fifo"}, exitError, []string{`client "fifo": want normal or naive`}, "want normal"},
+		{"chaos too short", []string{"chaos", "--duration", "10ms"}, exitError, []string{"must be at least 1s"}, "at least 1s"},
 		{"help", []string{"help"}, exitOK, nil, ""},
 		{"command help", []string{"all", "--help"}, exitOK, nil, ""},
 	}
