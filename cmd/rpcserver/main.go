@@ -65,6 +65,35 @@ func (f *faultFlags) Set(v string) error {
 	return nil
 }
 
+// configFlags names the flag of each server.Config field it sets, so
+// that a value out of range is reported by the flag the user typed.
+var configFlags = map[string]string{
+	"Workers":          serverapi.FlagWorkers,
+	"QueueSize":        serverapi.FlagQueue,
+	"MaxQueuedPerConn": serverapi.FlagQueuePerConn,
+	"ChunkWindow":      serverapi.FlagChunkWindow,
+	"MaxConns":         serverapi.FlagMaxConns,
+	"MaxOutBytes":      serverapi.FlagMaxOutBytes,
+	"WriteTimeout":     serverapi.FlagWriteTimeout,
+}
+
+// faultHelp is the -h section on fault rules.
+const faultHelp = `
+Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated key=value
+  kind=KIND     required: one of
+                  late         execute, answer after the budget plus delay
+                  sleep        sleep delay in the worker, then execute
+                  unavailable  answer UNAVAILABLE without executing
+                  noreply      execute, never answer
+                  close        execute, close the connection unanswered
+                  partial      execute, write half the answer, close
+                  badmagic     execute, answer with a bad-magic frame
+  method=NAME   only requests for this method (default: every business method)
+  count=N       fire on N matching requests, then stop (default 0: every one)
+  delay=D       late's extra lateness, sleep's pause (Go duration, e.g. 150ms)
+Example: -fault "kind=late method=get count=1 delay=150ms"
+`
+
 // parse reads the command line; a usage error has already been printed.
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("rpcserver", flag.ContinueOnError)
@@ -89,6 +118,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.sqlOpts.TTL, serverapi.FlagDedupTTL, bank.DefaultTTL, "how long a SQL store keeps an idempotency record; must exceed the longest client retry window")
 	fs.DurationVar(&o.sqlOpts.Lease, serverapi.FlagDedupLease, bank.DefaultLease, "how long a SQL store's claim holds a running key before a retry may take it over")
 	fs.StringVar(&o.crash, serverapi.FlagCrash, "", "fault: SIGKILL this process at the first keyed debit that reaches "+serverapi.CrashBeforeCommit+" or "+serverapi.CrashAfterCommit)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage of rpcserver:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), faultHelp)
+	}
 	fs.Var(&faults, serverapi.FlagFault, `fault rule, repeatable, e.g. "kind=late method=get count=1 delay=150ms"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -114,7 +148,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, errUsage
 	}
 	if err := o.cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+		var fe *server.FieldError
+		if errors.As(err, &fe) && configFlags[fe.Field] != "" {
+			fmt.Fprintf(stderr, "rpcserver: -%s %v %s\n", configFlags[fe.Field], fe.Value, fe.Rule)
+		} else {
+			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+		}
 		return o, errUsage
 	}
 	return o, nil

@@ -28,7 +28,8 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined"},
 		{"bad fault kind", []string{"-fault", "kind=explode"}, "unknown kind"},
 		{"fault without kind", []string{"-fault", "count=1"}, "kind is required"},
-		{"bad workers", []string{"-workers", "0"}, "Workers 0"},
+		{"bad workers", []string{"-workers", "0"}, "rpcserver: -workers 0 must be at least 1"},
+		{"bad max-out-bytes", []string{"-max-out-bytes", "10"}, "rpcserver: -max-out-bytes 10 must be at least"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"bad crash point", []string{"-crash", "during-lunch"}, "want before-commit or after-commit"},
 		{"zero lease", []string{"-dedup-lease", "0s"}, "must be at least 1ms"},
@@ -50,6 +51,20 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", stdout.String())
 			}
 		})
+	}
+}
+
+// TestHelpListsFaults: -h lists the fault kinds and their keys, and exits
+// 0.
+func TestHelpListsFaults(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if got := run([]string{"-h"}, &stdout, &stderr); got != 0 {
+		t.Errorf("exit code = %d, want 0", got)
+	}
+	for _, want := range []string{"-workers", "kind=KIND", "late", "sleep", "unavailable", "noreply", "close", "partial", "badmagic", "method=NAME", "count=N", "delay=D"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("-h does not mention %q:\n%s", want, stderr.String())
+		}
 	}
 }
 

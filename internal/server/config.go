@@ -77,23 +77,40 @@ var ErrConfig = errors.New("server: invalid config")
 // minOutBytes is the smallest MaxOutBytes: one largest frame.
 const minOutBytes = proto.MaxFrameLen + 4
 
+// FieldError is Validate's error: a field out of range. It wraps
+// ErrConfig.
+type FieldError struct {
+	// Field is the Config field's name.
+	Field string
+	// Value is its value, and Rule what it must satisfy.
+	Value any
+	Rule  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%v: %s %v %s", ErrConfig, e.Field, e.Value, e.Rule)
+}
+
+func (e *FieldError) Unwrap() error { return ErrConfig }
+
 // Validate reports the first field that is out of range.
 func (c *Config) Validate() error {
+	bad := func(field string, v any, rule string) error { return &FieldError{Field: field, Value: v, Rule: rule} }
 	switch {
 	case c.Workers < 1:
-		return fmt.Errorf("%w: Workers %d must be at least 1", ErrConfig, c.Workers)
+		return bad("Workers", c.Workers, "must be at least 1")
 	case c.QueueSize < 1:
-		return fmt.Errorf("%w: QueueSize %d must be at least 1", ErrConfig, c.QueueSize)
+		return bad("QueueSize", c.QueueSize, "must be at least 1")
 	case c.MaxQueuedPerConn < 1:
-		return fmt.Errorf("%w: MaxQueuedPerConn %d must be at least 1", ErrConfig, c.MaxQueuedPerConn)
+		return bad("MaxQueuedPerConn", c.MaxQueuedPerConn, "must be at least 1")
 	case c.Chunk && c.ChunkWindow <= 0:
-		return fmt.Errorf("%w: ChunkWindow %v must be positive in chunk mode", ErrConfig, c.ChunkWindow)
+		return bad("ChunkWindow", c.ChunkWindow, "must be positive in chunk mode")
 	case c.MaxConns < 1:
-		return fmt.Errorf("%w: MaxConns %d must be at least 1", ErrConfig, c.MaxConns)
+		return bad("MaxConns", c.MaxConns, "must be at least 1")
 	case c.MaxOutBytes < minOutBytes:
-		return fmt.Errorf("%w: MaxOutBytes %d must be at least %d", ErrConfig, c.MaxOutBytes, minOutBytes)
+		return bad("MaxOutBytes", c.MaxOutBytes, fmt.Sprintf("must be at least %d", minOutBytes))
 	case c.WriteTimeout <= 0:
-		return fmt.Errorf("%w: WriteTimeout %v must be positive", ErrConfig, c.WriteTimeout)
+		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
 	}
 	return nil
 }
