@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,12 +24,18 @@ type allOptions struct {
 	EvidenceSet bool
 	// JSON is the --json file; "" writes none.
 	JSON string
+	control
 }
 
 func newAllCmd(a *app) *cobra.Command {
 	o := &allOptions{app: a, Count: 1}
 	cmd := &cobra.Command{
-		Use:   "all",
+		Use: "all",
+		Example: `  rpcbench all                             # the evidence group, evidence to evidence/
+  rpcbench all --group durability          # another group, evidence to evidence/durability
+  rpcbench all --run 'late_' --evidence ""  # a selection, no evidence written
+  rpcbench all --count 30 --evidence "" --failfast
+  rpcbench all -v --run '^retry_'          # attempt logs and server events under each line`,
 		Short: "Run every scenario of a group and write the evidence directory",
 		Long: `Run every scenario of a group (default "evidence"; see 'rpcbench list') in
 order, printing each CASE line as it completes and then "N passed, M failed".
@@ -58,7 +65,13 @@ evidence of a single one by accident; it then gets all of the above
 holds the passes one after another. --json always holds
 every line and, under "per_case", each scenario's runs, passes and
 failed_runs. Any failure in any pass exits 1.`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf(cmd.UsageString(), "all takes no arguments (got %q): to run scenarios by name use 'rpcbench run %s', or select with --run REGEX",
+					strings.Join(args, " "), strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.EvidenceSet = cmd.Flags().Changed("evidence")
 			if !o.EvidenceSet {
@@ -72,6 +85,7 @@ failed_runs. Any failure in any pass exits 1.`,
 	f.Var(countFlag{&o.Count}, "count", "run the group this many times over")
 	f.StringVar(&o.Evidence, "evidence", "evidence", `evidence directory to write ("" for none; default evidence/GROUP for groups other than evidence)`)
 	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	o.control.flags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
 	_ = cmd.MarkFlagDirname("evidence")
 	return cmd
@@ -90,6 +104,9 @@ func defaultEvidence(group string) string {
 func runAll(ctx context.Context, o *allOptions) error {
 	list, err := selectGroup(o.Scenarios, o.Group)
 	if err != nil {
+		return err
+	}
+	if list, err = o.filter(list, o.Scenarios); err != nil {
 		return err
 	}
 	count := max(o.Count, 1)
@@ -119,6 +136,11 @@ func runAll(ctx context.Context, o *allOptions) error {
 		Color:     o.Color,
 		Evidence:  o.Evidence,
 		JSON:      o.JSON,
+		Timeout:   o.Timeout,
+		FailFast:  o.FailFast,
+		Verbose:   o.Verbose,
+		JUnit:     o.JUnit,
+		Events:    o.Events,
 	})
 	return err
 }

@@ -16,7 +16,11 @@ func newChaosCmd(a *app) *cobra.Command {
 	o.Out = "chaos-out"
 	var faults string
 	cmd := &cobra.Command{
-		Use:   "chaos",
+		Use: "chaos",
+		Example: `  rpcbench chaos --seed 1 --duration 20s --store sqlite
+  rpcbench chaos --store postgres --servers 2 --duration 1m
+  rpcbench chaos --client naive            # negative control: FAIL, linearizable
+  rpcbench chaos --faults kill             # in-memory store restarted: FAIL, exactly_once`,
 		Short: "Run a random workload under a random fault schedule and check the history",
 		Long: `Run C clients issuing random gets, keyed debits (retried with the same key)
 and keyless debits (never re-sent after an unknown outcome) against

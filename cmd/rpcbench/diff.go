@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,12 +26,17 @@ type diffOptions struct {
 	New string
 	// Evidence is the directory holding the default Old.
 	Evidence string
+	// JSON prints the differences as one JSON object.
+	JSON bool
 }
 
 func newDiffCmd(a *app) *cobra.Command {
 	o := &diffOptions{app: a}
 	cmd := &cobra.Command{
-		Use:   "diff [OLD [NEW]]",
+		Use: "diff [OLD [NEW]]",
+		Example: `  rpcbench diff                            # committed evidence vs a fresh run
+  rpcbench diff old/output.txt new/output.txt
+  rpcbench diff evidence /tmp/ev           # a directory stands for its output.txt`,
 		Short: "Compare two runs' output files, or the evidence with a fresh run",
 		Long: `Compare two output.txt files case by case. A case differs when it is
 missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED),
@@ -61,6 +68,7 @@ Exit status: 0 no differences, 1 differences, 2 usage or input error.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Evidence, "evidence", "evidence", "evidence directory whose output.txt is the default OLD")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the differences as one JSON object")
 	_ = cmd.MarkFlagDirname("evidence")
 	return cmd
 }
@@ -92,6 +100,18 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 	}
 
 	diffs := report.Diff(old, new)
+	if o.JSON {
+		if err := writeDiffJSON(o.Out, oldPath, newName, len(old), diffs); err != nil {
+			return err
+		}
+		if len(diffs) == 0 {
+			if tmp != "" {
+				os.RemoveAll(tmp)
+			}
+			return nil
+		}
+		return errFailed
+	}
 	fmt.Fprintf(o.Out, "--- old: %s\n+++ new: %s\n", oldPath, newName)
 	added := 0
 	for _, d := range diffs {
@@ -174,4 +194,52 @@ func readOutputFile(path string) (string, []report.Line, error) {
 		return path, nil, fmt.Errorf("%s holds no CASE lines: nothing to compare", path)
 	}
 	return path, lines, nil
+}
+
+// writeDiffJSON writes the differences as one JSON object:
+// {"old": ..., "new": ..., "compared": N, "differences": [{"case", "occurrence",
+// "change": "missing|added|changed", "text": the line diff prints,
+// "fields": [{"key", "old", "new"}]}]}; an absent side is null.
+func writeDiffJSON(w io.Writer, oldPath, newName string, compared int, diffs []report.Difference) error {
+	type field struct {
+		Key string  `json:"key"`
+		Old *string `json:"old"`
+		New *string `json:"new"`
+	}
+	type diff struct {
+		Case       string  `json:"case"`
+		Occurrence int     `json:"occurrence"`
+		Change     string  `json:"change"`
+		Text       string  `json:"text"`
+		Fields     []field `json:"fields"`
+	}
+	out := struct {
+		Old         string `json:"old"`
+		New         string `json:"new"`
+		Compared    int    `json:"compared"`
+		Differences []diff `json:"differences"`
+	}{Old: oldPath, New: newName, Compared: compared, Differences: []diff{}}
+	show := func(f *report.Field) *string {
+		if f == nil {
+			return nil
+		}
+		s := report.FormatField(*f)
+		return &s
+	}
+	for _, d := range diffs {
+		e := diff{Case: d.Name, Occurrence: d.Occurrence, Change: "changed", Text: d.String(), Fields: []field{}}
+		switch {
+		case d.Missing():
+			e.Change = "missing"
+		case d.Added():
+			e.Change = "added"
+		}
+		for _, fc := range d.Fields {
+			e.Fields = append(e.Fields, field{Key: fc.Key, Old: show(fc.Old), New: show(fc.New)})
+		}
+		out.Differences = append(out.Differences, e)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

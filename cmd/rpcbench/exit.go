@@ -20,6 +20,9 @@ const (
 	// exitInterrupted: a signal stopped the run; 128+SIGINT. A run stopped
 	// by another signal exits 128 plus its number (143 for SIGTERM).
 	exitInterrupted = 130
+	// exitUnknown: rpcbench call ended with its outcome unknown (the
+	// request may or may not have executed).
+	exitUnknown = 3
 )
 
 // errFailed reports that a scenario failed or that diff found a
@@ -61,6 +64,8 @@ func exitCode(err error) int {
 			}
 		}
 		return exitInterrupted
+	case errors.Is(err, errUnknownOutcome):
+		return exitUnknown
 	case errors.Is(err, errFailed):
 		return exitFailed
 	default:

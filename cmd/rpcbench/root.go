@@ -57,8 +57,9 @@ func newRootCmd(a *app) *cobra.Command {
 prints one CASE line per scenario followed by "N passed, M failed".
 
 Exit status: 0 all passed (or no differences), 1 a scenario failed (or the
-runs differ), 2 usage error or the command could not run, 130 interrupted (143 for
-SIGTERM: 128 plus the signal).`,
+runs differ), 2 usage error or the command could not run, 3 'rpcbench call'
+ended with its outcome unknown, 130 interrupted (143 for SIGTERM: 128 plus
+the signal).`,
 		// Cobra prints neither errors nor usage: execute does, once.
 		SilenceErrors:              true,
 		SilenceUsage:               true,
@@ -85,7 +86,14 @@ SIGTERM: 128 plus the signal).`,
 	pf.Var(colorFlag{&a.Color}, "color", "colour the verdicts: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(report.ColorModes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a), newChaosCmd(a))
+	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a), newChaosCmd(a), newCallCmd(a), newConformCmd(a), newVersionCmd(a))
+	root.SetHelpCommand(newHelpCmd(root))
+	strictCompletion(root)
+	// Defined first, so that cobra adds no -v shorthand: -v is run's and
+	// all's --verbose.
+	root.Flags().Bool("version", false, "print the version and exit")
+	root.Version = report.Version()
+	root.SetVersionTemplate("rpcbench {{.Version}}\n")
 	return root
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -18,12 +19,12 @@ func TestExecuteUsage(t *testing.T) {
 		once     string   // must appear exactly once in stderr
 	}{
 		{"no command", nil, exitError, []string{"missing command", "Available Commands:"}, "missing command"},
-		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: all, chaos, completion, diff, help, list, run"}, "unknown command"},
+		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: all, call, chaos, completion, diff, help, list, run, version"}, "unknown command"},
 		{"misspelt command", []string{"lst"}, exitError, []string{"did you mean list?"}, "unknown command"},
 		{"unknown flag", []string{"all", "--bogus"}, exitError, []string{"unknown flag: --bogus", "--group string"}, "unknown flag"},
 		{"unknown persistent flag value", []string{"--color", "sometimes", "list"}, exitError, []string{`invalid argument "sometimes"`, "auto, always, never"}, "invalid argument"},
 		{"run without names", []string{"run"}, exitError, []string{"at least one scenario name", "rpcbench run NAME..."}, "at least one"},
-		{"all with an argument", []string{"all", "extra"}, exitError, []string{`unknown command "extra" for "rpcbench all"`}, "unknown command"},
+		{"all with an argument", []string{"all", "extra"}, exitError, []string{`all takes no arguments (got "extra")`, "rpcbench run extra"}, "takes no arguments"},
 		{"diff with three files", []string{"diff", "a", "b", "c"}, exitError, []string{"accepts at most 2 arg(s)"}, "accepts at most"},
 		{"unknown group", []string{"list", "--group", "nope"}, exitError, []string{`no scenarios in group "nope"`, "valid groups:"}, "no scenarios"},
 		{"count zero", []string{"all", "--count", "0"}, exitError, []string{`invalid argument "0" for "--count"`, "from 1 to 1000000", "--count N"}, "invalid argument"},
@@ -35,7 +36,13 @@ func TestExecuteUsage(t *testing.T) {
 		{"chaos memory on two servers", []string{"chaos", "--servers", "2"}, exitError, []string{"would share nothing"}, "share nothing"},
 		{"chaos naughty client", []string{"chaos", "--client", "fifo"}, exitError, []string{`client "fifo": want normal or naive`}, "want normal"},
 		{"chaos too short", []string{"chaos", "--duration", "10ms"}, exitError, []string{"must be at least 1s"}, "at least 1s"},
+		{"completion for an unknown shell", []string{"completion", "tcsh"}, exitError, []string{`unknown shell "tcsh"`, "valid shells: bash, fish, powershell, zsh"}, "unknown shell"},
+		{"completion without a shell", []string{"completion"}, exitError, []string{"completion needs a shell"}, "needs a shell"},
+		{"help on no such topic", []string{"help", "nosuch"}, exitError, []string{`no help topic "nosuch"`, "valid commands:"}, "no help topic"},
+		{"list with an argument", []string{"list", "extra"}, exitError, []string{`list takes no arguments (got "extra")`, "rpcbench run NAME"}, "takes no arguments"},
+		{"version with an argument", []string{"version", "x"}, exitError, []string{`unknown command "x" for "rpcbench version"`}, "unknown command"},
 		{"help", []string{"help"}, exitOK, nil, ""},
+		{"help on a topic", []string{"help", "run"}, exitOK, nil, ""},
 		{"command help", []string{"all", "--help"}, exitOK, nil, ""},
 	}
 	for _, tt := range tests {
@@ -71,12 +78,37 @@ func TestExitCode(t *testing.T) {
 		{"nil", nil, exitOK},
 		{"failed", errFailed, exitFailed},
 		{"interrupted", errInterrupted, exitInterrupted},
+		{"call outcome unknown", errUnknownOutcome, exitUnknown},
 		{"usage", usageErrorf("", "bad"), exitError},
 		{"other", context.DeadlineExceeded, exitError},
 	}
 	for _, tt := range tests {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("%s: exitCode = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestVersion: version and --version print the module version, the
+// commit and the Go version.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := execute(context.Background(), args, &stdout, &stderr); code != exitOK {
+			t.Errorf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		if got := stdout.String(); !strings.HasPrefix(got, "rpcbench ") || !strings.Contains(got, " commit ") || !strings.Contains(got, runtime.Version()) {
+			t.Errorf("%v printed %q, want rpcbench VERSION commit COMMIT %s", args, got, runtime.Version())
+		}
+	}
+}
+
+// TestExamples: every command's help has an Examples section.
+func TestExamples(t *testing.T) {
+	a, _, _ := testApp(t)
+	for _, c := range newRootCmd(a).Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" && c.Example == "" {
+			t.Errorf("rpcbench %s has no examples", c.Name())
 		}
 	}
 }

@@ -19,15 +19,21 @@ type runOptions struct {
 	Evidence string
 	// JSON is the --json file; "" writes none.
 	JSON string
+	control
 }
 
 func newRunCmd(a *app) *cobra.Command {
 	o := &runOptions{app: a, Count: 1}
 	cmd := &cobra.Command{
-		Use:   "run NAME...",
+		Use: "run NAME...",
+		Example: `  rpcbench run late_response_dropped_by_id
+  rpcbench run --run 'late_.*'             # every scenario whose name matches
+  rpcbench run --run '^hostile_' --skip 'churn'
+  rpcbench run --count 20 --timeout 30s retry_with_idempotency_key`,
 		Short: "Run the named scenarios",
 		Long: `Run the named scenarios, of any group, in the order given (a name given
-twice runs once), printing each CASE line as it completes and then
+twice runs once), or with --run REGEX every scenario whose name matches
+(of the named ones, when names are given too), printing each CASE line as it completes and then
 "N passed, M failed". Nothing is written unless --evidence or --json is
 given. 'rpcbench list' shows the names.
 
@@ -37,9 +43,9 @@ line per scenario with its passes, such as
 "normal_multiplex  29/30  failed in run 17", and the summary of every
 line. --evidence gets the same; --json gets every line and, under
 "per_case", each scenario's counts. Any failure in any pass exits 1.`,
-		Args: usageArgs(func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return errors.New("run needs at least one scenario name")
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !cmd.Flags().Changed("run") {
+				return errors.New("run needs at least one scenario name, or --run REGEX")
 			}
 			return nil
 		}),
@@ -61,12 +67,20 @@ line. --evidence gets the same; --json gets every line and, under
 	f.Var(countFlag{&o.Count}, "count", "run the scenarios this many times over")
 	f.StringVar(&o.Evidence, "evidence", "", "also write an evidence directory here (output.txt, env.txt, logs/)")
 	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	o.control.flags(cmd)
 	_ = cmd.MarkFlagDirname("evidence")
 	return cmd
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
-	list, err := selectNames(o.Scenarios, o.Names)
+	list := o.Scenarios
+	if len(o.Names) > 0 {
+		var err error
+		if list, err = selectNames(o.Scenarios, o.Names); err != nil {
+			return err
+		}
+	}
+	list, err := o.filter(list, o.Scenarios)
 	if err != nil {
 		return err
 	}
@@ -83,6 +97,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Color:     o.Color,
 		Evidence:  o.Evidence,
 		JSON:      o.JSON,
+		Timeout:   o.Timeout,
+		FailFast:  o.FailFast,
+		Verbose:   o.Verbose,
+		JUnit:     o.JUnit,
+		Events:    o.Events,
 	})
 	return err
 }

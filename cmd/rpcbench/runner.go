@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -32,6 +33,21 @@ type batch struct {
 	Evidence string
 	// JSON is the file for the machine-readable results; "" writes none.
 	JSON string
+	// Timeout bounds each scenario; past it the scenario FAILs naming
+	// the timeout, its servers are stopped, and the run goes on. Zero
+	// means no bound.
+	Timeout time.Duration
+	// FailFast stops the run after the first scenario that does not
+	// pass.
+	FailFast bool
+	// Verbose prints, under each CASE line, the scenario's volatile
+	// attempt logs and the events its servers logged.
+	Verbose bool
+	// JUnit is the file for JUnit XML; "" writes none.
+	JUnit string
+	// Events is the file for the go test -json event stream, "-" for
+	// stdout; "" writes none.
+	Events string
 }
 
 // maxRuns bounds Count × len(Scenarios): what a batch could never finish
@@ -63,24 +79,55 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	}
 	defer stopPG()
 	b.Scenarios, per = scenarios, len(scenarios)
-	out, jsonOut := b.Out, io.Writer(nil)
-	var jsonFile *pendingFile
-	switch b.JSON {
-	case "":
-	case "-":
-		// JSON takes stdout; the CASE lines go to the status stream.
-		out, jsonOut = b.Status, b.Out
-	default:
-		var err error
-		if jsonFile, err = createPending(b.JSON); err != nil {
-			return nil, usageErrorf("", "--json %s: %v", b.JSON, err)
+	if b.JSON == "-" && b.Events == "-" {
+		return nil, usageErrorf("", "--json - and --json-events - would both write to stdout; name a file for one of them")
+	}
+	out := b.Out
+	// Each machine-readable output goes to stdout for "-", the CASE
+	// lines then to the status stream, or to a file that appears only
+	// once it is whole.
+	var pending []*pendingFile
+	defer func() {
+		for _, p := range pending {
+			p.abort()
 		}
-		defer jsonFile.abort()
-		jsonOut = jsonFile
+	}()
+	open := func(flag, path string) (io.Writer, *pendingFile, error) {
+		switch path {
+		case "":
+			return nil, nil, nil
+		case "-":
+			out = b.Status
+			return b.Out, nil, nil
+		}
+		p, err := createPending(path)
+		if err != nil {
+			return nil, nil, usageErrorf("", "--%s %s: %v", flag, path, err)
+		}
+		pending = append(pending, p)
+		return p, p, nil
+	}
+	jsonOut, jsonFile, err := open("json", b.JSON)
+	if err != nil {
+		return nil, err
+	}
+	junitOut, junitFile, err := open("junit", b.JUnit)
+	if err != nil {
+		return nil, err
+	}
+	eventsOut, eventsFile, err := open("json-events", b.Events)
+	if err != nil {
+		return nil, err
+	}
+	var events *report.EventStream
+	if eventsOut != nil {
+		events = report.NewEventStream(eventsOut)
 	}
 	if out == nil {
 		out = io.Discard
 	}
+	info := report.RunInfo{Command: os.Args, Version: report.Version(), Start: time.Now()}
+	var results []report.Result
 
 	var ev *report.Evidence
 	var logDir string
@@ -116,16 +163,39 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if count > 1 && i%per == 0 {
 			fmt.Fprintf(status, "# run %d/%d\n", i/per+1, count)
 		}
-		line := b.Scenarios[i%per].Run(ctx, env)
+		c := b.Scenarios[i%per]
+		var before map[string]int64
+		if b.Verbose {
+			before = logSizes(logDir, c.Name)
+		}
+		started := time.Now()
+		if events != nil {
+			events.Begin(c.Group, c.Name, started)
+		}
+		line, timedOut := runOne(ctx, c, env, b.Timeout)
 		lines = append(lines, line)
+		res := report.Result{Line: line, Group: c.Group, Start: started, Duration: time.Since(started), PassIndex: i/per + 1, TimedOut: timedOut}
+		results = append(results, res)
+		if events != nil {
+			events.End(res)
+		}
 		if err := p.Print(line); err != nil {
 			writeErr = fmt.Errorf("print result: %w", err)
 			break
+		}
+		if b.Verbose {
+			printVerbose(out, line, logDir, c.Name, before)
 		}
 		if ev != nil {
 			if writeErr = ev.Add(line); writeErr != nil {
 				break
 			}
+		}
+		if b.FailFast && !line.Passed() {
+			if i+1 < count*per {
+				fmt.Fprintf(status, "rpcbench: --failfast: stopping after %s; %d scenario runs not run\n", c.Name, count*per-i-1)
+			}
+			break
 		}
 	}
 
@@ -148,10 +218,19 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			fmt.Fprintf(status, "rpcbench: the run did not complete; %s is left as it was, this run's partial output is in %s\n", b.Evidence, partial)
 		}
 	}
+	info.End = time.Now()
 	if jsonOut != nil {
-		writeErr = errors.Join(writeErr, report.WriteJSON(jsonOut, lines))
-		if jsonFile != nil && writeErr == nil {
-			writeErr = jsonFile.commit()
+		writeErr = errors.Join(writeErr, report.WriteJSON(jsonOut, info, results))
+	}
+	if junitOut != nil {
+		writeErr = errors.Join(writeErr, report.WriteJUnit(junitOut, info, results))
+	}
+	if events != nil {
+		writeErr = errors.Join(writeErr, events.Close(info.End))
+	}
+	for _, p := range []*pendingFile{jsonFile, junitFile, eventsFile} {
+		if p != nil && writeErr == nil {
+			writeErr = p.commit()
 		}
 	}
 

@@ -37,8 +37,14 @@ func selectNames(r cases.Registry, names []string) (cases.Registry, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(r.Names(), "\n  "),
-			"unknown scenario %s", strings.Join(unknown, ", "))
+		msg := fmt.Sprintf("unknown scenario %s", strings.Join(unknown, ", "))
+		if s := suggest(r, unknown[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s[:min(len(s), 3)], " or "))
+		}
+		if strings.ContainsAny(strings.Join(unknown, ""), `.*+?^$[]()|\`) {
+			msg += " (to select by pattern, use --run REGEX)"
+		}
+		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(r.Names(), "\n  "), "%s", msg)
 	}
 	return out, nil
 }

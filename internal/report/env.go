@@ -111,3 +111,22 @@ func WriteEnv(w io.Writer) error {
 	_, err := CollectEnv(context.Background()).WriteTo(w)
 	return err
 }
+
+// Version describes the running binary: its module version, the commit
+// it was built from (with " dirty" for local changes) and its Go version.
+func Version() string {
+	info, ok := debug.ReadBuildInfo()
+	commit, dirty := buildState(info, ok)
+	if dirty {
+		commit += " dirty"
+	}
+	module, gover := "(unknown)", runtime.Version()
+	if ok {
+		module = info.Main.Version
+		if module == "" {
+			module = "(devel)"
+		}
+		gover = info.GoVersion
+	}
+	return fmt.Sprintf("%s commit %s %s", module, commit, gover)
+}

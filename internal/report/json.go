@@ -4,18 +4,84 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 )
 
+// SchemaVersion is the version of the JSON document WriteJSON writes.
+// Version 2 added schema_version, run, and per case group, start,
+// duration_ms, pass_index and why; its verdict is lower case and may be
+// "timeout"; a field's value is a number or a boolean when its text is
+// one (text keeps the text).
+const SchemaVersion = 2
+
+// Result is one scenario run: its line and what the machine-readable
+// outputs add to it.
+type Result struct {
+	Line
+	Group    string
+	Start    time.Time
+	Duration time.Duration
+	// PassIndex is the 1-based pass of a --count run it belongs to.
+	PassIndex int
+	// TimedOut is set when --timeout cut the scenario off; its verdict
+	// is then Fail.
+	TimedOut bool
+}
+
+// Status is the result's verdict as the machine-readable outputs write
+// it: pass, fail, interrupted or timeout.
+func (r Result) Status() string {
+	switch {
+	case r.TimedOut:
+		return "timeout"
+	case r.Verdict == Pass:
+		return "pass"
+	case r.Verdict == Interrupted:
+		return "interrupted"
+	}
+	return "fail"
+}
+
+// Why is the result's why field, "" when it has none.
+func (r Result) Why() string {
+	for _, f := range r.Fields {
+		if f.Key == "why" {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// RunInfo describes a whole run.
+type RunInfo struct {
+	// Command is the command line, program name first.
+	Command []string
+	// Version is Version(): module version, commit, Go version.
+	Version    string
+	Start, End time.Time
+}
+
 // The JSON document WriteJSON writes. Its field names are a stable
-// interface for scripts; add to them, never rename.
+// interface for scripts; add to them, and bump SchemaVersion when a
+// field changes meaning.
 type (
 	jsonResults struct {
-		Cases       []jsonCase  `json:"cases"`
-		Passed      int         `json:"passed"`
-		Failed      int         `json:"failed"`
-		Interrupted int         `json:"interrupted"`
-		Summary     string      `json:"summary"`
-		PerCase     []jsonCount `json:"per_case"`
+		SchemaVersion int         `json:"schema_version"`
+		Run           jsonRun     `json:"run"`
+		Cases         []jsonCase  `json:"cases"`
+		Passed        int         `json:"passed"`
+		Failed        int         `json:"failed"`
+		Interrupted   int         `json:"interrupted"`
+		Summary       string      `json:"summary"`
+		PerCase       []jsonCount `json:"per_case"`
+	}
+	jsonRun struct {
+		Command    []string `json:"command"`
+		Version    string   `json:"version"`
+		Start      string   `json:"start"`
+		End        string   `json:"end"`
+		DurationMs float64  `json:"duration_ms"`
 	}
 	jsonCount struct {
 		Name            string `json:"name"`
@@ -25,44 +91,89 @@ type (
 		InterruptedRuns []int  `json:"interrupted_runs"`
 	}
 	jsonCase struct {
-		Name    string      `json:"name"`
-		Verdict string      `json:"verdict"`
-		Pass    bool        `json:"pass"`
-		Fields  []jsonField `json:"fields"`
+		Name       string      `json:"name"`
+		Group      string      `json:"group"`
+		Start      string      `json:"start"`
+		DurationMs float64     `json:"duration_ms"`
+		PassIndex  int         `json:"pass_index"`
+		Verdict    string      `json:"verdict"`
+		Pass       bool        `json:"pass"`
+		Why        string      `json:"why,omitempty"`
+		Fields     []jsonField `json:"fields"`
 	}
 	jsonField struct {
 		Key      string `json:"key"`
-		Value    string `json:"value"`
+		Value    any    `json:"value"`
+		Text     string `json:"text"`
 		Kind     string `json:"kind"`
 		Volatile bool   `json:"volatile"`
 	}
 )
 
-// WriteJSON writes lines as one indented JSON object:
+// typed returns s as a JSON number or boolean when it is one, else s.
+func typed(s string) any {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f
+	}
+	if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
+		return b
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// WriteJSON writes a run's results as one indented JSON object, schema
+// SchemaVersion (README, "Machine-readable results", documents it):
 //
-//	{"cases": [{"name": ..., "verdict": "PASS", "pass": true,
-//	            "fields": [{"key": ..., "value": ..., "kind": "asserted", "volatile": false}]}],
+//	{"schema_version": 2,
+//	 "run": {"command": [...], "version": ..., "start": ..., "end": ..., "duration_ms": N},
+//	 "cases": [{"name": ..., "group": ..., "start": ..., "duration_ms": N, "pass_index": K,
+//	            "verdict": "pass|fail|interrupted|timeout", "pass": true, "why": ...,
+//	            "fields": [{"key": ..., "value": 990 | true | "text", "text": "990",
+//	                        "kind": "asserted", "volatile": false}]}],
 //	 "passed": N, "failed": M, "interrupted": K, "summary": "N passed, M failed",
 //	 "per_case": [{"name": ..., "runs": R, "passed": P, "failed_runs": [...], "interrupted_runs": [...]}]}
 //
-// verdict is PASS, FAIL or INTERRUPTED, and pass is true for PASS only.
-// kind is Kind.String(): recorded, asserted, bound or volatile; volatile
-// is true for volatile only. pass and volatile predate verdict and kind
-// and stay for scripts that read them. summary is Summary(lines).
-//
-// per_case is CountByCase(lines): one entry per case name, in order of
+// kind is Kind.String(). The why field is left out of fields and given
+// as why. per_case is CountByCase: one entry per case name, in order of
 // first appearance, whose failed_runs and interrupted_runs are the
 // 1-based occurrences of that case that failed or were interrupted.
-// Every array is an array, never null. Values are written as given,
-// newlines included.
-func WriteJSON(w io.Writer, lines []Line) error {
+// Every array is an array, never null.
+func WriteJSON(w io.Writer, info RunInfo, results []Result) error {
+	lines := make([]Line, len(results))
+	for i, r := range results {
+		lines[i] = r.Line
+	}
 	counts := CountByCase(lines)
-	r := jsonResults{Cases: make([]jsonCase, len(lines)), PerCase: make([]jsonCount, len(counts)), Summary: Summary(lines)}
+	r := jsonResults{
+		SchemaVersion: SchemaVersion,
+		Run: jsonRun{Command: info.Command, Version: info.Version, Start: stamp(info.Start), End: stamp(info.End),
+			DurationMs: ms(info.End.Sub(info.Start))},
+		Cases: make([]jsonCase, len(results)), PerCase: make([]jsonCount, len(counts)), Summary: Summary(lines),
+	}
+	if r.Run.Command == nil {
+		r.Run.Command = []string{}
+	}
 	r.Passed, r.Failed, r.Interrupted = Tally(lines)
-	for i, l := range lines {
-		c := jsonCase{Name: l.Name, Verdict: l.Verdict.String(), Pass: l.Passed(), Fields: make([]jsonField, len(l.Fields))}
-		for j, f := range l.Fields {
-			c.Fields[j] = jsonField{Key: f.Key, Value: f.Value, Kind: f.Kind.String(), Volatile: f.Kind == Volatile}
+	for i, res := range results {
+		c := jsonCase{Name: res.Name, Group: res.Group, Start: stamp(res.Start), DurationMs: ms(res.Duration), PassIndex: res.PassIndex,
+			Verdict: res.Status(), Pass: res.Passed(), Why: res.Why(), Fields: []jsonField{}}
+		for _, f := range res.Fields {
+			if f.Key == "why" {
+				continue
+			}
+			c.Fields = append(c.Fields, jsonField{Key: f.Key, Value: typed(f.Value), Text: f.Value, Kind: f.Kind.String(), Volatile: f.Kind == Volatile})
 		}
 		r.Cases[i] = c
 	}

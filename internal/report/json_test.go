@@ -4,35 +4,48 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestWriteJSON(t *testing.T) {
-	lines := []Line{
-		{Name: "a", Verdict: Pass, Fields: []Field{{Key: "n", Value: "1"}, {Key: "t", Value: "2ms", Kind: Volatile}}},
-		{Name: "b", Fields: nil},
-		{Name: "a", Verdict: Interrupted, Fields: []Field{{Key: "ok", Value: "true", Kind: Asserted}, {Key: "t", Value: "9ms", Kind: Bound}}},
+	t0 := time.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)
+	results := []Result{
+		{Line: Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "n", Value: "990"}, {Key: "t", Value: "2ms", Kind: Volatile}}},
+			Group: "evidence", Start: t0, Duration: 1500 * time.Microsecond, PassIndex: 1},
+		{Line: Line{Name: "b", Fields: []Field{{Key: "why", Value: "timed out after 1s (--timeout)"}}},
+			Group: "robustness", Start: t0, Duration: time.Second, PassIndex: 1, TimedOut: true},
+		{Line: Line{Name: "a", Verdict: Interrupted, Fields: []Field{{Key: "ok", Value: "true", Kind: Asserted}, {Key: "r", Value: "0.5", Kind: Bound}}},
+			Group: "evidence", Start: t0, Duration: 0, PassIndex: 2},
 	}
+	info := RunInfo{Command: []string{"rpcbench", "all"}, Version: "v commit c go", Start: t0, End: t0.Add(2 * time.Second)}
 	var b strings.Builder
-	if err := WriteJSON(&b, lines); err != nil {
+	if err := WriteJSON(&b, info, results); err != nil {
 		t.Fatal(err)
 	}
 	var got any
 	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, b.String())
 	}
+	start := "2026-12-01T03:04:05Z"
 	want := map[string]any{
+		"schema_version": 2.0,
+		"run": map[string]any{"command": []any{"rpcbench", "all"}, "version": "v commit c go", "start": start,
+			"end": "2026-12-01T03:04:07Z", "duration_ms": 2000.0},
 		"cases": []any{
-			map[string]any{"name": "a", "verdict": "PASS", "pass": true, "fields": []any{
-				map[string]any{"key": "n", "value": "1", "kind": "recorded", "volatile": false},
-				map[string]any{"key": "t", "value": "2ms", "kind": "volatile", "volatile": true},
-			}},
-			map[string]any{"name": "b", "verdict": "FAIL", "pass": false, "fields": []any{}},
-			map[string]any{"name": "a", "verdict": "INTERRUPTED", "pass": false, "fields": []any{
-				map[string]any{"key": "ok", "value": "true", "kind": "asserted", "volatile": false},
-				map[string]any{"key": "t", "value": "9ms", "kind": "bound", "volatile": false},
-			}},
+			map[string]any{"name": "a", "group": "evidence", "start": start, "duration_ms": 1.5, "pass_index": 1.0,
+				"verdict": "pass", "pass": true, "fields": []any{
+					map[string]any{"key": "n", "value": 990.0, "text": "990", "kind": "recorded", "volatile": false},
+					map[string]any{"key": "t", "value": "2ms", "text": "2ms", "kind": "volatile", "volatile": true},
+				}},
+			map[string]any{"name": "b", "group": "robustness", "start": start, "duration_ms": 1000.0, "pass_index": 1.0,
+				"verdict": "timeout", "pass": false, "why": "timed out after 1s (--timeout)", "fields": []any{}},
+			map[string]any{"name": "a", "group": "evidence", "start": start, "duration_ms": 0.0, "pass_index": 2.0,
+				"verdict": "interrupted", "pass": false, "fields": []any{
+					map[string]any{"key": "ok", "value": true, "text": "true", "kind": "asserted", "volatile": false},
+					map[string]any{"key": "r", "value": 0.5, "text": "0.5", "kind": "bound", "volatile": false},
+				}},
 		},
 		"passed":      1.0,
 		"failed":      1.0,
@@ -50,10 +63,10 @@ func TestWriteJSON(t *testing.T) {
 
 func TestWriteJSONEmpty(t *testing.T) {
 	var b strings.Builder
-	if err := WriteJSON(&b, nil); err != nil {
+	if err := WriteJSON(&b, RunInfo{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"cases": []`, `"per_case": []`} {
+	for _, want := range []string{`"cases": []`, `"per_case": []`, `"command": []`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteJSON(nil) = %s, want %s", b.String(), want)
 		}

@@ -167,6 +167,10 @@ func Format(l Line) string {
 	return b.String()
 }
 
+// FormatField renders one field as Format writes it: key, operator,
+// value.
+func FormatField(f Field) string { return f.Key + f.Kind.op() + quote(f.Value) }
+
 func quote(v string) string {
 	v = strings.ReplaceAll(v, "\n", " ")
 	switch {

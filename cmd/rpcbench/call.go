@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// errUnknownOutcome is returned by a call that ended UNKNOWN: the request
+// may or may not have executed. It wraps errFailed, because the command's
+// output already says so and it must not be printed again; exitCode must
+// test for it before errFailed to give it its own exit code.
+var errUnknownOutcome = fmt.Errorf("rpcbench: call outcome unknown: %w", errFailed)
+
+// stdinPayload is the PAYLOAD argument that reads the payload from stdin.
+const stdinPayload = "-"
+
+type callOptions struct {
+	*app
+	// In is read, to its end, for the payload when Payload is "-".
+	In io.Reader
+
+	// Addrs are the servers, tried in order; more than one makes a client
+	// that fails over between them (client.NewMulti).
+	Addrs  []string
+	Method string
+	// Payload is sent as is; "-" means the bytes of In.
+	Payload string
+	// Key is the idempotency key; "" sends none.
+	Key        string
+	Idempotent bool
+	// Timeout bounds the whole call, every attempt and pause included.
+	Timeout time.Duration
+	// AttemptTimeout bounds one attempt.
+	AttemptTimeout time.Duration
+	// Retries is how many attempts may follow the first: MaxAttempts-1.
+	Retries int
+	// Jitter is client.Config.Jitter.
+	Jitter float64
+	// JSON prints the whole result as one JSON object on stdout instead of
+	// the payload on stdout and the attempt log on stderr.
+	JSON bool
+}
+
+func newCallCmd(a *app) *cobra.Command {
+	def := client.DefaultConfig()
+	o := &callOptions{app: a}
+	cmd := &cobra.Command{
+		Use:   "call ADDR METHOD [PAYLOAD | -]",
+		Short: "Send one call through the client and show every attempt it made",
+		Long: `Send one call to an rpcserver through the real client, with its timeouts,
+classification and retry rules, and show what happened: the server's
+payload on stdout, and on stderr one line per attempt (its outcome, the
+status the server answered, the request ID, the budget sent in ms, the
+attempt's class and the pause that followed it) then the final status,
+the number of attempts, why the client stopped and how long the call took.
+
+ADDR is host:port, or several separated by commas: the client then uses
+the first and fails over to the next when a dial fails or a connection
+dies. METHOD is get, debit or a control method (ctl.stats, ctl.fault,
+ctl.clear, ctl.ping). PAYLOAD is sent byte for byte, empty when absent;
+"-" reads it from stdin, trailing newline included (the bank's payload
+grammar ignores it, but a key's fingerprint does not).
+
+An attempt whose outcome is unknown (the request was written and no answer
+came) is retried only when the call carries an idempotency key (--key) or
+is declared --idempotent; otherwise the call ends UNKNOWN. A get is not
+treated as idempotent unless you say so.
+
+--json prints one object instead, on stdout:
+  {"status", "payload", "stop", "elapsed_ms", "error",
+   "attempts": [{"outcome", "status", "class", "id", "budget_ms",
+                 "backoff_ms", "addr", "error"}]}
+Every field is always present: "" for an attempt with no answer's status,
+or for no error. The payload is a JSON string (payloads are text).
+
+Exit status: 0 OK; 1 any other final status (APP_ERROR, INVALID_ARGUMENT,
+DEADLINE_EXCEEDED, UNAVAILABLE); 3 UNKNOWN: the request may or may not
+have executed; 2 usage error (a bad flag or argument, a method or key the
+protocol cannot carry); 130/143 interrupted, after printing what the call
+knew.`,
+		Example: `  # Read an account. Say a get is idempotent, so that an unknown outcome is retried.
+  rpcbench call 127.0.0.1:41234 get account=alice --idempotent
+
+  # Debit with an idempotency key: retried after a timeout, executed once.
+  rpcbench call 127.0.0.1:41234 debit "account=alice amount=10" --key order-17
+
+  # Poke a hand-started rpcserver: the next debit executes and is never
+  # answered, so a keyless debit ends UNKNOWN (exit 3) after one attempt.
+  rpcbench call 127.0.0.1:41234 ctl.fault "kind=noreply method=debit count=1"
+  rpcbench call 127.0.0.1:41234 debit "account=alice amount=10" --attempt-timeout 100ms
+  rpcbench call 127.0.0.1:41234 ctl.stats
+  rpcbench call 127.0.0.1:41234 ctl.clear
+
+  # Backoffs without jitter (20, 40, 80 ms), at most 2 retries, 1s in all.
+  rpcbench call 127.0.0.1:41234 get account=alice --idempotent --jitter 0 --retries 2 --timeout 1s
+
+  # Payload from stdin; the result as JSON.
+  echo account=alice | rpcbench call 127.0.0.1:41234 get - --json | jq -r .status
+
+  # Two servers on one durable store: fail over from the first to the second.
+  rpcbench call 127.0.0.1:41234,127.0.0.1:41235 debit "account=alice amount=1" --key k1`,
+		Args: usageArgs(cobra.RangeArgs(2, 3)),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) == 1 {
+				return []cobra.Completion{bank.MethodGet, bank.MethodDebit, serverapi.MethodStats, serverapi.MethodFault, serverapi.MethodClear, serverapi.MethodPing}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Addrs = strings.Split(args[0], ",")
+			o.Method = args[1]
+			o.Payload = ""
+			if len(args) == 3 {
+				o.Payload = args[2]
+			}
+			o.In = cmd.InOrStdin()
+			return runCall(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Key, "key", "", fmt.Sprintf("idempotency key (at most %d bytes): a retry after an unknown outcome is safe, the server replays the first answer", proto.MaxKeyLen))
+	f.BoolVar(&o.Idempotent, "idempotent", false, "declare the call idempotent: retried after an unknown outcome, and never ends UNKNOWN")
+	f.DurationVar(&o.Timeout, "timeout", def.Deadline, "bound on the whole call, every attempt and pause included")
+	f.DurationVar(&o.AttemptTimeout, "attempt-timeout", def.AttemptTimeout, "bound on one attempt, from connect to answer; the budget sent is at most this")
+	f.IntVar(&o.Retries, "retries", def.MaxAttempts-1, "attempts allowed after the first")
+	f.Float64Var(&o.Jitter, "jitter", def.Jitter, "spread of each backoff pause, in [0,1); 0 makes pauses exact")
+	f.BoolVar(&o.JSON, "json", false, "print the status, payload and attempt log as one JSON object on stdout")
+	return cmd
+}
+
+func runCall(ctx context.Context, o *callOptions) error {
+	cfg := client.DefaultConfig()
+	cfg.Deadline, cfg.AttemptTimeout, cfg.Jitter = o.Timeout, o.AttemptTimeout, o.Jitter
+	switch {
+	case o.Timeout <= 0:
+		return usageErrorf("", "--timeout %v: must be positive", o.Timeout)
+	case o.AttemptTimeout <= 0:
+		return usageErrorf("", "--attempt-timeout %v: must be positive", o.AttemptTimeout)
+	case o.Retries < 0 || o.Retries >= maxRetries:
+		return usageErrorf("", "--retries %d: want a whole number from 0 to %d", o.Retries, maxRetries-1)
+	case o.Jitter < 0 || o.Jitter >= 1:
+		return usageErrorf("", "--jitter %v: want a number in [0,1)", o.Jitter)
+	}
+	cfg.MaxAttempts = o.Retries + 1
+	c, err := client.NewMulti(o.Addrs, cfg)
+	if err != nil {
+		return usageErrorf("", "ADDR %q: %v", strings.Join(o.Addrs, ","), err)
+	}
+	defer c.Close()
+
+	payload := []byte(o.Payload)
+	if o.Payload == stdinPayload {
+		// One byte more than any frame can carry is enough for the
+		// client to refuse an oversize payload.
+		if payload, err = io.ReadAll(io.LimitReader(o.In, proto.MaxFrameLen+1)); err != nil {
+			return fmt.Errorf("reading the payload from stdin: %w", err)
+		}
+	}
+	call := client.Call{Method: o.Method, Key: o.Key, Idempotent: o.Idempotent, Payload: payload}
+	res := c.Do(ctx, call)
+	if len(res.Log) == 0 && errors.Is(res.Err, proto.ErrInvalidFrame) {
+		// The client refused to send it: the command line's fault.
+		return usageErrorf("", "%v", res.Err)
+	}
+
+	if o.JSON {
+		err = writeCallJSON(o.Out, res)
+	} else {
+		err = writeCallText(o.Out, o.Err, res)
+	}
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
+	}
+	switch res.Status {
+	case proto.StatusOK:
+		return nil
+	case proto.StatusUnknown:
+		return errUnknownOutcome
+	default:
+		return errFailed
+	}
+}
+
+// maxRetries bounds --retries so that MaxAttempts cannot overflow; no
+// deadline leaves room for that many attempts anyway.
+const maxRetries = 1_000_000
+
+// writeCallText writes the payload to out, with a newline unless it is
+// empty or ends with one, and the attempt log and the final status to
+// log:
+//
+//	a1 TIMEOUT err="context deadline exceeded" id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms
+//	a2 RESPONSE status=OK id=2 budget=300 class=FINAL
+//	status=OK attempts=2 stop=final elapsed=324.1ms
+func writeCallText(out, log io.Writer, res client.Result) error {
+	for i, a := range res.Log {
+		fmt.Fprintf(log, "a%d %v\n", i+1, a)
+	}
+	fmt.Fprintf(log, "status=%v attempts=%d stop=%v elapsed=%v", res.Status, res.Attempts, res.Stop, res.Elapsed.Round(100*time.Microsecond))
+	if res.Err != nil {
+		fmt.Fprintf(log, " err=%q", res.Err.Error())
+	}
+	fmt.Fprintln(log)
+	if res.Status == proto.StatusUnknown {
+		fmt.Fprintln(log, "UNKNOWN: the request may or may not have executed; re-send it only with the same --key, or once you know it did not")
+	}
+	if len(res.Payload) == 0 {
+		return nil
+	}
+	if _, err := out.Write(res.Payload); err != nil {
+		return err
+	}
+	if res.Payload[len(res.Payload)-1] != '\n' {
+		_, err := io.WriteString(out, "\n")
+		return err
+	}
+	return nil
+}
+
+// callJSON is the --json form of a call's result. Every field is always
+// present, so that a reader can tell an empty value from a missing one.
+type callJSON struct {
+	Status    string        `json:"status"`
+	Payload   string        `json:"payload"`
+	Stop      string        `json:"stop"`
+	ElapsedMs float64       `json:"elapsed_ms"`
+	Error     string        `json:"error"`
+	Attempts  []attemptJSON `json:"attempts"`
+}
+
+// attemptJSON is one client.Attempt in callJSON.
+type attemptJSON struct {
+	Outcome string `json:"outcome"`
+	// Status is the server's answer; "" when the attempt got none.
+	Status    string  `json:"status"`
+	Class     string  `json:"class"`
+	ID        uint64  `json:"id"`
+	BudgetMs  uint32  `json:"budget_ms"`
+	BackoffMs float64 `json:"backoff_ms"`
+	Addr      string  `json:"addr"`
+	Error     string  `json:"error"`
+}
+
+func newCallJSON(res client.Result) callJSON {
+	j := callJSON{
+		Status:    res.Status.String(),
+		Payload:   string(res.Payload),
+		Stop:      res.Stop.String(),
+		ElapsedMs: ms(res.Elapsed),
+		Attempts:  make([]attemptJSON, len(res.Log)),
+	}
+	if res.Err != nil {
+		j.Error = res.Err.Error()
+	}
+	for i, a := range res.Log {
+		aj := attemptJSON{Outcome: a.Outcome.String(), Class: a.Class.String(), ID: a.ID, BudgetMs: a.BudgetMs, BackoffMs: ms(a.Backoff), Addr: a.Addr, Error: a.Err}
+		if a.Outcome == client.OutcomeResponse {
+			aj.Status = a.Status.String()
+		}
+		j.Attempts[i] = aj
+	}
+	return j
+}
+
+func writeCallJSON(out io.Writer, res client.Result) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(newCallJSON(res))
+}
+
+// ms returns d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

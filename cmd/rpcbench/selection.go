@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/cases"
+)
+
+// control are the flags all and run share: which scenarios, and how
+// they run.
+type control struct {
+	Run, Skip string
+	Timeout   time.Duration
+	FailFast  bool
+	Verbose   bool
+	JUnit     string
+	Events    string
+}
+
+// DefaultTimeout is --timeout's default, as go test's.
+const DefaultTimeout = 10 * time.Minute
+
+func (c *control) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.Run, "run", "", "run only the scenarios whose names match this regular expression (as go test -run, unanchored)")
+	f.StringVar(&c.Skip, "skip", "", "leave out the scenarios whose names match this regular expression")
+	f.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound on each scenario: past it the scenario FAILs naming the timeout, its servers are stopped and the run goes on (0: none)")
+	f.BoolVar(&c.FailFast, "failfast", false, "stop after the first scenario that does not pass")
+	f.BoolVarP(&c.Verbose, "verbose", "v", false, "print under each CASE line its attempt logs and the events its servers logged")
+	f.StringVar(&c.JUnit, "junit", "", "also write JUnit XML to this file: one testsuite per group, one testcase per scenario and pass")
+	f.StringVar(&c.Events, "json-events", "", `also write a go test -json event stream to this file ("-": stdout, the CASE lines then go to stderr), for gotestsum, tparse, go-junit-report`)
+}
+
+// filter applies --run and --skip to r; an invalid expression is a usage
+// error, and so is a selection left empty.
+func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, error) {
+	match := func(flag, expr string) (*regexp.Regexp, error) {
+		if expr == "" {
+			return nil, nil
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, usageErrorf("", "--%s: %v", flag, err)
+		}
+		return re, nil
+	}
+	run, err := match("run", c.Run)
+	if err != nil {
+		return nil, err
+	}
+	skip, err := match("skip", c.Skip)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool {
+		return (run != nil && !run.MatchString(s.Name)) || (skip != nil && skip.MatchString(s.Name))
+	})
+	if len(out) == 0 {
+		msg := "no scenario matches"
+		if c.Run != "" {
+			msg += fmt.Sprintf(" --run %q", c.Run)
+		}
+		if c.Skip != "" {
+			msg += fmt.Sprintf(" and --skip %q leaves none", c.Skip)
+		}
+		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(all.Names(), "\n  "), "%s", msg)
+	}
+	return out, nil
+}
+
+// suggest returns the scenario names close to name: those it is a part
+// of, and those within an edit distance of 2, nearest first.
+func suggest(r cases.Registry, name string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, n := range r.Names() {
+		d := editDistance(name, n)
+		if d <= 2 || (len(name) >= 4 && strings.Contains(n, name)) {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

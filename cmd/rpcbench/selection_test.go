@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// TestRunAndSkip: --run and --skip select as go test -run does, for run
+// and all; a bad expression, an empty selection and a near-miss name are
+// usage errors that say what to do.
+func TestRunAndSkip(t *testing.T) {
+	var runs fakeRuns
+	list := []cases.Case{
+		runs.fake("late_response_dropped_by_id", "evidence", true),
+		runs.fake("late_then_retry_new_request_id", "evidence", true),
+		runs.fake("normal_multiplex", "evidence", true),
+		runs.fake("hostile_slow_sender", "robustness", true),
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantRuns []string
+		wantCode int
+		wantErr  []string
+	}{
+		{"run by prefix", []string{"run", "--run", "late_"}, []string{"late_response_dropped_by_id", "late_then_retry_new_request_id"}, exitOK, nil},
+		{"run anchored", []string{"run", "--run", "^late_response"}, []string{"late_response_dropped_by_id"}, exitOK, nil},
+		{"run unanchored, any group", []string{"run", "--run", "slow|multiplex"}, []string{"normal_multiplex", "hostile_slow_sender"}, exitOK, nil},
+		{"run and skip", []string{"run", "--run", "late", "--skip", "retry"}, []string{"late_response_dropped_by_id"}, exitOK, nil},
+		{"names filtered by --run", []string{"run", "normal_multiplex", "late_response_dropped_by_id", "--run", "late"}, []string{"late_response_dropped_by_id"}, exitOK, nil},
+		{"all with skip", []string{"all", "--evidence", "", "--skip", "^late"}, []string{"normal_multiplex"}, exitOK, nil},
+		{"all with run", []string{"all", "--evidence", "", "--group", "robustness", "--run", "slow"}, []string{"hostile_slow_sender"}, exitOK, nil},
+		{"bad expression", []string{"run", "--run", "late_("}, nil, exitError, []string{"--run: error parsing regexp"}},
+		{"nothing matches", []string{"run", "--run", "^nope"}, nil, exitError, []string{`no scenario matches --run "^nope"`, "valid scenarios:", "normal_multiplex"}},
+		{"skip leaves none", []string{"all", "--evidence", "", "--skip", "."}, nil, exitError, []string{`and --skip "." leaves none`}},
+		{"typo", []string{"run", "normal_multiplx"}, nil, exitError, []string{"unknown scenario normal_multiplx; did you mean normal_multiplex?"}},
+		{"part of a name", []string{"run", "late"}, nil, exitError, []string{"did you mean late_response_dropped_by_id or late_then_retry_new_request_id?"}},
+		{"a pattern as a name", []string{"run", "late_.*"}, nil, exitError, []string{"use --run REGEX"}},
+		{"neither names nor --run", []string{"run"}, nil, exitError, []string{"at least one scenario name, or --run REGEX"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs.runs = nil
+			a, _, stderr := testApp(t, list...)
+			root := newRootCmd(a)
+			root.SetArgs(tt.args)
+			root.SetOut(a.Out)
+			root.SetErr(a.Err)
+			code, errText := outcome(root.ExecuteContext(context.Background()), stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, errText)
+			}
+			if diff := cmp.Diff(tt.wantRuns, runs.names()); diff != "" {
+				t.Errorf("scenarios run (-want +got):\n%s", diff)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(errText, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, errText)
+				}
+			}
+		})
+	}
+}
+
+// TestTimeout: a scenario past --timeout FAILs with a why that names the
+// timeout, and the run goes on to the next one.
+func TestTimeout(t *testing.T) {
+	var runs fakeRuns
+	stuck := cases.Fake("stuck", "evidence", "never ends by itself", func(ctx context.Context, _ cases.Env) report.Line {
+		<-ctx.Done() // a scenario ends when its context does, as Run does
+		return report.Line{Name: "stuck", Verdict: report.Interrupted,
+			Fields: []report.Field{{Key: "why", Value: "interrupted: " + context.Cause(ctx).Error()}}}
+	})
+	a, stdout, stderr := testApp(t, stuck, runs.fake("after", "evidence", true))
+	err := runRun(context.Background(), &runOptions{app: a, Names: []string{"stuck", "after"}, control: control{Timeout: 50 * time.Millisecond}})
+	code, errText := outcome(err, stderr)
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d: %s", code, exitFailed, errText)
+	}
+	want := "CASE stuck FAIL why=[timed out after 50ms (--timeout)]\nCASE after PASS\n1 passed, 1 failed\n"
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+// TestFailFast: --failfast stops after the first scenario that does not
+// pass, and the evidence directory is left as it was.
+func TestFailFast(t *testing.T) {
+	var runs fakeRuns
+	a, stdout, stderr := testApp(t, runs.fake("a", "evidence", true), runs.fake("b", "evidence", false), runs.fake("c", "evidence", true))
+	err := runAll(context.Background(), &allOptions{app: a, Group: "evidence", Evidence: "ev", control: control{FailFast: true}})
+	if code, errText := outcome(err, stderr); code != exitFailed || !strings.Contains(errText, "--failfast: stopping after b; 1 scenario runs not run") {
+		t.Errorf("exit %d, stderr:\n%s", code, errText)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, runs.names()); diff != "" {
+		t.Errorf("scenarios run (-want +got):\n%s", diff)
+	}
+	if !strings.HasSuffix(stdout.String(), "1 passed, 1 failed\n") {
+		t.Errorf("summary: %q", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join("ev", report.OutputFile)); !os.IsNotExist(err) {
+		t.Errorf("a run stopped by --failfast wrote evidence: %v", err)
+	}
+}
+
+// TestVerbose: -v prints a scenario's attempt log and its server's
+// events under its CASE line.
+func TestVerbose(t *testing.T) {
+	logLine := `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","conn":1,"remote":"x"}` + "\n"
+	sc := cases.Fake("v", "evidence", "verbose", func(_ context.Context, env cases.Env) report.Line {
+		os.WriteFile(filepath.Join(env.LogDir, "server-v.log"), []byte(logLine), 0o644)
+		return report.Line{Name: "v", Verdict: report.Pass, Fields: []report.Field{
+			{Key: "log", Kind: report.Volatile, Value: `a1 TIMEOUT id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms, a2 RESPONSE status=OK id=2 budget=300 class=FINAL`}}}
+	})
+	a, stdout, _ := testApp(t, sc)
+	if err := runRun(context.Background(), &runOptions{app: a, Names: []string{"v"}, control: control{Verbose: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    log:\n      a1 TIMEOUT id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms\n      a2 RESPONSE status=OK id=2 budget=300 class=FINAL\n",
+		"    server-v.log:\n      03:04:05.000000 CONN_OPEN conn=1 remote=x\n",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("-v output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func sampleResults() (RunInfo, []Result) {
+	t0 := time.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)
+	return RunInfo{Start: t0, End: t0.Add(3 * time.Second)}, []Result{
+		{Line: Line{Name: "a", Verdict: Pass}, Group: "evidence", Start: t0, Duration: time.Second, PassIndex: 1},
+		{Line: Line{Name: "b", Fields: []Field{{Key: "x", Value: "1", Kind: Asserted}, {Key: "why", Value: "x=1, want 2"}}},
+			Group: "evidence", Start: t0.Add(time.Second), Duration: time.Second, PassIndex: 1},
+		{Line: Line{Name: "c", Verdict: Interrupted, Fields: []Field{{Key: "why", Value: "interrupted: signal"}}},
+			Group: "robustness", Start: t0.Add(2 * time.Second), Duration: time.Second, PassIndex: 1},
+		{Line: Line{Name: "a", Verdict: Pass}, Group: "evidence", Start: t0.Add(2 * time.Second), Duration: time.Second, PassIndex: 2},
+	}
+}
+
+// TestWriteJUnit parses the XML back: one suite per group, one case per
+// scenario and pass, a failing scenario a failure carrying its why, an
+// interrupted one skipped.
+func TestWriteJUnit(t *testing.T) {
+	info, results := sampleResults()
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, info, results); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Tests int    `xml:"tests,attr"`
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+				Skipped   *struct{} `xml:"skipped"`
+				SystemOut string    `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, b.String())
+	}
+	type row struct{ Suite, Case, Failure, Out string }
+	var got []row
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			r := row{Suite: s.Name, Case: c.Name, Out: c.SystemOut}
+			if c.Failure != nil {
+				r.Failure = "failure: " + c.Failure.Message
+			}
+			if c.Skipped != nil {
+				r.Failure = "skipped"
+			}
+			got = append(got, r)
+		}
+	}
+	want := []row{
+		{"evidence", "a", "", "CASE a PASS"},
+		{"evidence", "b", "failure: x=1, want 2", "CASE b FAIL x==1 why=[x=1, want 2]"},
+		{"evidence", "a#2", "", "CASE a PASS"},
+		{"robustness", "c", "skipped", "CASE c INTERRUPTED why=[interrupted: signal]"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("testcases (-want +got):\n%s", diff)
+	}
+	if doc.Tests != 4 || doc.Failures != 1 {
+		t.Errorf("totals: %d tests, %d failures; want 4, 1", doc.Tests, doc.Failures)
+	}
+}
+
+// TestEventStream decodes the stream with the event struct `go doc
+// cmd/test2json` documents and checks the sequence a reader of go test
+// -json expects: start, run, output, pass|fail|skip per test, then each
+// package's output and result.
+func TestEventStream(t *testing.T) {
+	_, results := sampleResults()
+	var b bytes.Buffer
+	s := NewEventStream(&b)
+	for _, r := range results {
+		s.Begin(r.Group, r.Name, r.Start)
+		s.End(r)
+	}
+	if err := s.Close(results[len(results)-1].Start.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The struct of `go doc cmd/test2json`.
+	type TestEvent struct {
+		Time    time.Time
+		Action  string
+		Package string
+		Test    string
+		Elapsed float64
+		Output  string
+	}
+	dec := json.NewDecoder(&b)
+	var got []string
+	for dec.More() {
+		var e TestEvent
+		if err := dec.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Time.IsZero() {
+			t.Errorf("event without a time: %+v", e)
+		}
+		got = append(got, e.Action+" "+e.Package+" "+e.Test)
+	}
+	want := []string{
+		"start rpcbench/evidence ", "run rpcbench/evidence a", "output rpcbench/evidence a", "pass rpcbench/evidence a",
+		"run rpcbench/evidence b", "output rpcbench/evidence b", "fail rpcbench/evidence b",
+		"start rpcbench/robustness ", "run rpcbench/robustness c", "output rpcbench/robustness c", "skip rpcbench/robustness c",
+		"run rpcbench/evidence a", "output rpcbench/evidence a", "pass rpcbench/evidence a",
+		"output rpcbench/evidence ", "fail rpcbench/evidence ",
+		"output rpcbench/robustness ", "fail rpcbench/robustness ",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
