@@ -1,8 +1,154 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
 
-// newConformCmd is rpcbench conform (issue 15); a helper writes it.
+	"github.com/fatih/color"
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/conform"
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+type conformOptions struct {
+	*app
+	// Addr is the server to check.
+	Addr string
+	// JUnit is the --junit file; "" writes none.
+	JUnit string
+	// Timeout bounds each check.
+	Timeout time.Duration
+}
+
 func newConformCmd(a *app) *cobra.Command {
-	return &cobra.Command{Use: "conform", Short: "Check a server against SPEC.md (not yet written)", Hidden: true}
+	o := &conformOptions{app: a, Timeout: conform.DefaultTimeout}
+	cmd := &cobra.Command{
+		Use:   "conform ADDR",
+		Short: "Check a running server, whoever wrote it, against SPEC.md",
+		Example: `  rpcbench conform 127.0.0.1:7070
+  rpcbench conform server.internal:7070 --junit conform.xml`,
+		Long: `Check the server listening at ADDR against internal/proto/SPEC.md, from the
+outside: rpcbench does not start it, need not have written it, and connects
+to ADDR only. The checks use the business methods get and debit and the
+control method ctl.ping, on fresh accounts and idempotency keys named after a
+random tag of the run, so the server's earlier state does not matter. They
+leave those accounts debited.
+
+First ctl.ping must be answered OK; if ADDR cannot be dialed or does not
+answer within --timeout, no check runs and the exit status is 2. Then, one
+line per check,
+
+  CHECK name PASS|FAIL detail
+
+and "N passed, M failed". Every check is bounded by --timeout, so a server
+that stops answering fails checks instead of hanging the run. The checks:
+
+` + checkList() + `
+--junit FILE also writes the results as JUnit XML: one testsuite "conform",
+one testcase per check, a failed check's detail as its failure message.
+
+Exit status: 0 every check passed, 1 a check failed, 2 usage error, ADDR
+unreachable or the JUnit file not writable, 130/143 interrupted.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf(cmd.UsageString(), "conform takes one argument, the address of the server to check (got %d)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Addr = args[0]
+			return runConform(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on each check: dials, answers, waits for a close")
+	return cmd
+}
+
+// checkList formats the checks for the help text: each name, then what
+// it sends and expects, wrapped and indented.
+func checkList() string {
+	const indent, width = "      ", 78
+	var b strings.Builder
+	for _, c := range conform.Checks() {
+		fmt.Fprintf(&b, "  %s\n", c.Name)
+		line := indent
+		for _, w := range strings.Fields(c.Doc) {
+			if len(line) > len(indent) && len(line)+1+len(w) > width {
+				b.WriteString(line + "\n")
+				line = indent
+			}
+			if len(line) > len(indent) {
+				line += " "
+			}
+			line += w
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+func runConform(ctx context.Context, o *conformOptions) error {
+	cfg := conform.DefaultConfig(o.Addr)
+	cfg.Timeout = o.Timeout
+	cfg.Slow = min(conform.DefaultSlow, cfg.Timeout/4)
+	if err := cfg.Validate(); err != nil {
+		return usageErrorf("", "--timeout %v, ADDR %q: %v", o.Timeout, o.Addr, err)
+	}
+	var junit *pendingFile
+	if o.JUnit != "" {
+		// Opened before the first check, so that an unwritable path is an
+		// error up front rather than after the run.
+		var err error
+		if junit, err = createPending(o.JUnit); err != nil {
+			return usageErrorf("", "--junit %s: %v", o.JUnit, err)
+		}
+		defer junit.abort()
+	}
+	verdicts := verdictColors(o.Out, o.Color)
+	res, err := conform.Run(ctx, cfg, func(c conform.Check) {
+		// Line starts "CHECK <name> <verdict>"; colour only the verdict.
+		line, head := c.Line(), len("CHECK ")+len(c.Name)+1
+		fmt.Fprintln(o.Out, line[:head]+verdicts[c.Verdict].Sprint(c.Verdict)+line[head+len(c.Verdict):])
+	})
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
+	case err != nil:
+		// conform.ErrUnreachable above all: no check ran.
+		return err
+	}
+	fmt.Fprintln(o.Out, res.Summary())
+	fmt.Fprintf(o.Err, "conform: checked %s; the run's accounts and keys start with %s-\n", res.Addr, res.Tag)
+	if junit != nil {
+		if err := conform.WriteJUnit(junit, res); err != nil {
+			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
+		}
+		if err := junit.commit(); err != nil {
+			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
+		}
+	}
+	if res.Failed() > 0 {
+		return errFailed
+	}
+	return nil
+}
+
+// verdictColors colours PASS green and FAIL red when UseColor says so.
+func verdictColors(w io.Writer, m report.ColorMode) map[string]*color.Color {
+	on := report.UseColor(w, m)
+	cs := map[string]*color.Color{conform.Pass: color.New(color.FgGreen), conform.Fail: color.New(color.FgRed)}
+	for _, c := range cs {
+		if on {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+	}
+	return cs
 }

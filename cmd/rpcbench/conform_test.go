@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/rpcbench/rpcbench/internal/conform"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/servertest"
+)
+
+// noLeaks fails the test if it leaves goroutines behind. Called first, its
+// check runs after every later cleanup, the servers' included.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// junitReport is the part of a JUnit file a CI system reads.
+type junitReport struct {
+	Suites []struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+// readJUnit parses path and returns its one suite's failure messages by
+// test case name ("" for a case that passed).
+func readJUnit(t *testing.T, path string) (name string, tests, failures int, cases map[string]string) {
+	t.Helper()
+	var r junitReport
+	if err := xml.Unmarshal([]byte(readFile(t, path)), &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(r.Suites) != 1 {
+		t.Fatalf("%s has %d test suites, want 1", path, len(r.Suites))
+	}
+	s := r.Suites[0]
+	cases = map[string]string{}
+	for _, c := range s.Cases {
+		cases[c.Name] = ""
+		if c.Failure != nil {
+			cases[c.Name] = c.Failure.Message
+		}
+	}
+	return s.Name, s.Tests, s.Failures, cases
+}
+
+// checkLines returns stdout's CHECK lines by check name, verdict and
+// detail, and its last line.
+func checkLines(t *testing.T, stdout string) (map[string][2]string, string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	out := map[string][2]string{}
+	for _, l := range lines[:len(lines)-1] {
+		f := strings.SplitN(l, " ", 4)
+		if len(f) < 3 || f[0] != "CHECK" {
+			t.Fatalf("stdout line %q is not a CHECK line", l)
+		}
+		out[f[1]] = [2]string{f[2], strings.Join(f[3:], "")}
+	}
+	return out, lines[len(lines)-1]
+}
+
+// TestConformRealServer: the project's own server passes every check;
+// the exit status is 0 and the JUnit file records no failure.
+func TestConformRealServer(t *testing.T) {
+	noLeaks(t)
+	_, addr := servertest.Start(t, server.DefaultConfig())
+	junit := filepath.Join(t.TempDir(), "conform.xml")
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"conform", addr, "--junit", junit}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, stdout.String(), stderr.String())
+	}
+	lines, summary := checkLines(t, stdout.String())
+	n := len(conform.Checks())
+	if len(lines) != n {
+		t.Errorf("%d CHECK lines, want %d:\n%s", len(lines), n, stdout.String())
+	}
+	for name, l := range lines {
+		if l[0] != conform.Pass {
+			t.Errorf("CHECK %s %s %s, want PASS", name, l[0], l[1])
+		}
+	}
+	if want := "11 passed, 0 failed"; summary != want {
+		t.Errorf("summary %q, want %q", summary, want)
+	}
+	if !strings.Contains(stderr.String(), "conform: checked "+addr) {
+		t.Errorf("stderr = %q, want it to name the address checked", stderr.String())
+	}
+	suite, tests, failures, cases := readJUnit(t, junit)
+	if suite != "conform" || tests != n || failures != 0 || len(cases) != n {
+		t.Errorf("JUnit suite %q tests=%d failures=%d cases=%d, want %q, %d, 0, %d", suite, tests, failures, len(cases), "conform", n, n)
+	}
+}
+
+// TestConformFaultyServer: a server that answers every debit UNAVAILABLE
+// fails exactly the checks that need a debit to execute; the exit status
+// is 1, and each failure is in the JUnit file with its detail as message.
+func TestConformFaultyServer(t *testing.T) {
+	noLeaks(t)
+	_, addr := servertest.Start(t, server.DefaultConfig(), "kind=unavailable method=debit")
+	junit := filepath.Join(t.TempDir(), "conform.xml")
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"conform", addr, "--junit", junit}, &stdout, &stderr)
+	if code != exitFailed {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, stdout.String(), stderr.String())
+	}
+	lines, summary := checkLines(t, stdout.String())
+	wantFailed := map[string]bool{
+		"bad_frame_closes_connection":  true,
+		"expired_keeps_key_free":       true,
+		"idempotent_replay":            true,
+		"key_reuse_refused":            true,
+		"duplicate_waits_for_original": true,
+	}
+	gotFailed := map[string]bool{}
+	for name, l := range lines {
+		if l[0] == conform.Fail {
+			gotFailed[name] = true
+		}
+	}
+	if diff := cmp.Diff(wantFailed, gotFailed); diff != "" {
+		t.Errorf("failed checks (-want +got):\n%s\nstdout:\n%s", diff, stdout.String())
+	}
+	if want := "6 passed, 5 failed"; summary != want {
+		t.Errorf("summary %q, want %q", summary, want)
+	}
+	if want := "injected unavailable"; !strings.Contains(lines["idempotent_replay"][1], want) {
+		t.Errorf("idempotent_replay detail %q, want it to say %q", lines["idempotent_replay"][1], want)
+	}
+
+	_, tests, failures, cases := readJUnit(t, junit)
+	if tests != len(lines) || failures != len(wantFailed) {
+		t.Errorf("JUnit tests=%d failures=%d, want %d, %d", tests, failures, len(lines), len(wantFailed))
+	}
+	for name, l := range lines {
+		want := ""
+		if l[0] == conform.Fail {
+			want = l[1]
+		}
+		if got, ok := cases[name]; !ok || got != want {
+			t.Errorf("JUnit case %s: failure message %q (present %t), want %q", name, got, ok, want)
+		}
+	}
+}
+
+// TestConformUsage: a usage error, an unwritable --junit file or an
+// unreachable server exits 2 without running a check, and leaves no
+// JUnit file behind.
+func TestConformUsage(t *testing.T) {
+	noLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "conform.xml")
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string
+	}{
+		{"no address", []string{"conform"}, []string{"conform takes one argument, the address of the server to check (got 0)", "rpcbench conform ADDR"}},
+		{"two addresses", []string{"conform", "a:1", "b:2"}, []string{"(got 2)"}},
+		{"short timeout", []string{"conform", refused, "--timeout", "10ms"}, []string{"timeout 10ms must be at least 100ms"}},
+		{"bad timeout", []string{"conform", refused, "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
+		{"junit not writable", []string{"conform", refused, "--junit", filepath.Join(dir, "missing", "x.xml")}, []string{"--junit " + filepath.Join(dir, "missing", "x.xml")}},
+		{"unreachable", []string{"conform", refused, "--junit", junit, "--timeout", "1s"}, []string{"conform: server unreachable: " + refused, "connection refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), tt.args, &stdout, &stderr)
+			if code != exitError {
+				t.Errorf("exit code %d, want %d", code, exitError)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr =\n%s\nwant it to contain %q", stderr.String(), want)
+				}
+			}
+			if strings.Contains(stdout.String(), "CHECK") {
+				t.Errorf("stdout = %q, want no CHECK line", stdout.String())
+			}
+		})
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("%s holds %v, want nothing: no JUnit file for a run that checked nothing", dir, entries)
+	}
+}
+
+// TestConformInterrupted: a run stopped by a signal exits 128 plus the
+// signal and writes no summary.
+func TestConformInterrupted(t *testing.T) {
+	noLeaks(t)
+	_, addr := servertest.Start(t, server.DefaultConfig())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&signalError{syscall.SIGTERM})
+	var stdout, stderr bytes.Buffer
+	code := execute(ctx, []string{"conform", addr}, &stdout, &stderr)
+	if code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit code %d, want %d\nstderr:\n%s", code, 128+int(syscall.SIGTERM), stderr.String())
+	}
+	if strings.Contains(stdout.String(), "passed") {
+		t.Errorf("stdout = %q, want no summary", stdout.String())
+	}
+}
