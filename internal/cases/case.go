@@ -84,6 +84,14 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 	}
 	func() {
 		defer t.runCleanups()
+		if env.LogDir != "" {
+			// Before the cleanups: the log directory may be theirs.
+			defer func() {
+				if err := t.trace.write(env.LogDir, c.Name); err != nil {
+					t.failures = append(t.failures, "client trace: "+err.Error())
+				}
+			}()
+		}
 		defer func() {
 			switch r := recover().(type) {
 			case nil, abort:
@@ -96,6 +104,7 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 	if t.servers == 0 && env.LogDir != "" {
 		t.noServerNote()
 	}
+
 	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
 	if ctx.Err() != nil {
 		// Stopped by the caller: what it checked before says nothing
@@ -123,6 +132,7 @@ type T struct {
 	failures []string
 	cleanups []func()
 	servers  int
+	trace    tracer
 }
 
 // abort unwinds a scenario after Fatalf.

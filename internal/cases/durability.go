@@ -226,6 +226,7 @@ func twoInstances(t *T, specA, specB string) shared {
 	a := t.startServer(serverOpts{Store: specA, Faults: []string{"kind=close method=debit count=1"}})
 	b := t.startServer(serverOpts{Store: specB})
 	cfg := client.DefaultConfig()
+	cfg.Trace = t.trace.hook()
 	c, err := client.NewMulti([]string{a.Addr, b.Addr}, cfg)
 	if err != nil {
 		t.Fatalf("client: %v", err)

@@ -60,6 +60,9 @@ func freeAddr() (string, error) {
 
 // client returns a client for addr that is closed when the scenario ends.
 func (t *T) client(addr string, cfg client.Config) *client.Client {
+	if cfg.Trace == nil {
+		cfg.Trace = t.trace.hook()
+	}
 	c, err := client.New(addr, cfg)
 	if err != nil {
 		t.Fatalf("client: %v", err)

@@ -35,6 +35,9 @@ type Call struct {
 	AttemptTimeout time.Duration
 }
 
+// Span is when an attempt started and ended.
+type Span struct{ Start, End time.Time }
+
 // Attempt records one try of a call, for logs and evidence.
 type Attempt struct {
 	// ID is the request ID this attempt sent; 0 if it never got one.
@@ -358,12 +361,16 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	}
 
 	var last reply
+	var spans []Span // kept for Trace only
 	for now := start; ; now = time.Now() {
 		if stop := stopFor(ctx, now, deadline); stop != 0 {
 			res.Stop = stop
 			break
 		}
 		a, r := c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))
+		if c.cfg.Trace != nil {
+			spans = append(spans, Span{now, time.Now()})
+		}
 		res.Log = append(res.Log, a)
 		last = r
 		if a.Class == ClassFinal {
@@ -398,6 +405,9 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		}
 	}
 	res.Attempts = len(res.Log)
+	if c.cfg.Trace != nil {
+		c.cfg.Trace(&call, res.Log, spans)
+	}
 	if res.Stop != StopFinal {
 		res.Status = giveUpStatus(&call, res.Log, res.Stop)
 		res.Err = last.err

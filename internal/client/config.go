@@ -36,6 +36,11 @@ type Config struct {
 	// progress for that long (a server that stopped reading) kills the
 	// connection, failing its attempts. Must be positive. Default 2s.
 	WriteTimeout time.Duration
+	// Trace, if set, is called when a call returns with its attempts
+	// (backoffs set) and when each started and ended, spans[i] for
+	// log[i]. It is for recording timelines, must not block, and must
+	// not keep log or spans. Default nil.
+	Trace func(call *Call, log []Attempt, spans []Span)
 	// ConnPerCall opens a new TCP connection for every attempt and closes
 	// it when the attempt ends, instead of multiplexing calls over one
 	// connection. For comparison only. Default false.

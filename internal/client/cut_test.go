@@ -46,3 +46,41 @@ func TestCut(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestTrace: Trace sees every attempt of a call, in order, with its
+// backoff and a start and end that bracket it.
+func TestTrace(t *testing.T) {
+	_, addr := servertest.Start(t, server.DefaultConfig(), "kind=unavailable method=get count=2")
+	cfg := servertest.ClientConfig()
+	type span struct {
+		n        int
+		a        client.Attempt
+		from, to time.Time
+	}
+	var got []span
+	cfg.Trace = func(_ *client.Call, log []client.Attempt, spans []client.Span) {
+		for i, a := range log {
+			got = append(got, span{i + 1, a, spans[i].Start, spans[i].End})
+		}
+	}
+	c, err := client.New(addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	before := time.Now()
+	r := c.Do(context.Background(), servertest.Get("a"))
+	if r.Status != proto.StatusOK || len(got) != 3 {
+		t.Fatalf("%v after %d attempts, %d traced; want OK after 3, all traced", r.Status, len(r.Log), len(got))
+	}
+	prev := before
+	for i, s := range got {
+		if s.n != i+1 || s.a != r.Log[i] || s.from.Before(prev) || s.to.Before(s.from) {
+			t.Errorf("trace %d: n=%d, attempt %v (log %v), %v..%v after %v", i, s.n, s.a, r.Log[i], s.from, s.to, prev)
+		}
+		if i < 2 && s.a.Backoff <= 0 {
+			t.Errorf("trace %d: no backoff recorded", i)
+		}
+		prev = s.to
+	}
+}
