@@ -1,0 +1,265 @@
+package timeline
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Names in an evidence directory's logs/ that Load reads, besides the
+// server logs (server-NAME.log, server-NAME-2.log, ...).
+const (
+	// TracePrefix and TraceSuffix enclose a scenario's name in the name
+	// of its client trace.
+	TracePrefix = "trace-"
+	TraceSuffix = ".jsonl"
+	// NoServerSuffix ends server-NAME.no-server.txt, the note of a
+	// scenario that starts no server (internal/cases writes it).
+	NoServerSuffix = ".no-server.txt"
+	// ChaosSuffix ends NAME.chaos.txt, the note a chaos run leaves
+	// instead of its logs.
+	ChaosSuffix  = ".chaos.txt"
+	serverPrefix = "server-"
+	logSuffix    = ".log"
+)
+
+// ErrNoOutput is wrapped by Load's error when the directory has no
+// output.txt, or one without CASE lines.
+var ErrNoOutput = errors.New("not an evidence directory")
+
+// Load reads the evidence directory dir: output.txt's CASE lines,
+// env.txt, and for each scenario the server logs, client trace and notes
+// in logs/. A directory that does not exist is an error wrapping
+// fs.ErrNotExist; one without CASE lines an error wrapping ErrNoOutput.
+// A log or trace that cannot be read, wholly or from some line on, is not
+// an error: what was read is shown, and the Page's Warnings and the
+// scenario's Problems say what was not.
+func Load(dir string, o Options) (*Page, error) {
+	o = o.withDefaults()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: evidence directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("timeline: %s is a file, not an evidence directory", dir)
+	}
+	out := filepath.Join(dir, report.OutputFile)
+	f, err := os.Open(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("timeline: %s has no %s: %w", dir, report.OutputFile, ErrNoOutput)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	lines, err := report.ReadOutput(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %s: %w", out, err)
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("timeline: %s holds no CASE lines: %w", out, ErrNoOutput)
+	}
+	p := &Page{Dir: dir, Summary: report.Summary(lines)}
+	if b, err := os.ReadFile(filepath.Join(dir, report.EnvFile)); err == nil {
+		p.Env = string(b)
+	}
+	logs := filepath.Join(dir, report.LogsDir)
+	files, err := listLogs(logs)
+	if err != nil {
+		p.Warnings = append(p.Warnings, err.Error())
+	}
+	seen := map[string]int{}
+	for _, l := range lines {
+		seen[l.Name]++
+		s := newScenario(l, seen[l.Name])
+		if s.Repeat == 0 {
+			loadLogs(&s, logs, files, o)
+		}
+		for _, pr := range s.Problems {
+			p.Warnings = append(p.Warnings, s.Name+": "+pr)
+		}
+		if s.Verdict != report.Pass.String() {
+			p.Failing++
+		}
+		p.Scenarios = append(p.Scenarios, s)
+	}
+	slices.SortStableFunc(p.Scenarios, func(a, b Scenario) int { return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict)) })
+	return p, nil
+}
+
+// verdictRank orders failing scenarios first.
+func verdictRank(v string) int {
+	switch v {
+	case report.Pass.String():
+		return 2
+	case report.Interrupted.String():
+		return 1
+	default:
+		return 0
+	}
+}
+
+// listLogs returns the names of the files in logs/; a missing logs/ is
+// not an error: a run may have left none.
+func listLogs(logs string) (map[string]bool, error) {
+	entries, err := os.ReadDir(logs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return map[string]bool{}, fmt.Errorf("timeline: %w", err)
+	}
+	out := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			out[e.Name()] = true
+		}
+	}
+	return out, nil
+}
+
+func newScenario(l report.Line, occurrence int) Scenario {
+	s := Scenario{Name: l.Name, Verdict: l.Verdict.String(), Anchor: "case-" + anchorSafe(l.Name), Fields: []Field{}}
+	if occurrence > 1 {
+		s.Repeat = occurrence
+		s.Anchor += "-" + strconv.Itoa(occurrence)
+	}
+	for _, f := range l.Fields {
+		if f.Key == "why" {
+			s.Why = f.Value
+			continue
+		}
+		if f.Key == "crosstalk" {
+			if n, err := strconv.Atoi(f.Value); err == nil && n > 0 {
+				s.Crosstalk = n
+			}
+		}
+		s.Fields = append(s.Fields, Field{Key: f.Key, Value: f.Value, Op: op(f.Kind), Kind: f.Kind.String()})
+	}
+	return s
+}
+
+// op is the operator report.Format writes for k.
+func op(k report.Kind) string {
+	switch k {
+	case report.Asserted:
+		return "=="
+	case report.Bound:
+		return "<="
+	case report.LowerBound:
+		return ">="
+	case report.Volatile:
+		return "~="
+	default:
+		return "="
+	}
+}
+
+// anchorSafe keeps letters, digits, '_' and '-'; scenario names are
+// snake_case, so this changes nothing but a hand-edited output.txt.
+func anchorSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// loadLogs reads s's server logs, trace and notes from the directory
+// logs, whose file names are files, and builds its timeline.
+func loadLogs(s *Scenario, logs string, files map[string]bool, o Options) {
+	for _, n := range []struct{ kind, file string }{
+		{"no-server", serverPrefix + s.Name + NoServerSuffix},
+		{"chaos", s.Name + ChaosSuffix},
+	} {
+		if files[n.file] {
+			b, err := os.ReadFile(filepath.Join(logs, n.file))
+			if err != nil {
+				s.Problems = append(s.Problems, err.Error())
+			}
+			s.NoteKind, s.Note = n.kind, string(b)
+		}
+	}
+	var servers []serverLog
+	for _, name := range serverLogNames(s.Name, files) {
+		events, err := readEvents(filepath.Join(logs, name))
+		if err != nil {
+			s.Problems = append(s.Problems, fmt.Sprintf("%s: %v (%d events before it are shown)", name, err, len(events)))
+		}
+		servers = append(servers, serverLog{Source: name, Events: events})
+	}
+	var attempts []Attempt
+	trace := TracePrefix + s.Name + TraceSuffix
+	traced := files[trace]
+	if traced {
+		var err error
+		if attempts, err = readTrace(filepath.Join(logs, trace)); err != nil {
+			s.Problems = append(s.Problems, fmt.Sprintf("%s: %v (%d attempts before it are shown)", trace, err, len(attempts)))
+		}
+	}
+	if len(servers) == 0 && !traced {
+		return
+	}
+	s.Timeline = build(servers, attempts, traced, o)
+}
+
+// serverLogNames returns name's server logs in the order the scenario
+// started the servers: server-NAME.log, then server-NAME-2.log, ...
+func serverLogNames(name string, files map[string]bool) []string {
+	type log struct {
+		n    int
+		file string
+	}
+	var found []log
+	if first := serverPrefix + name + logSuffix; files[first] {
+		found = append(found, log{1, first})
+	}
+	prefix := serverPrefix + name + "-"
+	for f := range files {
+		rest, ok := strings.CutPrefix(f, prefix)
+		if !ok {
+			continue
+		}
+		num, ok := strings.CutSuffix(rest, logSuffix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(num); err == nil && n >= 2 && strconv.Itoa(n) == num {
+			found = append(found, log{n, f})
+		}
+	}
+	slices.SortFunc(found, func(a, b log) int { return cmp.Compare(a.n, b.n) })
+	out := make([]string, len(found))
+	for i, l := range found {
+		out[i] = l.file
+	}
+	return out
+}
+
+func readEvents(path string) ([]serverapi.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return serverapi.ReadEvents(f)
+}
+
+func readTrace(path string) ([]Attempt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadTrace(f)
+}
