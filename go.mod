@@ -11,6 +11,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/time v0.16.0
 	gotest.tools/gotestsum v1.13.0
 	modernc.org/sqlite v1.62.0
 )

@@ -109,6 +109,19 @@ const (
 	StopCanceled
 	// StopClosed: the Client was closed.
 	StopClosed
+	// StopClientBusy: Config.MaxInFlight calls were in flight; the call
+	// made no attempt (StatusClientBusy).
+	StopClientBusy
+	// StopRateLimited: the method's rate limit (Config.RateLimits) had no
+	// token; the call made no attempt (StatusRateLimited).
+	StopRateLimited
+	// StopCircuitOpen: the circuit breaker refused the next attempt. A
+	// call refused before its first attempt ends with StatusCircuitOpen;
+	// one refused a retry gives up as after any other failed attempt.
+	StopCircuitOpen
+	// StopRetryBudget: the retry budget (Config.RetryBudget) had half its
+	// tokens or fewer left when the call would have retried.
+	StopRetryBudget
 )
 
 var stopNames = [...]string{
@@ -119,6 +132,10 @@ var stopNames = [...]string{
 	StopDeadline:       "deadline",
 	StopCanceled:       "canceled",
 	StopClosed:         "client_closed",
+	StopClientBusy:     "client_busy",
+	StopRateLimited:    "rate_limited",
+	StopCircuitOpen:    "circuit_open",
+	StopRetryBudget:    "retry_budget_exhausted",
 }
 
 func (s Stop) String() string { return name(stopNames[:], int(s), "unknown_stop_%d") }

@@ -34,6 +34,10 @@ func TestStringers(t *testing.T) {
 		{client.StopDeadline, "deadline"},
 		{client.StopCanceled, "canceled"},
 		{client.StopClosed, "client_closed"},
+		{client.StopClientBusy, "client_busy"},
+		{client.StopRateLimited, "rate_limited"},
+		{client.StopCircuitOpen, "circuit_open"},
+		{client.StopRetryBudget, "retry_budget_exhausted"},
 		{client.Stop(0), "unknown_stop_0"},
 		{client.Stop(200), "unknown_stop_200"},
 	}

@@ -95,7 +95,8 @@ type Result struct {
 	// Elapsed is measured on the monotonic clock from the start of Do.
 	Elapsed time.Duration
 	// Err is the last attempt's error when the call did not end with a
-	// server answer; nil otherwise.
+	// server answer; nil otherwise. A call the client refused itself has
+	// ErrClientBusy, ErrRateLimited or ErrCircuitOpen.
 	Err error
 }
 
@@ -116,6 +117,13 @@ type Stats struct {
 	// Failovers counts the times the client moved on from its current
 	// server address to the next; always 0 with one address.
 	Failovers int64
+	// RejectedBusy, RejectedRateLimited and RejectedCircuitOpen count the
+	// calls the client refused itself, making no attempt, by reason: the
+	// in-flight cap, the method's rate limit, the open breaker. A call
+	// the breaker stopped after an attempt is not among them.
+	RejectedBusy, RejectedRateLimited, RejectedCircuitOpen int64
+	// RetriesThrottled counts the retries the retry budget refused.
+	RetriesThrottled int64
 }
 
 type clientStats struct {
@@ -125,6 +133,11 @@ type clientStats struct {
 	readsMultiFrame atomic.Int64
 	partialBytes    atomic.Int64
 	protocolErrors  atomic.Int64
+
+	rejectedBusy        atomic.Int64
+	rejectedRateLimited atomic.Int64
+	rejectedCircuitOpen atomic.Int64
+	retriesThrottled    atomic.Int64
 }
 
 // Client makes calls to a server. By default all calls share one TCP
@@ -142,6 +155,8 @@ type Client struct {
 	cfg    Config
 	nextID atomic.Uint64
 	stats  clientStats
+	// gov is the opt-in governance; nil when Config asks for none.
+	gov *governance
 
 	// dialSem is held (full) while a connection is being dialed, so
 	// concurrent callers share one dial and can still give up waiting.
@@ -176,7 +191,7 @@ func NewMulti(addrs []string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{addrs: r, cfg: cfg, dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}, nil
+	return &Client{addrs: r, cfg: cfg, gov: newGovernance(&cfg), dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}, nil
 }
 
 // Stats returns a snapshot of the client's counters.
@@ -189,6 +204,11 @@ func (c *Client) Stats() Stats {
 		PartialBytes:    c.stats.partialBytes.Load(),
 		ProtocolErrors:  c.stats.protocolErrors.Load(),
 		Failovers:       c.addrs.moves(),
+
+		RejectedBusy:        c.stats.rejectedBusy.Load(),
+		RejectedRateLimited: c.stats.rejectedRateLimited.Load(),
+		RejectedCircuitOpen: c.stats.rejectedCircuitOpen.Load(),
+		RetriesThrottled:    c.stats.retriesThrottled.Load(),
 	}
 }
 
@@ -337,6 +357,13 @@ func (c *Client) dial(ctx context.Context) (*conn, string, error) {
 // Do runs call under ctx and the call's total timeout, retrying as the
 // client's policy allows. It always returns a Result; it returns no later
 // than the total timeout (plus scheduling delay).
+//
+// With governance configured, a call first meets its method's rate limit
+// and then the in-flight cap; refused by either, it returns at once,
+// having made no attempt. The breaker is asked before each attempt and
+// the retry budget before each retry. A call's in-flight permit is given
+// back when Do returns, however it ends, a panic in Config.Trace
+// included.
 func (c *Client) Do(ctx context.Context, call Call) Result {
 	start := time.Now()
 	total := call.Timeout
@@ -359,6 +386,16 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		res.Elapsed = time.Since(start)
 		return res
 	}
+	if g := c.gov; g != nil {
+		if stop := g.admit(call.Method); stop != 0 {
+			return c.refuse(stop, start)
+		}
+		if g.permits != nil {
+			// Deferred, so that every way out of Do gives it back: seed
+			// 002's limiter leaked the permit of every call that timed out.
+			defer g.permits.release()
+		}
+	}
 
 	var last reply
 	var spans []Span // kept for Trace only
@@ -367,9 +404,28 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			res.Stop = stop
 			break
 		}
+		var tk ticket
+		if c.gov != nil && c.gov.breaker != nil {
+			var ok bool
+			if tk, ok = c.gov.breaker.allow(now); !ok {
+				if len(res.Log) == 0 {
+					return c.refuse(StopCircuitOpen, start)
+				}
+				res.Stop = StopCircuitOpen
+				break
+			}
+		}
 		a, r := c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))
-		if c.cfg.Trace != nil {
-			spans = append(spans, Span{now, time.Now()})
+		// Read the clock only for those who need the end: an answered call
+		// without either must not pay for it.
+		if c.gov != nil || c.cfg.Trace != nil {
+			end := time.Now()
+			if c.gov != nil {
+				c.gov.record(ctx, tk, &a, &r, end.Sub(now), end)
+			}
+			if c.cfg.Trace != nil {
+				spans = append(spans, Span{now, end})
+			}
 		}
 		res.Log = append(res.Log, a)
 		last = r
@@ -396,6 +452,11 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		pause := c.backoff(len(res.Log))
 		if time.Until(deadline) <= pause {
 			res.Stop = StopBackoffCrosses
+			break
+		}
+		if c.gov != nil && c.gov.budget != nil && !c.gov.budget.mayRetry() {
+			c.stats.retriesThrottled.Add(1)
+			res.Stop = StopRetryBudget
 			break
 		}
 		res.Log[len(res.Log)-1].Backoff = pause

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -39,13 +40,112 @@ type Config struct {
 	// Trace, if set, is called when a call returns with its attempts
 	// (backoffs set) and when each started and ended, spans[i] for
 	// log[i]. It is for recording timelines, must not block, and must
-	// not keep log or spans. Default nil.
+	// not keep log or spans. It is not called for a call refused before
+	// any attempt: an invalid frame, or one of the governance refusals
+	// below. Default nil.
 	Trace func(call *Call, log []Attempt, spans []Span)
 	// ConnPerCall opens a new TCP connection for every attempt and closes
 	// it when the attempt ends, instead of multiplexing calls over one
 	// connection. For comparison only. Default false.
 	ConnPerCall bool
+
+	// The governance below is opt-in: each is off at its zero value,
+	// the default. A call meets them in this order: the rate limit of
+	// its method, then the in-flight cap, then, before each attempt, the
+	// breaker; the retry budget is asked before each retry.
+
+	// RetryBudget, when set, throttles retries as gRPC's A6 does: failed
+	// attempts spend tokens, answers earn them back, and no call retries
+	// while half the tokens or more are spent. New copies it; the client
+	// keeps its own tokens, shared by all its calls. Default nil: no
+	// budget.
+	RetryBudget *RetryBudget
+	// Breaker, when set, is a circuit breaker over this client's
+	// attempts, across all methods and addresses. New copies it; each
+	// client has a breaker of its own. Default nil: none.
+	Breaker *BreakerConfig
+	// MaxInFlight, when positive, caps the calls in flight; a call beyond
+	// it fails at once with StatusClientBusy, making no attempt. Must not
+	// be negative. Default 0: no cap.
+	MaxInFlight int
+	// RateLimits, when set, maps a method to its token bucket; a call
+	// over it fails at once with StatusRateLimited, making no attempt.
+	// Methods it does not list are not limited. New copies it. Default
+	// nil: no limit.
+	RateLimits map[string]RateLimit
 }
+
+// RetryBudget is gRPC's retry throttling (proposal A6). The client holds
+// a number of tokens, MaxTokens to begin with. Every attempt that does not
+// get a FINAL answer (NOT_SENT, NOT_EXECUTED, OUTCOME_UNKNOWN) takes one
+// token, down to 0; every FINAL answer gives back TokenRatio, up to
+// MaxTokens. A call may retry only while more than MaxTokens/2 tokens are
+// left; otherwise it stops with StopRetryBudget. In steady failure, then,
+// retries are held to about TokenRatio per answered call.
+type RetryBudget struct {
+	// MaxTokens is the size of the bucket, in (0, 1000].
+	MaxTokens float64
+	// TokenRatio is what a FINAL answer gives back, in [0.001, 1]; it is
+	// kept to three decimals, as in A6.
+	TokenRatio float64
+}
+
+// RateLimit is a token bucket (golang.org/x/time/rate): it refills at
+// PerSecond tokens a second up to Burst, and each call takes one. A call
+// finding it empty does not wait: it is refused.
+type RateLimit struct {
+	// PerSecond is the refill rate, in calls a second; must be positive.
+	PerSecond float64
+	// Burst is the bucket's size, the calls that may start at once; at
+	// least 1.
+	Burst int
+}
+
+// BreakerConfig configures the circuit breaker. It is closed to begin
+// with and counts the outcome of each attempt in a sliding window. It
+// opens when one of its two conditions holds over the window's attempts:
+// the share that failed reaches FailureRate, or the share that were slow
+// reaches SlowRate. While open it refuses every attempt, touching no
+// network. After OpenFor it is half-open: it lets Probes attempts
+// through, refusing the rest; if all of them succeed it closes, with an
+// empty window; the first that fails opens it again.
+//
+// An attempt succeeds when it gets a FINAL answer, whatever its status:
+// APP_ERROR is the business refusing, not the server failing. It fails
+// otherwise (NOT_SENT, NOT_EXECUTED, OUTCOME_UNKNOWN), except that an
+// attempt ended by the caller canceling its context or by Client.Close
+// says nothing of the server and is not counted.
+type BreakerConfig struct {
+	// Window is how far back the rates look; Bucket is its resolution:
+	// the window is a ring of Window/Bucket buckets (rounded up, at most
+	// 10000), and the oldest bucket's attempts leave it all at once.
+	// Both must be positive, Bucket <= Window.
+	Window, Bucket time.Duration
+	// MinCalls is the fewest attempts counted in the window before the
+	// breaker may open; at least 1.
+	MinCalls uint32
+	// FailureRate opens the breaker when this share of the window's
+	// attempts failed; in [0, 1], 0 disables the condition.
+	FailureRate float64
+	// SlowCall and SlowRate: an attempt that took longer than SlowCall
+	// (from the start of its connect to its end) is slow, whatever its
+	// outcome, and the breaker opens when SlowRate of the window's
+	// attempts were slow. SlowRate is in [0, 1], 0 disables the
+	// condition; when it is positive SlowCall must be too, and a slow
+	// probe fails. At least one of FailureRate and SlowRate must be
+	// positive.
+	SlowCall time.Duration
+	SlowRate float64
+	// OpenFor is how long the breaker stays open before it lets probes
+	// through; must be positive.
+	OpenFor time.Duration
+	// Probes is how many attempts the half-open breaker lets through; all
+	// must succeed for it to close. At least 1.
+	Probes uint32
+}
+
+// maxBuckets bounds the ring of a breaker's window.
+const maxBuckets = 10000
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -78,6 +178,62 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Jitter %v outside [0,1)", ErrConfig, c.Jitter)
 	case c.WriteTimeout <= 0:
 		return fmt.Errorf("%w: WriteTimeout %v must be positive", ErrConfig, c.WriteTimeout)
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("%w: MaxInFlight %d must not be negative", ErrConfig, c.MaxInFlight)
+	}
+	if b := c.RetryBudget; b != nil {
+		switch {
+		case !(b.MaxTokens > 0 && b.MaxTokens <= 1000):
+			return fmt.Errorf("%w: RetryBudget.MaxTokens %v outside (0,1000]", ErrConfig, b.MaxTokens)
+		case !(b.TokenRatio >= 0.001 && b.TokenRatio <= 1):
+			return fmt.Errorf("%w: RetryBudget.TokenRatio %v outside [0.001,1]", ErrConfig, b.TokenRatio)
+		}
+	}
+	if b := c.Breaker; b != nil {
+		if err := b.validate(); err != nil {
+			return err
+		}
+	}
+	// In order, so that the same config always reports the same method.
+	methods := make([]string, 0, len(c.RateLimits))
+	for m := range c.RateLimits {
+		methods = append(methods, m)
+	}
+	slices.Sort(methods)
+	for _, m := range methods {
+		switch l := c.RateLimits[m]; {
+		case m == "":
+			return fmt.Errorf("%w: RateLimits has an empty method", ErrConfig)
+		case !(l.PerSecond > 0):
+			return fmt.Errorf("%w: RateLimits[%q].PerSecond %v must be positive", ErrConfig, m, l.PerSecond)
+		case l.Burst < 1:
+			return fmt.Errorf("%w: RateLimits[%q].Burst %d must be at least 1", ErrConfig, m, l.Burst)
+		}
+	}
+	return nil
+}
+
+func (b *BreakerConfig) validate() error {
+	rate := func(r float64) bool { return r >= 0 && r <= 1 } // false for NaN
+	switch {
+	case b.Window <= 0 || b.Bucket <= 0 || b.Bucket > b.Window:
+		return fmt.Errorf("%w: Breaker.Window %v and Breaker.Bucket %v must be positive, Bucket <= Window", ErrConfig, b.Window, b.Bucket)
+	case (b.Window+b.Bucket-1)/b.Bucket > maxBuckets:
+		return fmt.Errorf("%w: Breaker.Window %v over Breaker.Bucket %v makes more than %d buckets", ErrConfig, b.Window, b.Bucket, maxBuckets)
+	case b.MinCalls < 1:
+		return fmt.Errorf("%w: Breaker.MinCalls %d must be at least 1", ErrConfig, b.MinCalls)
+	case !rate(b.FailureRate):
+		return fmt.Errorf("%w: Breaker.FailureRate %v outside [0,1]", ErrConfig, b.FailureRate)
+	case !rate(b.SlowRate):
+		return fmt.Errorf("%w: Breaker.SlowRate %v outside [0,1]", ErrConfig, b.SlowRate)
+	case b.FailureRate == 0 && b.SlowRate == 0:
+		return fmt.Errorf("%w: Breaker.FailureRate and Breaker.SlowRate are both 0: it could never open", ErrConfig)
+	case b.SlowCall < 0 || (b.SlowRate > 0 && b.SlowCall == 0):
+		return fmt.Errorf("%w: Breaker.SlowCall %v must be positive when SlowRate is set, and never negative", ErrConfig, b.SlowCall)
+	case b.OpenFor <= 0:
+		return fmt.Errorf("%w: Breaker.OpenFor %v must be positive", ErrConfig, b.OpenFor)
+	case b.Probes < 1:
+		return fmt.Errorf("%w: Breaker.Probes %d must be at least 1", ErrConfig, b.Probes)
 	}
 	return nil
 }

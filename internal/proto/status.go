@@ -3,7 +3,9 @@ package proto
 import "fmt"
 
 // Status is the outcome of a call. Values 0 through 4 travel on the wire in
-// response frames; StatusUnknown exists only on the client side.
+// response frames; StatusUnknown and the statuses of calls the client
+// refused locally (StatusClientBusy, StatusRateLimited, StatusCircuitOpen)
+// exist only on the client side and never travel.
 type Status uint8
 
 // Wire statuses. The server sends StatusUnavailable and StatusDeadlineExceeded
@@ -19,6 +21,15 @@ const (
 	// StatusUnknown means the request may or may not have executed: it was
 	// (at least partly) written and no answer came back. It never travels.
 	StatusUnknown Status = 0xff
+
+	// Statuses of a call the client refused itself, before any attempt:
+	// nothing was sent, so the server did not execute it. They never
+	// travel. StatusClientBusy: the client's cap on calls in flight was
+	// reached. StatusRateLimited: the method's rate limit had no token
+	// left. StatusCircuitOpen: the client's circuit breaker was open.
+	StatusClientBusy  Status = 0xfc
+	StatusRateLimited Status = 0xfd
+	StatusCircuitOpen Status = 0xfe
 )
 
 var statusNames = map[Status]string{
@@ -28,6 +39,9 @@ var statusNames = map[Status]string{
 	StatusDeadlineExceeded: "DEADLINE_EXCEEDED",
 	StatusUnavailable:      "UNAVAILABLE",
 	StatusUnknown:          "UNKNOWN",
+	StatusClientBusy:       "CLIENT_BUSY",
+	StatusRateLimited:      "RATE_LIMITED",
+	StatusCircuitOpen:      "CIRCUIT_OPEN",
 }
 
 func (s Status) String() string {
