@@ -79,3 +79,15 @@ func pauses(t *T, keyFormat string, r client.Result, cfg client.Config) {
 		between(t, key, a.Backoff, spread(1-cfg.Jitter), spread(1+cfg.Jitter))
 	}
 }
+
+// atMost records got as the volatile key~= and hi as the bound key<=,
+// and fails the scenario, saying why, unless got <= hi.
+func atMost[N int | int64](t *T, key string, got, hi N, why string) bool {
+	t.Volatile(key, got)
+	t.fields = append(t.fields, report.Field{Key: key, Value: fmt.Sprint(hi), Kind: report.Bound})
+	if got > hi {
+		t.failures = append(t.failures, fmt.Sprintf("%s=%v, want at most %v: %s", key, got, hi, why))
+		return false
+	}
+	return true
+}

@@ -1,0 +1,293 @@
+package cases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// GroupGovernance holds the scenarios of the client's opt-in governance:
+// retry budget, circuit breaker, in-flight cap, rate limit.
+const GroupGovernance = "governance"
+
+func governance() []Case {
+	g := func(name, doc string, run func(*T)) Case {
+		return Case{Name: name, Group: GroupGovernance, Doc: doc, run: run}
+	}
+	return []Case{
+		g("retry_budget_caps_amplification", "a server refusing every request: with a retry budget (10 tokens, ratio 0.1) 1000 calls send at most 1000x1.1+10 requests", retryBudgetCapsAmplification),
+		g("negative_control_no_retry_budget", "negative control: the same without a budget sends every call's 4 attempts, 4000 requests", negativeControlNoRetryBudget),
+		g("breaker_opens_and_recovers", "a failing server opens the breaker; while open calls fail fast and reach no server; once it recovers, probes pass and the breaker closes", breakerOpensAndRecovers),
+		g("breaker_trips_on_slow_calls", "a server answering OK but slowly opens a breaker set on slow calls alone", breakerTripsOnSlowCalls),
+		g("inflight_permits_released_on_every_path", "calls ending in success, timeout, cancel, connection loss and local rejection all give their in-flight permit back: the full cap is usable afterwards", inflightPermitsReleased),
+		g("negative_control_inflight_leak", "negative control: a limiter that keeps the permit of a timed-out call (seed 002's bug) is exhausted by timeouts and refuses everything after", negativeControlInflightLeak),
+	}
+}
+
+// amplificationCalls are the calls of the retry-budget scenarios, made by
+// concurrency goroutines.
+const (
+	amplificationCalls = 1000
+	concurrency        = 32
+)
+
+// amplify makes amplificationCalls gets against a server refusing every
+// one UNAVAILABLE and returns how many requests reached it.
+func amplify(t *T, budget *client.RetryBudget) (requests int64, stats client.Stats) {
+	s := t.startServer(serverOpts{NoExecLog: true, Faults: []string{"kind=unavailable"}})
+	cfg := client.DefaultConfig()
+	cfg.BackoffInitial, cfg.BackoffMax, cfg.Jitter = time.Millisecond, 4*time.Millisecond, 0
+	cfg.RetryBudget = budget
+	c := t.client(s.Addr, cfg)
+	before := t.counters(s).RequestsGet
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range concurrency {
+		wg.Go(func() {
+			for next.Add(1) <= amplificationCalls {
+				c.Do(t.ctx, getCall("acct-A"))
+			}
+		})
+	}
+	wg.Wait()
+	return t.counters(s).RequestsGet - before, c.Stats()
+}
+
+func retryBudgetCapsAmplification(t *T) {
+	const ratio, tokens = 0.1, 10
+	t.Field("calls", amplificationCalls)
+	t.Field("maxAttempts", client.DefaultConfig().MaxAttempts)
+	requests, st := amplify(t, &client.RetryBudget{MaxTokens: tokens, TokenRatio: ratio})
+	bound := int64(amplificationCalls*(1+ratio)) + tokens
+	atMost(t, "serverRequests", requests, bound, "the budget must cap the retries")
+	atLeast(t, "retriesThrottled", st.RetriesThrottled, 1, "the budget never refused a retry")
+}
+
+func negativeControlNoRetryBudget(t *T) {
+	maxAttempts := client.DefaultConfig().MaxAttempts
+	t.Field("expectAmplification", true)
+	t.Field("calls", amplificationCalls)
+	requests, _ := amplify(t, nil)
+	expectf(t, "serverRequests", requests, int64(amplificationCalls*maxAttempts),
+		"without a budget every call sends all %d attempts to a server that refuses them all", maxAttempts)
+}
+
+// breakerConfig trips on half the attempts of at least 10 in a 2s window
+// failing, stays open 300ms, and lets 2 probes through.
+func breakerConfig() *client.BreakerConfig {
+	return &client.BreakerConfig{Window: 2 * time.Second, Bucket: 100 * time.Millisecond, MinCalls: 10,
+		FailureRate: 0.5, OpenFor: 300 * time.Millisecond, Probes: 2}
+}
+
+func breakerOpensAndRecovers(t *T) {
+	s := t.startServer(serverOpts{})
+	t.control(s, serverapi.MethodFault, "kind=unavailable method=get")
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts = 1
+	cfg.Breaker = breakerConfig()
+	c := t.client(s.Addr, cfg)
+
+	failedBeforeOpen := 0
+	for range 100 {
+		if c.BreakerState() == "open" {
+			break
+		}
+		c.Do(t.ctx, getCall("acct-B"))
+		failedBeforeOpen++
+	}
+	expect(t, "opened", c.BreakerState(), "open")
+	t.Field("failedBeforeOpen", failedBeforeOpen)
+
+	before := t.counters(s).RequestsGet
+	fast := 0
+	for range 50 {
+		if r := c.Do(t.ctx, getCall("acct-B")); r.Status == proto.StatusCircuitOpen && len(r.Log) == 0 {
+			fast++
+		}
+	}
+	expect(t, "failedFastWhileOpen", fast, 50)
+	expect(t, "serverRequestsWhileOpen", t.counters(s).RequestsGet-before, 0)
+	expect(t, "rejectedCircuitOpen", c.Stats().RejectedCircuitOpen, int64(50))
+
+	// The server recovers; once the open interval ends, probes pass.
+	t.control(s, serverapi.MethodClear, "")
+	if !waitFor(5*time.Second, func() bool { return c.BreakerState() != "open" }) {
+		t.Fatalf("the breaker never left open")
+	}
+	var probes []string
+	for range 4 {
+		probes = append(probes, brief(c.Do(t.ctx, getCall("acct-B"))))
+	}
+	expectf(t, "probes", strings.Join(probes, ","), "OK,OK,OK,OK", "once the server answers, the probes and the calls after them succeed")
+	expect(t, "stateAfterRecovery", c.BreakerState(), "closed")
+}
+
+func breakerTripsOnSlowCalls(t *T) {
+	s := t.startServer(serverOpts{Faults: []string{"kind=sleep method=get delay=60ms"}})
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts = 1
+	cfg.Breaker = &client.BreakerConfig{Window: 5 * time.Second, Bucket: 100 * time.Millisecond, MinCalls: 5,
+		SlowCall: 30 * time.Millisecond, SlowRate: 0.5, OpenFor: time.Second, Probes: 1}
+	c := t.client(s.Addr, cfg)
+	var answers []string
+	for range 30 {
+		if c.BreakerState() == "open" {
+			break
+		}
+		answers = append(answers, c.Do(t.ctx, getCall("acct-S")).Status.String())
+	}
+	allOK := true
+	for _, a := range answers {
+		allOK = allOK && a == "OK"
+	}
+	expectf(t, "answersBeforeOpen", allOK, true, "every call was answered OK, slowly: %v", answers)
+	expect(t, "opened", c.BreakerState(), "open")
+	r := c.Do(t.ctx, getCall("acct-S"))
+	expect(t, "next", r.Status.String(), proto.StatusCircuitOpen.String())
+}
+
+// inflightCap is the in-flight cap of the permit scenarios.
+const inflightCap = 8
+
+// fillCap starts inflightCap slow gets and reports whether all of them
+// were admitted and a further call was refused CLIENT_BUSY while they ran.
+func fillCap(t *T, c *client.Client, do func(context.Context, client.Call) client.Result) (admitted int, extra proto.Status) {
+	var wg sync.WaitGroup
+	results := make(chan client.Result, inflightCap)
+	slow := getCall("acct-P")
+	slow.Payload = append(slow.Payload, " sleep=300"...)
+	slow.AttemptTimeout, slow.Timeout = 2*time.Second, 2*time.Second
+	for range inflightCap {
+		wg.Go(func() { results <- do(t.ctx, slow) })
+	}
+	busy := func() bool { return c.InFlight() >= inflightCap }
+	if c != nil && !waitFor(5*time.Second, busy) {
+		wg.Wait()
+		return 0, proto.StatusOK
+	}
+	extra = do(t.ctx, getCall("acct-P")).Status
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.Status == proto.StatusOK {
+			admitted++
+		}
+	}
+	return admitted, extra
+}
+
+func inflightPermitsReleased(t *T) {
+	s := t.startServer(serverOpts{})
+	cfg := client.DefaultConfig()
+	cfg.MaxInFlight = inflightCap
+	cfg.MaxAttempts = 1
+	cfg.RateLimits = map[string]client.RateLimit{bank.MethodDebit: {PerSecond: 1, Burst: 1}}
+	c := t.client(s.Addr, cfg)
+
+	ends := map[string]int{}
+	// Success.
+	for range 20 {
+		ends[c.Do(t.ctx, getCall("acct-P")).Status.String()]++
+	}
+	// Timeout: the server never answers these.
+	t.control(s, serverapi.MethodFault, "kind=noreply method=get count=20")
+	for range 20 {
+		call := getCall("acct-P")
+		call.Timeout = 50 * time.Millisecond
+		ends["timeout/"+c.Do(t.ctx, call).Status.String()]++
+	}
+	// Caller cancel.
+	for range 20 {
+		ctx, cancel := context.WithCancel(t.ctx)
+		call := getCall("acct-P")
+		call.Payload = append(call.Payload, " sleep=200"...)
+		call.AttemptTimeout, call.Timeout = time.Second, time.Second
+		done := make(chan client.Result, 1)
+		go func() { done <- c.Do(ctx, call) }()
+		waitFor(time.Second, func() bool { return c.InFlight() > 0 })
+		cancel()
+		ends["cancel/"+(<-done).Status.String()]++
+	}
+	// Connection loss: the server closes after executing.
+	t.control(s, serverapi.MethodFault, "kind=close method=get count=20")
+	for range 20 {
+		ends["close/"+c.Do(t.ctx, getCall("acct-P")).Status.String()]++
+	}
+	// Local rejection: the debit rate limit of one a second.
+	for range 20 {
+		ends["ratelimit/"+c.Do(t.ctx, debitCall("acct-P", 1, "")).Status.String()]++
+	}
+	// How each path ends varies with timing (a connection closed after
+	// executing may end UNAVAILABLE or DEADLINE_EXCEEDED); that each ran
+	// and gave its permit back does not.
+	t.Volatile("ends", fmt.Sprint(ends))
+	paths := 0
+	for _, n := range ends {
+		paths += n
+	}
+	expect(t, "calls", paths, 100)
+	lost := 0
+	for k, n := range ends {
+		if strings.HasPrefix(k, "close/") && k != "close/OK" {
+			lost += n
+		}
+	}
+	atLeast(t, "connLost", lost, 1, "no call met a closed connection")
+	expect(t, "inFlightAfter", c.InFlight(), 0)
+	admitted, extra := fillCap(t, c, c.Do)
+	expectf(t, "admittedAfter", admitted, inflightCap, "every permit must be back: the full cap is usable")
+	expect(t, "beyondCap", extra.String(), proto.StatusClientBusy.String())
+}
+
+// leakyLimiter is seed 002's in-flight limiter, wrong on purpose: it
+// takes a permit before a call and gives it back when the call ends,
+// except when the call timed out, the path its author forgot.
+type leakyLimiter struct {
+	c       *client.Client
+	permits chan struct{}
+}
+
+func (l *leakyLimiter) Do(ctx context.Context, call client.Call) client.Result {
+	select {
+	case l.permits <- struct{}{}:
+	default:
+		return client.Result{Status: proto.StatusClientBusy}
+	}
+	r := l.c.Do(ctx, call)
+	if n := len(r.Log); n > 0 && r.Log[n-1].Outcome == client.OutcomeTimeout {
+		return r // the leak: no release on the timeout path
+	}
+	<-l.permits
+	return r
+}
+
+func negativeControlInflightLeak(t *T) {
+	s := t.startServer(serverOpts{})
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts = 1
+	c := t.client(s.Addr, cfg)
+	l := &leakyLimiter{c: c, permits: make(chan struct{}, inflightCap)}
+	t.Field("expectLeak", true)
+	t.control(s, serverapi.MethodFault, "kind=noreply method=get")
+	for range inflightCap {
+		call := getCall("acct-L")
+		call.Timeout = 50 * time.Millisecond
+		l.Do(t.ctx, call)
+	}
+	t.control(s, serverapi.MethodClear, "")
+	busy := 0
+	for range 20 {
+		if l.Do(t.ctx, getCall("acct-L")).Status == proto.StatusClientBusy {
+			busy++
+		}
+	}
+	expectf(t, "refusedAfterTimeouts", busy, 20, "after %d timeouts a leaking limiter has no permit left", inflightCap)
+}
