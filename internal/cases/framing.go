@@ -30,6 +30,8 @@ const (
 type loadResult struct {
 	ok, mismatch, nonOK, debits atomic.Int64
 	elapsed                     time.Duration
+	// attempts counts every attempt of every call.
+	attempts atomic.Int64
 }
 
 // runLoad makes loadCalls calls from loadGoroutines goroutines over c.
@@ -50,6 +52,7 @@ func (t *T) runLoad(c *client.Client, withDebits bool) *loadResult {
 					res.debits.Add(1)
 				}
 				r := c.Do(t.ctx, call)
+				res.attempts.Add(int64(len(r.Log)))
 				switch {
 				case r.Status != proto.StatusOK:
 					res.nonOK.Add(1)
