@@ -70,7 +70,7 @@ func TestSelectSystems(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "rpcbench grpc-go net/rpc rpcbench-per-request raw-floor", false},
+		{nil, "rpcbench rpcbench-governed grpc-go net/rpc rpcbench-per-request raw-floor", false},
 		{[]string{"raw", "rpcbench"}, "raw-floor rpcbench", false},
 		{[]string{"grpc-go", "grpc"}, "grpc-go", false},
 		{[]string{"debits"}, "rpcbench-debit rpcbench-keyed-memory rpcbench-keyed-sqlite rpcbench-keyed-postgres", false},

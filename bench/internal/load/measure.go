@@ -86,7 +86,7 @@ func measure(ctx context.Context, r row) Sample {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	c, err := r.sys.Dial(ctx, r.srv.Addr)
+	c, err := r.sys.Dial(ctx, r.srv.Addr, r.g)
 	if err != nil {
 		return failAll(err)
 	}

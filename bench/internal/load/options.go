@@ -54,7 +54,7 @@ type Options struct {
 }
 
 // DefaultOptions returns the settings of a full run: the default systems,
-// G 8 and 64, 50000 calls per row per round, 5 rounds: about 70 seconds
+// G 8 and 64, 50000 calls per row per round, 5 rounds: about 75 seconds
 // on 2 cores.
 func DefaultOptions() Options {
 	return Options{

@@ -178,6 +178,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 
 // systemNotes explain rows whose name does not say what they are.
 var systemNotes = map[string]string{
+	KeyGoverned: "- rpcbench-governed is rpcbench with the client's governance on: a retry budget (10 tokens, ratio 0.1), " +
+		"a circuit breaker (10 s window of 1 s buckets, opening at a 50% failure rate over at least 100 attempts, open for 1 s, 5 probes) " +
+		"and an in-flight cap of 4×G, which never refuses; no rate limit.\n",
 	KeyPerRequest: "- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall).\n",
 	KeyRaw:        "- raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.\n",
 	KeyDebit:      "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",

@@ -26,6 +26,7 @@ const (
 	KeyNetRPC     = "netrpc"
 	KeyPerRequest = "per-request"
 	KeyRaw        = "raw"
+	KeyGoverned   = "rpcbench-governed"
 
 	// The rows of debits, each against an rpcserver of its own.
 	KeyDebit         = "rpcbench-debit"
@@ -82,13 +83,16 @@ type System struct {
 	// CallsDiv divides Options.N and Options.Warmup for this system, for
 	// one too slow to run the full count.
 	CallsDiv int
-	Dial     func(ctx context.Context, addr string) (Client, error)
+	// Dial connects a fresh client for one row; g is the row's
+	// concurrency, the goroutines that will share it.
+	Dial func(ctx context.Context, addr string, g int) (Client, error)
 }
 
 // Systems returns every system, in the table's row order.
 func Systems() []System {
 	return []System{
 		{Key: KeyRPCBench, Name: "rpcbench", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Dial: dialRPCBench(false)},
+		{Key: KeyGoverned, Name: KeyGoverned, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Dial: dialGoverned},
 		{Key: KeyGRPC, Name: "grpc-go", Server: serverGRPC, Default: true, CallsDiv: 1, Dial: dialGRPC},
 		{Key: KeyNetRPC, Name: "net/rpc", Server: serverNetRPC, Default: true, CallsDiv: 1, Dial: dialNetRPC},
 		{Key: KeyPerRequest, Name: "rpcbench-per-request", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 10, Dial: dialRPCBench(true)},
@@ -149,13 +153,36 @@ func RPCBenchConfig(connPerCall bool) client.Config {
 	return cfg
 }
 
+// GovernedConfig is the client configuration of the rpcbench-governed
+// row: RPCBenchConfig(false) with every governance that does not change
+// what the row does, so that the row measures what it costs. The retry
+// budget and the breaker are those a service would set; neither acts on
+// a run whose every attempt is answered. The in-flight cap is 4g, so
+// that the g goroutines never meet it. There is no rate limit: any limit
+// that never refuses a call is one no service would set, and one that
+// does would measure the limit, not the client.
+func GovernedConfig(g int) client.Config {
+	cfg := RPCBenchConfig(false)
+	cfg.RetryBudget = &client.RetryBudget{MaxTokens: 10, TokenRatio: 0.1}
+	cfg.Breaker = &client.BreakerConfig{
+		Window:      10 * time.Second,
+		Bucket:      time.Second,
+		MinCalls:    100,
+		FailureRate: 0.5,
+		OpenFor:     time.Second,
+		Probes:      5,
+	}
+	cfg.MaxInFlight = 4 * g
+	return cfg
+}
+
 type rpcbenchClient struct {
 	c       *client.Client
 	retried atomic.Int64
 }
 
-func dialRPCBench(connPerCall bool) func(context.Context, string) (Client, error) {
-	return func(_ context.Context, addr string) (Client, error) {
+func dialRPCBench(connPerCall bool) func(context.Context, string, int) (Client, error) {
+	return func(_ context.Context, addr string, _ int) (Client, error) {
 		c, err := client.New(addr, RPCBenchConfig(connPerCall))
 		if err != nil {
 			return nil, err
@@ -197,6 +224,14 @@ func (c *rpcbenchClient) do(ctx context.Context, call client.Call) ([]byte, erro
 	return r.Payload, nil
 }
 
+func dialGoverned(_ context.Context, addr string, g int) (Client, error) {
+	c, err := client.New(addr, GovernedConfig(g))
+	if err != nil {
+		return nil, err
+	}
+	return &rpcbenchClient{c: c}, nil
+}
+
 func (c *rpcbenchClient) Close() error   { return c.c.Close() }
 func (c *rpcbenchClient) Retried() int64 { return c.retried.Load() }
 
@@ -208,8 +243,8 @@ type debitClient struct {
 	keyed bool
 }
 
-func dialDebit(keyed bool) func(context.Context, string) (Client, error) {
-	return func(_ context.Context, addr string) (Client, error) {
+func dialDebit(keyed bool) func(context.Context, string, int) (Client, error) {
+	return func(_ context.Context, addr string, _ int) (Client, error) {
 		c, err := client.New(addr, RPCBenchConfig(false))
 		if err != nil {
 			return nil, err
@@ -246,14 +281,14 @@ func newKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-func dialGRPC(_ context.Context, addr string) (Client, error) {
+func dialGRPC(_ context.Context, addr string, _ int) (Client, error) {
 	return grpcpeer.Dial(addr)
 }
 
-func dialNetRPC(ctx context.Context, addr string) (Client, error) {
+func dialNetRPC(ctx context.Context, addr string, _ int) (Client, error) {
 	return netrpcpeer.Dial(ctx, addr)
 }
 
-func dialRaw(ctx context.Context, addr string) (Client, error) {
+func dialRaw(ctx context.Context, addr string, _ int) (Client, error) {
 	return rawwire.Dial(ctx, addr)
 }
