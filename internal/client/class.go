@@ -74,6 +74,11 @@ const (
 	// OutcomeProtocolError: the server sent a bad frame after the request
 	// was handed to the connection. Class OUTCOME_UNKNOWN.
 	OutcomeProtocolError
+	// OutcomeAbandoned: another attempt of the same hedged call got a
+	// FINAL answer first, so this one stopped waiting after its request
+	// was handed to the connection; a late answer to it is dropped.
+	// Class OUTCOME_UNKNOWN.
+	OutcomeAbandoned
 )
 
 var outcomeNames = [...]string{
@@ -84,6 +89,7 @@ var outcomeNames = [...]string{
 	OutcomeCanceled:      "CANCELED",
 	OutcomeConnLost:      "CONN_LOST_AFTER_SEND",
 	OutcomeProtocolError: "PROTOCOL_ERROR_AFTER_SEND",
+	OutcomeAbandoned:     "ABANDONED",
 }
 
 func (o Outcome) String() string { return name(outcomeNames[:], int(o), "UNKNOWN_OUTCOME_%d") }

@@ -25,6 +25,7 @@ func TestStringers(t *testing.T) {
 		{client.OutcomeCanceled, "CANCELED"},
 		{client.OutcomeConnLost, "CONN_LOST_AFTER_SEND"},
 		{client.OutcomeProtocolError, "PROTOCOL_ERROR_AFTER_SEND"},
+		{client.OutcomeAbandoned, "ABANDONED"},
 		{client.Outcome(0), "UNKNOWN_OUTCOME_0"},
 		{client.Outcome(99), "UNKNOWN_OUTCOME_99"},
 		{client.StopFinal, "final"},

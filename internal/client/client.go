@@ -58,6 +58,9 @@ type Attempt struct {
 	// connect to, as the client lists it; empty when the client was
 	// closed before the attempt chose one.
 	Addr string
+	// Hedge marks an attempt sent as a hedge (Config.Hedge) while an
+	// earlier attempt of the same call was still waiting.
+	Hedge bool
 	// showAddr is set by a client with more than one address: String
 	// prints Addr only then, so that a single-address client's log reads
 	// as it always did.
@@ -79,6 +82,9 @@ func (a Attempt) String() string {
 	}
 	if a.showAddr {
 		fmt.Fprintf(&b, " addr=%s", a.Addr)
+	}
+	if a.Hedge {
+		b.WriteString(" hedge")
 	}
 	return b.String()
 }
@@ -124,6 +130,9 @@ type Stats struct {
 	RejectedBusy, RejectedRateLimited, RejectedCircuitOpen int64
 	// RetriesThrottled counts the retries the retry budget refused.
 	RetriesThrottled int64
+	// Hedges counts the hedge attempts sent (Config.Hedge); HedgeWins
+	// counts the calls whose FINAL answer came to a hedge.
+	Hedges, HedgeWins int64
 }
 
 type clientStats struct {
@@ -138,6 +147,9 @@ type clientStats struct {
 	rejectedRateLimited atomic.Int64
 	rejectedCircuitOpen atomic.Int64
 	retriesThrottled    atomic.Int64
+
+	hedges    atomic.Int64
+	hedgeWins atomic.Int64
 }
 
 // Client makes calls to a server. By default all calls share one TCP
@@ -157,6 +169,8 @@ type Client struct {
 	stats  clientStats
 	// gov is the opt-in governance; nil when Config asks for none.
 	gov *governance
+	// hedge is Config.Hedge with MaxHedges resolved; nil without hedging.
+	hedge *HedgeConfig
 
 	// dialSem is held (full) while a connection is being dialed, so
 	// concurrent callers share one dial and can still give up waiting.
@@ -191,7 +205,12 @@ func NewMulti(addrs []string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{addrs: r, cfg: cfg, gov: newGovernance(&cfg), dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}, nil
+	c := &Client{addrs: r, cfg: cfg, gov: newGovernance(&cfg), dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}
+	if h := cfg.Hedge; h != nil {
+		c.hedge = &HedgeConfig{Delay: h.Delay, MaxHedges: max(h.MaxHedges, 1)}
+		c.cfg.Hedge = c.hedge
+	}
+	return c, nil
 }
 
 // Stats returns a snapshot of the client's counters.
@@ -209,6 +228,9 @@ func (c *Client) Stats() Stats {
 		RejectedRateLimited: c.stats.rejectedRateLimited.Load(),
 		RejectedCircuitOpen: c.stats.rejectedCircuitOpen.Load(),
 		RetriesThrottled:    c.stats.retriesThrottled.Load(),
+
+		Hedges:    c.stats.hedges.Load(),
+		HedgeWins: c.stats.hedgeWins.Load(),
 	}
 }
 
@@ -364,6 +386,10 @@ func (c *Client) dial(ctx context.Context) (*conn, string, error) {
 // the retry budget before each retry. A call's in-flight permit is given
 // back when Do returns, however it ends, a panic in Config.Trace
 // included.
+//
+// With Config.Hedge, an Idempotent call's attempt that has not answered
+// after Hedge.Delay is joined by a hedge (see HedgeConfig); the call
+// holds one permit however many attempts it has in flight.
 func (c *Client) Do(ctx context.Context, call Call) Result {
 	start := time.Now()
 	total := call.Timeout
@@ -399,6 +425,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 
 	var last reply
 	var spans []Span // kept for Trace only
+	hedges := 0      // hedges sent so far, with Config.Hedge
 	for now := start; ; now = time.Now() {
 		if stop := stopFor(ctx, now, deadline); stop != 0 {
 			res.Stop = stop
@@ -415,19 +442,27 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 				break
 			}
 		}
-		a, r := c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))
-		// Read the clock only for those who need the end: an answered call
-		// without either must not pay for it.
-		if c.gov != nil || c.cfg.Trace != nil {
-			end := time.Now()
-			if c.gov != nil {
-				c.gov.record(ctx, tk, &a, &r, end.Sub(now), end)
+		var a Attempt
+		var r reply
+		if h := c.hedge; h != nil && call.Idempotent && hedges < h.MaxHedges {
+			var sent int
+			a, r, sent = c.hedgeRound(ctx, &call, tk, now, deadline, attemptTimeout, h.MaxHedges-hedges, &res.Log, &spans)
+			hedges += sent
+		} else {
+			a, r = c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))
+			// Read the clock only for those who need the end: an answered
+			// call without either must not pay for it.
+			if c.gov != nil || c.cfg.Trace != nil {
+				end := time.Now()
+				if c.gov != nil {
+					c.gov.record(ctx, tk, &a, &r, end.Sub(now), end)
+				}
+				if c.cfg.Trace != nil {
+					spans = append(spans, Span{now, end})
+				}
 			}
-			if c.cfg.Trace != nil {
-				spans = append(spans, Span{now, end})
-			}
+			res.Log = append(res.Log, a)
 		}
-		res.Log = append(res.Log, a)
 		last = r
 		if a.Class == ClassFinal {
 			res.Status, res.Payload, res.Stop = r.f.Status, r.f.Payload, StopFinal
@@ -627,7 +662,11 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		r = <-w.ch
 	case <-ctx.Done():
 		w.t.Stop()
-		if r, ok := c.abandon(cn, a.ID, &a, ctx.Err()); !ok {
+		cause := ctx.Err()
+		if c.hedge != nil && errors.Is(context.Cause(ctx), errAbandoned) {
+			cause = errAbandoned
+		}
+		if r, ok := c.abandon(cn, a.ID, &a, cause); !ok {
 			return a, r
 		}
 		r = <-w.ch
@@ -656,7 +695,10 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 func (c *Client) abandon(cn *conn, id uint64, a *Attempt, cause error) (reply, bool) {
 	if cn.remove(id) {
 		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, cause.Error()
-		if errors.Is(cause, context.Canceled) {
+		switch {
+		case errors.Is(cause, errAbandoned):
+			a.Outcome = OutcomeAbandoned
+		case errors.Is(cause, context.Canceled):
 			a.Outcome = OutcomeCanceled
 		}
 		return reply{err: cause}, false

@@ -706,6 +706,8 @@ func TestConfigValidate(t *testing.T) {
 		{"jitter_negative", func(c *client.Config) { c.Jitter = -0.1 }},
 		{"jitter_one", func(c *client.Config) { c.Jitter = 1 }},
 		{"write_timeout_zero", func(c *client.Config) { c.WriteTimeout = 0 }},
+		{"hedge_delay_zero", func(c *client.Config) { c.Hedge = &client.HedgeConfig{} }},
+		{"hedge_max_negative", func(c *client.Config) { c.Hedge = &client.HedgeConfig{Delay: time.Millisecond, MaxHedges: -1} }},
 	}
 	def := client.DefaultConfig()
 	if err := def.Validate(); err != nil {

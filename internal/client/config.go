@@ -73,6 +73,30 @@ type Config struct {
 	// Methods it does not list are not limited. New copies it. Default
 	// nil: no limit.
 	RateLimits map[string]RateLimit
+
+	// Hedge, when set, hedges idempotent calls: an attempt that has not
+	// answered after Hedge.Delay is joined by another, and the first
+	// FINAL answer wins. Calls that are not Idempotent, keyed ones
+	// included, are never hedged. New copies it. Default nil: no
+	// hedging.
+	Hedge *HedgeConfig
+}
+
+// HedgeConfig configures hedged reads. A call with Idempotent set whose
+// attempt has not answered Delay after it started sends another attempt,
+// with a new request ID, while the first keeps waiting; each later Delay
+// without an answer sends one more, up to MaxHedges for the call. The
+// first FINAL answer is the call's; the attempts still waiting are
+// abandoned (OutcomeAbandoned) and their late answers dropped. Hedges
+// count against MaxAttempts, need the breaker's leave as any attempt
+// does, and are sent only while the retry budget would allow a retry.
+type HedgeConfig struct {
+	// Delay is how long an attempt waits for an answer before a hedge is
+	// sent; must be positive.
+	Delay time.Duration
+	// MaxHedges is the most hedges one call sends, its retries' included;
+	// must not be negative. Zero means 1.
+	MaxHedges int
 }
 
 // RetryBudget is gRPC's retry throttling (proposal A6). The client holds
@@ -192,6 +216,14 @@ func (c *Config) Validate() error {
 	if b := c.Breaker; b != nil {
 		if err := b.validate(); err != nil {
 			return err
+		}
+	}
+	if h := c.Hedge; h != nil {
+		switch {
+		case h.Delay <= 0:
+			return fmt.Errorf("%w: Hedge.Delay %v must be positive", ErrConfig, h.Delay)
+		case h.MaxHedges < 0:
+			return fmt.Errorf("%w: Hedge.MaxHedges %d must not be negative", ErrConfig, h.MaxHedges)
 		}
 	}
 	// In order, so that the same config always reports the same method.
