@@ -91,7 +91,11 @@ Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated ke
   method=NAME   only requests for this method (default: every business method)
   count=N       fire on N matching requests, then stop (default 0: every one)
   delay=D       late's extra lateness, sleep's pause (Go duration, e.g. 150ms)
-Example: -fault "kind=late method=get count=1 delay=150ms"
+  retry_after=D unavailable only: answer with the hint retry_after_ms=N, asking clients
+                to wait at least D (Go duration > 0) before retrying; retry_after=never
+                sends N=-1, "do not retry"
+Examples: -fault "kind=late method=get count=1 delay=150ms"
+          -fault "kind=unavailable count=1 retry_after=200ms"
 `
 
 // parse reads the command line; a usage error has already been printed.

@@ -128,6 +128,10 @@ const (
 	// StopRetryBudget: the retry budget (Config.RetryBudget) had half its
 	// tokens or fewer left when the call would have retried.
 	StopRetryBudget
+	// StopPushback: the last attempt's UNAVAILABLE answer carried a
+	// retry-after hint that said not to retry, or one that would reach
+	// the deadline.
+	StopPushback
 )
 
 var stopNames = [...]string{
@@ -142,6 +146,7 @@ var stopNames = [...]string{
 	StopRateLimited:    "rate_limited",
 	StopCircuitOpen:    "circuit_open",
 	StopRetryBudget:    "retry_budget_exhausted",
+	StopPushback:       "server_pushback",
 }
 
 func (s Stop) String() string { return name(stopNames[:], int(s), "unknown_stop_%d") }

@@ -39,6 +39,7 @@ func TestStringers(t *testing.T) {
 		{client.StopRateLimited, "rate_limited"},
 		{client.StopCircuitOpen, "circuit_open"},
 		{client.StopRetryBudget, "retry_budget_exhausted"},
+		{client.StopPushback, "server_pushback"},
 		{client.Stop(0), "unknown_stop_0"},
 		{client.Stop(200), "unknown_stop_200"},
 	}

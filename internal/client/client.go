@@ -61,6 +61,11 @@ type Attempt struct {
 	// Hedge marks an attempt sent as a hedge (Config.Hedge) while an
 	// earlier attempt of the same call was still waiting.
 	Hedge bool
+	// RetryAfter is the server's retry-after hint in an UNAVAILABLE
+	// answer (retry_after_ms=N): zero for none, RetryNever for "do not
+	// retry" (a negative or malformed N), otherwise the least pause
+	// before the next attempt.
+	RetryAfter time.Duration
 	// showAddr is set by a client with more than one address: String
 	// prints Addr only then, so that a single-address client's log reads
 	// as it always did.
@@ -79,6 +84,12 @@ func (a Attempt) String() string {
 	fmt.Fprintf(&b, " id=%d budget=%d class=%v", a.ID, a.BudgetMs, a.Class)
 	if a.Backoff > 0 {
 		fmt.Fprintf(&b, " backoff=%dms", a.Backoff.Milliseconds())
+	}
+	switch {
+	case a.RetryAfter < 0:
+		b.WriteString(" retry_after=never")
+	case a.RetryAfter > 0:
+		fmt.Fprintf(&b, " retry_after=%v", a.RetryAfter)
 	}
 	if a.showAddr {
 		fmt.Fprintf(&b, " addr=%s", a.Addr)
@@ -133,6 +144,10 @@ type Stats struct {
 	// Hedges counts the hedge attempts sent (Config.Hedge); HedgeWins
 	// counts the calls whose FINAL answer came to a hedge.
 	Hedges, HedgeWins int64
+	// Pushbacks counts the server retry-after hints the client acted on:
+	// a retry whose pause the hint set (the hint exceeded the backoff),
+	// or a call it stopped with StopPushback.
+	Pushbacks int64
 }
 
 type clientStats struct {
@@ -150,6 +165,8 @@ type clientStats struct {
 
 	hedges    atomic.Int64
 	hedgeWins atomic.Int64
+
+	pushbacks atomic.Int64
 }
 
 // Client makes calls to a server. By default all calls share one TCP
@@ -231,6 +248,8 @@ func (c *Client) Stats() Stats {
 
 		Hedges:    c.stats.hedges.Load(),
 		HedgeWins: c.stats.hedgeWins.Load(),
+
+		Pushbacks: c.stats.pushbacks.Load(),
 	}
 }
 
@@ -485,6 +504,20 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			break
 		}
 		pause := c.backoff(len(res.Log))
+		if hint := a.RetryAfter; hint != 0 {
+			// The server's hint (gRPC A6's pushback): never retry before
+			// it, and not at all when it says so or when waiting for it
+			// would reach the deadline.
+			if hint < 0 || time.Until(deadline) <= hint {
+				c.stats.pushbacks.Add(1)
+				res.Stop = StopPushback
+				break
+			}
+			if hint > pause {
+				c.stats.pushbacks.Add(1)
+				pause = hint
+			}
+		}
 		if time.Until(deadline) <= pause {
 			res.Stop = StopBackoffCrosses
 			break
@@ -684,6 +717,9 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		}
 	default:
 		a.Outcome, a.Status, a.Class = OutcomeResponse, r.f.Status, classify(r.f.Status)
+		if r.f.Status == proto.StatusUnavailable {
+			a.RetryAfter = pushback(r.f.Payload)
+		}
 	}
 	return a, r
 }

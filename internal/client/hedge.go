@@ -28,9 +28,9 @@ type hedgeStart struct {
 // let through by the breaker with tk, and hedges it: each Hedge.Delay
 // that passes with no FINAL answer sends another attempt, up to n of
 // them, while the call's deadline, MaxAttempts, the retry budget and the
-// breaker allow. The round ends at the first FINAL answer, abandoning
-// the attempts still waiting, or when every attempt has ended without
-// one; it returns the attempt that decided it (the winner, or the last
+// breaker allow, and until an answer carries a retry-after hint. The
+// round ends at the first FINAL answer, abandoning the attempts still
+// waiting, or when every attempt has ended without one; it returns the attempt that decided it (the winner, or the last
 // to fail) with its reply, and how many hedges it sent. It appends every
 // attempt to log in the order they started, and their spans to spans
 // when Config.Trace is set; each attempt is reported to the governance
@@ -58,6 +58,9 @@ func (c *Client) hedgeRound(ctx context.Context, call *Call, tk ticket, now, dea
 	defer timer.Stop()
 	ended := make([]hedgeDone, n+1)
 	win, lastEnd := -1, -1
+	// pushed is set once an attempt's answer carried a retry-after hint:
+	// a hedge is a new attempt, and the server asked for none yet.
+	pushed := false
 	// Every attempt ends by itself, within its budget or at the caller's
 	// cancel, so waiting for them all is bounded by the deadline.
 	for running := 1; running > 0; {
@@ -65,6 +68,7 @@ func (c *Client) hedgeRound(ctx context.Context, call *Call, tk ticket, now, dea
 		case d := <-done:
 			running--
 			ended[d.i], lastEnd = d, d.i
+			pushed = pushed || d.a.RetryAfter != 0
 			if c.gov != nil {
 				c.gov.record(ctx, starts[d.i].tk, &d.a, &d.r, d.end.Sub(starts[d.i].at), d.end)
 			}
@@ -73,7 +77,7 @@ func (c *Client) hedgeRound(ctx context.Context, call *Call, tk ticket, now, dea
 				abandon(errAbandoned)
 			}
 		case <-timer.C:
-			if win >= 0 || len(starts) > n {
+			if win >= 0 || pushed || len(starts) > n {
 				continue
 			}
 			at := time.Now()

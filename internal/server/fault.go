@@ -20,7 +20,8 @@ const (
 	FaultLate FaultKind = iota + 1
 	// FaultSleep sleeps Delay in the worker before executing.
 	FaultSleep
-	// FaultUnavailable answers UNAVAILABLE without executing.
+	// FaultUnavailable answers UNAVAILABLE without executing, with a
+	// retry-after hint when RetryAfter is set.
 	FaultUnavailable
 	// FaultNoReply executes and never answers.
 	FaultNoReply
@@ -63,6 +64,34 @@ type Fault struct {
 	// Delay is the extra lateness for FaultLate and the pause for
 	// FaultSleep; unused by the others.
 	Delay time.Duration
+	// RetryAfter is the retry-after hint FaultUnavailable puts in its
+	// answer (SPEC "Statuses"): zero sends none, a positive duration
+	// sends it in whole milliseconds rounded up, and RetryNever sends -1,
+	// "do not retry". Only FaultUnavailable uses it, and ParseFault
+	// accepts it only there.
+	RetryAfter time.Duration
+}
+
+// RetryNever is Fault.RetryAfter for a hint that says "do not retry";
+// its text form is retry_after=never.
+const RetryNever time.Duration = -1
+
+// retryAfterMs is the hint's N in retry_after_ms=N: whole milliseconds
+// rounded up, so that a client honouring it never retries early, or -1.
+func retryAfterMs(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// unavailableText is the payload of the answer FaultUnavailable sends.
+func (f Fault) unavailableText() string {
+	const text = "injected unavailable"
+	if f.RetryAfter == 0 {
+		return text
+	}
+	return text + " retry_after_ms=" + strconv.FormatInt(retryAfterMs(f.RetryAfter), 10)
 }
 
 func (f Fault) String() string {
@@ -76,12 +105,20 @@ func (f Fault) String() string {
 	if f.Delay > 0 {
 		s += " delay=" + f.Delay.String()
 	}
+	switch {
+	case f.RetryAfter < 0:
+		s += " retry_after=never"
+	case f.RetryAfter > 0:
+		s += " retry_after=" + f.RetryAfter.String()
+	}
 	return s
 }
 
 // ParseFault parses the text form used by the -fault flag and the
 // ctl.fault method: space-separated key=value pairs, for example
-// "kind=late method=get count=1 delay=150ms". kind is required.
+// "kind=late method=get count=1 delay=150ms". kind is required;
+// retry_after (a Go duration > 0, or never) is allowed only with
+// kind=unavailable.
 func ParseFault(s string) (Fault, error) {
 	var f Fault
 	for _, field := range strings.Fields(s) {
@@ -113,12 +150,25 @@ func ParseFault(s string) (Fault, error) {
 				return f, fmt.Errorf("server: fault %q: delay %q is not a duration >= 0", s, v)
 			}
 			f.Delay = d
+		case "retry_after":
+			if v == "never" {
+				f.RetryAfter = RetryNever
+				break
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return f, fmt.Errorf("server: fault %q: retry_after %q is neither a duration > 0 nor never", s, v)
+			}
+			f.RetryAfter = d
 		default:
-			return f, fmt.Errorf("server: fault %q: unknown key %q (want kind, method, count, delay)", s, k)
+			return f, fmt.Errorf("server: fault %q: unknown key %q (want kind, method, count, delay, retry_after)", s, k)
 		}
 	}
 	if f.Kind == 0 {
 		return f, fmt.Errorf("server: fault %q: kind is required", s)
+	}
+	if f.RetryAfter != 0 && f.Kind != FaultUnavailable {
+		return f, fmt.Errorf("server: fault %q: retry_after is only for kind=unavailable", s)
 	}
 	return f, nil
 }

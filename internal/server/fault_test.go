@@ -7,7 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/servertest"
 )
 
 func TestParseFault(t *testing.T) {
@@ -33,6 +36,15 @@ func TestParseFault(t *testing.T) {
 		{"kind=late delay=5", server.Fault{}, `delay "5" is not a duration >= 0`},
 		{"kind=late delay=-1s", server.Fault{}, `delay "-1s" is not a duration >= 0`},
 		{"kind=late colour=red", server.Fault{}, `unknown key "colour"`},
+		{"kind=unavailable count=1 retry_after=200ms", server.Fault{Kind: server.FaultUnavailable, Count: 1, RetryAfter: 200 * time.Millisecond}, ""},
+		{"kind=unavailable retry_after=1.5s", server.Fault{Kind: server.FaultUnavailable, RetryAfter: 1500 * time.Millisecond}, ""},
+		{"kind=unavailable retry_after=never", server.Fault{Kind: server.FaultUnavailable, RetryAfter: server.RetryNever}, ""},
+		{"kind=unavailable retry_after=0s", server.Fault{}, `retry_after "0s" is neither a duration > 0 nor never`},
+		{"kind=unavailable retry_after=-1", server.Fault{}, `retry_after "-1" is neither a duration > 0 nor never`},
+		{"kind=unavailable retry_after=-1s", server.Fault{}, `retry_after "-1s" is neither a duration > 0 nor never`},
+		{"kind=unavailable retry_after=soon", server.Fault{}, `retry_after "soon" is neither a duration > 0 nor never`},
+		{"kind=late retry_after=200ms", server.Fault{}, "retry_after is only for kind=unavailable"},
+		{"retry_after=never kind=sleep", server.Fault{}, "retry_after is only for kind=unavailable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -52,6 +64,51 @@ func TestParseFault(t *testing.T) {
 			again, err := server.ParseFault(got.String())
 			if err != nil || again != got {
 				t.Errorf("ParseFault(%q) = %+v, %v; want %+v (String round trip)", got.String(), again, err, got)
+			}
+		})
+	}
+}
+
+func TestFaultString(t *testing.T) {
+	tests := []struct {
+		f    server.Fault
+		want string
+	}{
+		{server.Fault{Kind: server.FaultUnavailable}, "kind=unavailable"},
+		{server.Fault{Kind: server.FaultLate, Method: "get", Count: 1, Delay: 150 * time.Millisecond}, "kind=late method=get count=1 delay=150ms"},
+		{server.Fault{Kind: server.FaultUnavailable, Count: 1, RetryAfter: 200 * time.Millisecond}, "kind=unavailable count=1 retry_after=200ms"},
+		{server.Fault{Kind: server.FaultUnavailable, Method: "get", RetryAfter: server.RetryNever}, "kind=unavailable method=get retry_after=never"},
+		{server.Fault{Kind: server.FaultUnavailable, RetryAfter: -time.Second}, "kind=unavailable retry_after=never"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := tt.f.String(); got != tt.want {
+				t.Errorf("%+v.String() = %q, want %q", tt.f, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnavailableRetryAfter checks the payload an unavailable fault
+// answers with, hint included, on a real server.
+func TestUnavailableRetryAfter(t *testing.T) {
+	tests := []struct {
+		fault string
+		want  string
+	}{
+		{"kind=unavailable", "injected unavailable"},
+		{"kind=unavailable retry_after=200ms", "injected unavailable retry_after_ms=200"},
+		{"kind=unavailable retry_after=1500us", "injected unavailable retry_after_ms=2"}, // rounded up, never early
+		{"kind=unavailable retry_after=never", "injected unavailable retry_after_ms=-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault, func(t *testing.T) {
+			_, addr := servertest.Start(t, server.DefaultConfig(), tt.fault)
+			c := servertest.Dial(t, addr)
+			c.Send(servertest.Request(1, bank.MethodGet, "account=acct-A"))
+			got := c.Recv()
+			if got.Status != proto.StatusUnavailable || string(got.Payload) != tt.want {
+				t.Errorf("got %v %q, want UNAVAILABLE %q", got.Status, got.Payload, tt.want)
 			}
 		})
 	}

@@ -325,7 +325,7 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 		switch fault.Kind {
 		case FaultUnavailable:
 			s.counters.unavailable.Add(1)
-			j.c.send(respond(f, proto.StatusUnavailable, "injected unavailable"))
+			j.c.send(respond(f, proto.StatusUnavailable, fault.unavailableText()))
 			return proto.Frame{}, false
 		case FaultSleep:
 			if !s.pause(fault.Delay) {
