@@ -148,6 +148,10 @@ type Stats struct {
 	// a retry whose pause the hint set (the hint exceeded the backoff),
 	// or a call it stopped with StopPushback.
 	Pushbacks int64
+	// CancelsSent counts the ctl.cancel requests sent for abandoned
+	// attempts (Config.CancelAbandoned). Their answers are dropped
+	// without being counted in LateDropped.
+	CancelsSent int64
 }
 
 type clientStats struct {
@@ -167,6 +171,8 @@ type clientStats struct {
 	hedgeWins atomic.Int64
 
 	pushbacks atomic.Int64
+
+	cancelsSent atomic.Int64
 }
 
 // Client makes calls to a server. By default all calls share one TCP
@@ -250,6 +256,8 @@ func (c *Client) Stats() Stats {
 		HedgeWins: c.stats.hedgeWins.Load(),
 
 		Pushbacks: c.stats.pushbacks.Load(),
+
+		CancelsSent: c.stats.cancelsSent.Load(),
 	}
 }
 
@@ -690,6 +698,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		w.t.Stop()
 	case <-w.t.C:
 		if r, ok := c.abandon(cn, a.ID, &a, context.DeadlineExceeded); !ok {
+			c.cancelRemote(cn, a.ID)
 			return a, r
 		}
 		r = <-w.ch
@@ -700,6 +709,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 			cause = errAbandoned
 		}
 		if r, ok := c.abandon(cn, a.ID, &a, cause); !ok {
+			c.cancelRemote(cn, a.ID)
 			return a, r
 		}
 		r = <-w.ch
@@ -740,6 +750,19 @@ func (c *Client) abandon(cn *conn, id uint64, a *Attempt, cause error) (reply, b
 		return reply{err: cause}, false
 	}
 	return reply{}, true
+}
+
+// cancelRemote asks the server, with Config.CancelAbandoned, to drop the
+// abandoned attempt id if it is still queued there. The connection of a
+// ConnPerCall attempt closes as the attempt ends, which would discard the
+// cancel unwritten, so none is sent on it.
+func (c *Client) cancelRemote(cn *conn, id uint64) {
+	if !c.cfg.CancelAbandoned || c.cfg.ConnPerCall {
+		return
+	}
+	if cn.cancel(id) {
+		c.stats.cancelsSent.Add(1)
+	}
 }
 
 // budgetMs converts a budget to whole milliseconds for the wire, rounding

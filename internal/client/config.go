@@ -80,6 +80,18 @@ type Config struct {
 	// included, are never hedged. New copies it. Default nil: no
 	// hedging.
 	Hedge *HedgeConfig
+
+	// CancelAbandoned, when set, tells the server about every attempt
+	// the client stops waiting for after its request was handed to the
+	// connection: its attempt timeout ran out, the caller canceled, or
+	// it lost a hedge. The client then sends ctl.cancel with the
+	// attempt's request ID on the same connection, without waiting for
+	// the answer. A server that still holds the request in its queue
+	// drops it unexecuted; one already executing it finishes it. The
+	// attempt's outcome stays unknown either way. No cancel is sent for
+	// a ConnPerCall attempt, whose connection closes with it. Default
+	// false: abandoned requests are left to run.
+	CancelAbandoned bool
 }
 
 // HedgeConfig configures hedged reads. A call with Idempotent set whose

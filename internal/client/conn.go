@@ -7,11 +7,13 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // ConnLostError fails every attempt still pending on a connection that
@@ -129,6 +131,40 @@ func (c *conn) submit(f *proto.Frame, ch chan reply) error {
 	default:
 	}
 	return nil
+}
+
+// cancelIDBit marks the request IDs of ctl.cancel requests: the
+// attempt's own ID with the top bit set, so that it is unique on the
+// connection, never collides with an attempt's ID (those count up from 1)
+// and lets the reader drop its answer without counting it as late.
+const cancelIDBit = 1 << 63
+
+// cancel queues a ctl.cancel for the attempt with request ID id, sent
+// earlier on c, and returns at once: nobody waits for its answer, which
+// the reader drops. It does nothing on a dead connection, where nothing
+// more can be sent. It reports whether the cancel was queued.
+func (c *conn) cancel(id uint64) bool {
+	f := proto.Frame{
+		Type: proto.TypeRequest, ID: cancelIDBit | id, Method: serverapi.MethodCancel,
+		Payload: strconv.AppendUint([]byte("id="), id, 10),
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return false
+	}
+	var err error
+	// The frame is small and well formed: encoding cannot fail.
+	if c.wq, err = proto.AppendFrame(c.wq, &f); err != nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // remove deletes the pending entry for id and reports whether it was still
@@ -250,7 +286,10 @@ func (c *conn) deliver(f *proto.Frame) {
 	delete(c.pending, f.ID)
 	c.mu.Unlock()
 	if !ok {
-		c.stats.lateDropped.Add(1)
+		// A ctl.cancel's answer is expected and nobody waits for it.
+		if f.ID&cancelIDBit == 0 {
+			c.stats.lateDropped.Add(1)
+		}
 		return
 	}
 	ch <- reply{f: *f}

@@ -65,6 +65,23 @@ func (q *workQueue) pop() (j job, ok bool) {
 	return j, true
 }
 
+// cancel marks the jobs of c with request ID id still waiting in the
+// queue, so that the worker that takes one drops it unexecuted; it
+// reports whether there was one. It scans the queue, which costs nothing
+// on the path of requests that are never canceled.
+func (q *workQueue) cancel(c *conn, id uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	found := false
+	for i := range q.jobs {
+		if j := &q.jobs[i]; j.c == c && j.f.ID == id {
+			j.canceled = true
+			found = true
+		}
+	}
+	return found
+}
+
 // release frees the slot taken by claim or pop.
 func (q *workQueue) release() {
 	q.mu.Lock()

@@ -48,6 +48,9 @@ type job struct {
 	c       *conn
 	f       proto.Frame
 	arrival time.Time
+	// canceled is set by ctl.cancel while the job waits in the queue;
+	// the worker that takes it drops it unexecuted.
+	canceled bool
 }
 
 type counters struct {
@@ -57,6 +60,7 @@ type counters struct {
 	protocolErrors, connsAccepted, connsRejected atomic.Int64
 	outLimitWaits, writeTimeouts                 atomic.Int64
 	framesSent, writeChunks, faultsFired         atomic.Int64
+	canceled                                     atomic.Int64
 }
 
 // New validates cfg and starts the worker pool, which serves h.
@@ -231,6 +235,7 @@ func (s *Server) Counters() serverapi.Fields {
 	add("frames_sent", c.framesSent.Load())
 	add("write_chunks", c.writeChunks.Load())
 	add("faults_fired", c.faultsFired.Load())
+	add("canceled", c.canceled.Load())
 	s.h.Counters(add)
 	return fs
 }
@@ -278,6 +283,12 @@ func (s *Server) control(c *conn, f *proto.Frame) []byte {
 		s.faults.clear()
 		s.log.Info(serverapi.EventFaultClear)
 		return respond(f, proto.StatusOK, "")
+	case serverapi.MethodCancel:
+		id, err := cancelID(f.Payload)
+		if err != nil {
+			return respond(f, proto.StatusInvalidArgument, err.Error())
+		}
+		return respond(f, proto.StatusOK, "found="+strconv.FormatBool(s.queue.cancel(c, id)))
 	}
 	return respond(f, proto.StatusOK, "")
 }
@@ -291,14 +302,48 @@ func (s *Server) worker() {
 		if !ok {
 			return
 		}
-		req = request(&j, s.done)
-		if rf, ok := s.serve(&j, &req, scratch[:0]); ok {
-			j.c.sendFrame(&rf)
-			scratch = rf.Payload
+		if j.canceled {
+			s.dropCanceled(&j)
+		} else {
+			req = request(&j, s.done)
+			if rf, ok := s.serve(&j, &req, scratch[:0]); ok {
+				j.c.sendFrame(&rf)
+				scratch = rf.Payload
+			}
 		}
 		j.c.queued.Add(-1)
 		s.queue.release()
 	}
+}
+
+// cancelID decodes ctl.cancel's payload, "id=N" with N a request ID.
+func cancelID(payload []byte) (uint64, error) {
+	fs, err := serverapi.ParseFields(payload)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := fs["id"]
+	if !ok || len(fs) != 1 {
+		return 0, fmt.Errorf("server: ctl.cancel payload %q, want \"id=N\"", payload)
+	}
+	id, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("server: ctl.cancel id=%q is not a request ID", v)
+	}
+	return id, nil
+}
+
+// dropCanceled answers a job that ctl.cancel marked while it waited,
+// without executing it. The client has abandoned the attempt, so the
+// answer is most likely dropped as late; it is sent all the same, so
+// that every request gets at most one answer and a client that still
+// waits learns the request did not execute.
+func (s *Server) dropCanceled(j *job) {
+	f := &j.f
+	s.counters.canceled.Add(1)
+	s.log.Info(serverapi.EventCanceled, serverapi.KeyConn, j.c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method,
+		serverapi.KeyWaited, time.Since(j.arrival).Milliseconds())
+	j.c.send(respond(f, proto.StatusDeadlineExceeded, "canceled before execution"))
 }
 
 // serve runs one business request, on a worker or on its connection's

@@ -32,6 +32,7 @@ type Counters struct {
 	FramesSent     int64 // frames_sent
 	WriteChunks    int64 // write_chunks
 	FaultsFired    int64 // faults_fired
+	Canceled       int64 // canceled
 }
 
 // named lists every counter with its wire name, sorted by name.
@@ -43,6 +44,7 @@ func (c *Counters) named() []struct {
 		name string
 		v    *int64
 	}{
+		{"canceled", &c.Canceled},
 		{"conn_queue_full", &c.ConnQueueFull},
 		{"conns_accepted", &c.ConnsAccepted},
 		{"conns_open", &c.ConnsOpen},

@@ -43,6 +43,7 @@ const (
 	EventCrash              = "CRASH"
 	EventSweep              = "SWEEP"
 	EventClaim              = "CLAIM"
+	EventCanceled           = "CANCELED"
 )
 
 var eventNames = []string{
@@ -53,6 +54,7 @@ var eventNames = []string{
 	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,
 	EventKeyConflict, EventStoreError, EventExec, EventConnRole,
 	EventLeaseLost, EventStoreOpen, EventCrash, EventSweep, EventClaim,
+	EventCanceled,
 }
 
 // Event attribute keys.

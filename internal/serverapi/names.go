@@ -55,6 +55,13 @@ const (
 	// role=control, so that a reader of the log can tell their requests
 	// from the scenario's.
 	MethodHello = "ctl.hello"
+	// MethodCancel cancels a business request sent earlier on the same
+	// connection: payload "id=N". A request with that ID still in the
+	// queue is dropped when a worker takes it, never executed; one
+	// already executing runs to completion. Answers OK with
+	// "found=true" when a queued request is marked, "found=false"
+	// otherwise (unknown, executing or already answered).
+	MethodCancel = "ctl.cancel"
 )
 
 // RoleControl is the role a driver's control connections declare.
@@ -63,7 +70,7 @@ const RoleControl = "control"
 // IsControl reports whether method is a control method.
 func IsControl(method string) bool {
 	switch method {
-	case MethodStats, MethodFault, MethodClear, MethodPing, MethodHello:
+	case MethodStats, MethodFault, MethodClear, MethodPing, MethodHello, MethodCancel:
 		return true
 	}
 	return false

@@ -1,0 +1,95 @@
+package cases
+
+import (
+	"context"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+)
+
+// cancelSkipsQueuedWork: with one worker busy on a 300ms get, a keyless
+// debit queued behind it is canceled by its caller after 50ms. With
+// Config.CancelAbandoned the client sends ctl.cancel and the server drops
+// the debit unexecuted when the worker frees up; without it, the debit,
+// whose 2s budget has not run out, executes for nobody.
+//
+// The caller cancels rather than the attempt timing out: a timed-out
+// attempt's budget ran out with it, so the server would not execute it
+// anyway (it would count it expired).
+func cancelSkipsQueuedWork(t *T) {
+	on := abandonQueuedDebit(t, true)
+	expect(t, "outcome", on.outcome, client.OutcomeCanceled)
+	expect(t, "cancelsSent", on.cancelsSent, int64(1))
+	expectf(t, "execDebit", on.execDebit, int64(0), "the canceled debit executed")
+	expect(t, "canceled", on.canceled, int64(1))
+
+	off := abandonQueuedDebit(t, false)
+	expect(t, "contrastCancelsSent", off.cancelsSent, int64(0))
+	expectf(t, "contrastExecDebit", off.execDebit, int64(1), "without ctl.cancel the abandoned debit should still execute")
+	expect(t, "contrastCanceled", off.canceled, int64(0))
+}
+
+// abandonedDebit is what abandonQueuedDebit saw.
+type abandonedDebit struct {
+	outcome             client.Outcome
+	cancelsSent         int64
+	execDebit, canceled int64
+}
+
+// abandonQueuedDebit runs the setup of cancelSkipsQueuedWork on a server
+// of its own, with Config.CancelAbandoned set to cancel, and returns once
+// the worker has taken the debit.
+func abandonQueuedDebit(t *T, cancel bool) abandonedDebit {
+	s := t.startServer(serverOpts{Workers: 1})
+	cfg := client.DefaultConfig()
+	cfg.CancelAbandoned = cancel
+	c := t.client(s.Addr, cfg)
+
+	slow := getCall("acct-A")
+	slow.Payload = append(slow.Payload, " sleep=300"...)
+	slow.AttemptTimeout, slow.Timeout = 2*time.Second, 5*time.Second
+	slowDone := make(chan client.Result, 1)
+	go func() { slowDone <- c.Do(t.ctx, slow) }()
+	waitCounters(t, s, "the slow get to arrive", func(c counters) bool { return c.RequestsGet >= 1 })
+
+	ctx, stop := context.WithCancel(t.ctx)
+	defer stop()
+	// Not WithTimeout: a context deadline would shorten the budget the
+	// server is sent, and the debit would expire there instead.
+	time.AfterFunc(50*time.Millisecond, stop)
+	debit := debitCall("acct-A", 10, "")
+	debit.AttemptTimeout, debit.Timeout = 2*time.Second, 5*time.Second
+	r := c.Do(ctx, debit)
+	if len(r.Log) != 1 || r.Status != proto.StatusUnknown {
+		t.Fatalf("debit: status %v after %d attempts (%v), want UNKNOWN after 1", r.Status, len(r.Log), r.Log)
+	}
+	if r := <-slowDone; r.Status != proto.StatusOK {
+		t.Fatalf("slow get: %v (%v), want OK", r.Status, r.Log)
+	}
+	// The worker takes the debit right after the get: it either executes
+	// it or drops it.
+	n := waitCounters(t, s, "the worker to take the debit", func(c counters) bool {
+		return c.ExecDebit+c.Canceled+c.Expired >= 1
+	})
+	return abandonedDebit{
+		outcome: r.Log[0].Outcome, cancelsSent: c.Stats().CancelsSent,
+		execDebit: n.ExecDebit, canceled: n.Canceled,
+	}
+}
+
+// waitCounters polls the server's counters until cond holds, for at most
+// 5s, and returns the ones it held for.
+func waitCounters(t *T, s *server, what string, cond func(counters) bool) counters {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := t.counters(s)
+		if cond(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5s for %s; counters %v", what, c.Counters)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
