@@ -86,7 +86,7 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 		return err
 	}
 
-	newName, tmp := o.New, ""
+	var newName, tmp string
 	var new []report.Line
 	if o.New != "" {
 		if newName, new, err = readOutputFile(o.New); err != nil {
