@@ -1,0 +1,326 @@
+package nethost
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startEcho runs the echo helper inside h, listening on addr, and returns
+// the address it bound; the helper is killed when the test ends.
+func startEcho(t *testing.T, h *Host, addr string) string {
+	t.Helper()
+	bin, args := h.Exec(os.Args[0], "-test.run=^$")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"=echo", helperAddrEnv+"="+addr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("echo helper: %v", err)
+	}
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "ERROR") {
+		t.Fatalf("echo helper: %s", line)
+	}
+	return line
+}
+
+// roundTrip writes a line on c and reads it back within wait.
+func roundTrip(c net.Conn, msg string, wait time.Duration) error {
+	c.SetDeadline(time.Now().Add(wait))
+	defer c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(c, msg+"\n"); err != nil {
+		return err
+	}
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if got != msg+"\n" {
+		return errors.New("echo: got " + got)
+	}
+	return nil
+}
+
+func TestHostAddressesAndReach(t *testing.T) {
+	needHosts(t)
+	h := newHost(t)
+	if !block.Contains(h.Addr) || !block.Contains(h.Local) {
+		t.Fatalf("addresses %v, %v outside %v", h.Local, h.Addr, block)
+	}
+	if p, _ := h.Addr.Prefix(30); p != netip.PrefixFrom(h.Local, 30).Masked() {
+		t.Fatalf("host %v and local %v are not in one /30", h.Addr, h.Local)
+	}
+	if !nsExists(h.Name) || !linkExists(h.link) {
+		t.Fatalf("namespace %s or link %s missing", h.Name, h.link)
+	}
+	addr := startEcho(t, h, h.Addr.String()+":0")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, "hello", answerWait); err != nil {
+		t.Fatalf("echo through the link: %v", err)
+	}
+	if got := c.LocalAddr().(*net.TCPAddr).AddrPort().Addr(); got != h.Local {
+		t.Fatalf("connection comes from %v, want %v", got, h.Local)
+	}
+}
+
+// A link set down inside the host drops traffic silently: a read waits
+// out its deadline rather than failing, and the same connection works
+// again once the link is back up.
+func TestLinkDownIsSilent(t *testing.T) {
+	needHosts(t)
+	h := newHost(t)
+	addr := startEcho(t, h, h.Addr.String()+":0")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, "before", answerWait); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	err = roundTrip(c, "during", 300*time.Millisecond)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("round trip over a down link: got %v, want a timeout (no FIN, no RST)", err)
+	}
+	if err := h.SetLink(true); err != nil {
+		t.Fatal(err)
+	}
+	// The echo of "during" was queued behind the link; it arrives first.
+	c.SetReadDeadline(time.Now().Add(answerWait))
+	r := bufio.NewReader(c)
+	if got, err := r.ReadString('\n'); err != nil || got != "during\n" {
+		t.Fatalf("after the link came back: got %q, %v; want the queued echo", got, err)
+	}
+}
+
+// A restarted host has forgotten every connection: the old connection's
+// next segment is answered with an RST.
+func TestRestartResets(t *testing.T) {
+	needHosts(t)
+	h := newHost(t)
+	addr := startEcho(t, h, h.Addr.String()+":0")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, "before", answerWait); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Restart(false); err != nil {
+		t.Fatal(err)
+	}
+	// The old helper died with the namespace; a new one takes its port.
+	if got := startEcho(t, h, addr); got != addr {
+		t.Fatalf("restarted echo on %s, want %s", got, addr)
+	}
+	if err := h.SetLink(true); err != nil {
+		t.Fatal(err)
+	}
+	err = roundTrip(c, "after", answerWait)
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("old connection after restart: got %v, want ECONNRESET", err)
+	}
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := roundTrip(c2, "new", answerWait); err != nil {
+		t.Fatalf("new connection after restart: %v", err)
+	}
+}
+
+func TestShapeInstallsTBF(t *testing.T) {
+	needHosts(t)
+	h := newHost(t)
+	for _, d := range []Direction{ToHost, FromHost} {
+		if err := h.Shape(d, 1_000_000, 16384, 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"qdisc", "show", "dev", h.link}, {"-n", h.Name, "qdisc", "show", "dev", hostLink}} {
+		out, err := run("tc", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "tbf") || !strings.Contains(out, "rate 1Mbit") {
+			t.Errorf("tc %s: got %q, want a 1Mbit tbf", strings.Join(args, " "), out)
+		}
+	}
+}
+
+func TestConcurrentHostsGetDistinctSubnets(t *testing.T) {
+	needHosts(t)
+	const n = 4
+	hosts := make([]*Host, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { hosts[i], errs[i] = New() })
+	}
+	wg.Wait()
+	seen := map[netip.Addr]bool{}
+	for i, h := range hosts {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		t.Cleanup(func() { h.Close() })
+		if seen[h.Addr] {
+			t.Errorf("two hosts have address %v", h.Addr)
+		}
+		seen[h.Addr] = true
+	}
+}
+
+// Close removes the namespace and both ends of the link, and kills what
+// ran inside.
+func TestCloseLeavesNothing(t *testing.T) {
+	needHosts(t)
+	h, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startEcho(t, h, h.Addr.String()+":0")
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left, err := Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range left {
+		if l.Name == h.Name || l.Name == h.link {
+			t.Errorf("left behind: %+v", l)
+		}
+	}
+	if err := h.SetLink(true); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetLink after Close: got %v, want ErrClosed", err)
+	}
+}
+
+// A process killed with SIGKILL cannot clean up; the next New, by way of
+// CleanStale, removes what it left, and nothing of a live process.
+func TestStaleHostsOfKilledProcessRemoved(t *testing.T) {
+	needHosts(t)
+	mine := newHost(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=make")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.HasPrefix(line, "ERROR") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	name := strings.TrimSpace(line)
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	left, err := Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var theirs []string
+	for _, l := range left {
+		if l.PID == cmd.Process.Pid {
+			theirs = append(theirs, l.Name)
+		}
+	}
+	slices.Sort(theirs)
+	link := linkPrefix + strings.TrimPrefix(name, Prefix)
+	if want := []string{link, name}; !slices.Equal(theirs, want) {
+		t.Fatalf("after SIGKILL: got leftovers %v, want %v (the check below would prove nothing)", theirs, want)
+	}
+	removed, err := CleanStale()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range removed {
+		if l.PID == cmd.Process.Pid {
+			got = append(got, l.Name)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, theirs) {
+		t.Errorf("CleanStale removed %v, want %v", got, theirs)
+	}
+	if nsExists(name) || linkExists(link) {
+		t.Errorf("%s or %s still exists", name, link)
+	}
+	if !nsExists(mine.Name) || !linkExists(mine.link) {
+		t.Errorf("CleanStale removed the live process's host %s", mine.Name)
+	}
+}
+
+func TestUnavailableWithoutIproute(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if err := Available(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "root") {
+			t.Fatalf("not root: got %v, want ErrUnavailable naming root", err)
+		}
+		return
+	}
+	t.Setenv("PATH", t.TempDir())
+	err := Available()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "iproute2") {
+		t.Fatalf("without ip in PATH: got %v, want ErrUnavailable naming iproute2", err)
+	}
+}
+
+func TestOwnerPID(t *testing.T) {
+	for _, tc := range []struct {
+		name, prefix string
+		pid          int
+		ok           bool
+	}{
+		{"rpcbench-123-0", Prefix, 123, true},
+		{"rb123-4", linkPrefix, 123, true},
+		{"rpcbench-x-0", Prefix, 0, false},
+		{"rpcbench-123", Prefix, 0, false},
+		{"rpcbench-123-a", Prefix, 0, false},
+		{"rbx", linkPrefix, 0, false},
+		{"eth0", linkPrefix, 0, false},
+	} {
+		pid, ok := ownerPID(tc.name, tc.prefix)
+		if pid != tc.pid || ok != tc.ok {
+			t.Errorf("ownerPID(%q): got %d, %v; want %d, %v", tc.name, pid, ok, tc.pid, tc.ok)
+		}
+	}
+}
