@@ -39,6 +39,11 @@ func newAllCmd(a *app) *cobra.Command {
 		Short: "Run every scenario of a group and write the evidence directory",
 		Long: `Run every scenario of a group (default "evidence"; see 'rpcbench list') in
 order, printing each CASE line as it completes and then "N passed, M failed".
+A scenario whose prerequisite is missing on this machine (PostgreSQL, root
+and iproute2 for test hosts) is not run: it prints SKIP with why= saying
+what is missing and how to get it, and does not fail the run;
+RPCBENCH_REQUIRE_PG=1 and RPCBENCH_REQUIRE_NETNS=1 make a missing one a
+failure instead.
 
 The evidence directory (default "evidence" for the evidence group and
 "evidence/GROUP" for any other) gets output.txt (the CASE lines and the

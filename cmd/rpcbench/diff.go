@@ -39,13 +39,13 @@ func newDiffCmd(a *app) *cobra.Command {
   rpcbench diff evidence /tmp/ev           # a directory stands for its output.txt`,
 		Short: "Compare two runs' output files, or the evidence with a fresh run",
 		Long: `Compare two output.txt files case by case. A case differs when it is
-missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED),
-when a stable field (key=value recorded, key==value asserted, key<=value
-bound) changed, appeared or disappeared, or when a field changed its kind
-(recorded to asserted, stable to volatile, ...). Volatile fields
-(key~=value) are shown but not compared, and the order of the cases does not
-matter. Each difference is one plain line, "case: what changed", the same
-bytes for the same inputs.
+missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED,
+SKIP), when a stable field (key=value recorded, key==value asserted,
+key<=value bound) changed, appeared or disappeared, or when a field
+changed its kind (recorded to asserted, stable to volatile, ...). Volatile
+fields (key~=value) are shown but not compared, and the order of the
+cases does not matter. Each difference is one plain line, "case: what
+changed", the same bytes for the same inputs.
 
 OLD and NEW are output files, or evidence directories (DIR means
 DIR/output.txt). Colour codes from --color always are ignored. A file that

@@ -52,6 +52,12 @@ func TestRunDiffFiles(t *testing.T) {
 		{"interrupted",
 			strings.NewReplacer("CASE beta PASS", "CASE beta INTERRUPTED", "2 passed, 0 failed", "1 passed, 0 failed, 1 interrupted").Replace(goodOutput), exitFailed,
 			[]string{"\nbeta: verdict PASS -> INTERRUPTED\n"}},
+		// A scenario this machine could not run is not one that passed.
+		{"skipped",
+			strings.NewReplacer("CASE beta PASS status=[OK balance=990] log~=[a1 TIMEOUT backoff=23ms]", "CASE beta SKIP why=[nethost: not root]",
+				"2 passed, 0 failed", "1 passed, 0 failed, 1 skipped").Replace(goodOutput), exitFailed,
+			[]string{"\nbeta: verdict PASS -> SKIP\nbeta: field status disappeared (was =[OK balance=990])\nbeta: field why appeared (=[nethost: not root])\n",
+				"1 of 2 cases differ"}},
 		// The case: serverDebitExec=200 -> serverDebitExec~=999
 		// was "no differences".
 		{"stable field turned volatile",

@@ -37,8 +37,8 @@ type batch struct {
 	// the timeout, its servers are stopped, and the run goes on. Zero
 	// means no bound.
 	Timeout time.Duration
-	// FailFast stops the run after the first scenario that does not
-	// pass.
+	// FailFast stops the run after the first scenario that fails; one
+	// that is skipped does not stop it.
 	FailFast bool
 	// Verbose prints, under each CASE line, the scenario's volatile
 	// attempt logs and the events its servers logged.
@@ -55,14 +55,19 @@ type batch struct {
 const maxRuns = 1_000_000
 
 // runBatch runs b's scenarios one after another, b.Count times over, and
-// returns their lines. Output files are opened before the first scenario
-// runs, so that a path that cannot be written is an error up front. The
+// returns their lines. A scenario whose prerequisite this machine lacks
+// (checkPrereqs, once per batch) is not run: it reports SKIP, or FAIL
+// when the prerequisite is required, in its place in the run order, and
+// is printed and recorded like any other. Output files are opened before
+// the first scenario runs, so that a path that cannot be written is an
+// error up front. The
 // evidence directory is replaced only by a run that completes; an
 // interrupted one leaves it as it was and says where its partial output
 // went. The error wraps errInterrupted when ctx was cancelled (the lines
 // so far are still printed and summarized), is errFailed when a scenario
 // failed in any pass, and is another error when output could not be
-// written or the run could not be set up.
+// written or the run could not be set up. Skipped scenarios alone leave
+// the error nil.
 func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	status := b.Status
 	if status == nil {
@@ -73,14 +78,13 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	if per > 0 && count > maxRuns/per {
 		return nil, usageErrorf("", "--count %d runs %d scenarios %d times: more than %d runs", count, per, count, maxRuns)
 	}
-	scenarios, pg, stopPG, err := postgresFor(ctx, b.Scenarios, status)
-	if err != nil {
-		return nil, err
-	}
-	defer stopPG()
-	b.Scenarios, per = scenarios, len(scenarios)
 	if b.JSON == "-" && b.Events == "-" {
 		return nil, usageErrorf("", "--json - and --json-events - would both write to stdout; name a file for one of them")
+	}
+	pre, err := checkPrereqs(ctx, b.Scenarios, status)
+	defer pre.Stop()
+	if err != nil {
+		return nil, err
 	}
 	out := b.Out
 	// Each machine-readable output goes to stdout for "-", the CASE
@@ -152,7 +156,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		logDir = dir
 	}
 	p := report.NewPrinter(out, b.Color)
-	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pg}
+	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres}
 
 	var lines []report.Line
 	var writeErr error
@@ -172,7 +176,11 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if events != nil {
 			events.Begin(c.Group, c.Name, started)
 		}
-		line, timedOut := runOne(ctx, c, env, b.Timeout)
+		line, skipped := pre.instead(c)
+		timedOut := false
+		if !skipped {
+			line, timedOut = runOne(ctx, c, env, b.Timeout)
+		}
 		lines = append(lines, line)
 		res := report.Result{Line: line, Group: c.Group, Start: started, Duration: time.Since(started), PassIndex: i/per + 1, TimedOut: timedOut}
 		results = append(results, res)
@@ -183,7 +191,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			writeErr = fmt.Errorf("print result: %w", err)
 			break
 		}
-		if b.Verbose {
+		if b.Verbose && !skipped {
 			printVerbose(out, line, logDir, c.Name, before)
 		}
 		if ev != nil {
@@ -191,7 +199,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 				break
 			}
 		}
-		if b.FailFast && !line.Passed() {
+		if b.FailFast && line.Failed() {
 			if i+1 < count*per {
 				fmt.Fprintf(status, "rpcbench: --failfast: stopping after %s; %d scenario runs not run\n", c.Name, count*per-i-1)
 			}
@@ -234,7 +242,6 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		}
 	}
 
-	_, failed, _ := report.Tally(lines)
 	switch {
 	case ctx.Err() != nil:
 		where := ""
@@ -245,7 +252,9 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			errInterrupted, context.Cause(ctx), where, count*per-len(lines), count*per)
 	case writeErr != nil:
 		return lines, writeErr
-	case failed > 0:
+	case report.Tally(lines).Failed > 0:
+		// Skipped scenarios do not fail a run; interrupted ones end it
+		// above.
 		return lines, errFailed
 	}
 	return lines, nil

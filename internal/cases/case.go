@@ -26,6 +26,10 @@ const (
 	// GroupDurability holds the scenarios in which servers crash and
 	// share stores: exactly-once effects across restarts and instances.
 	GroupDurability = "durability"
+	// GroupNetwork holds the scenarios that run client and server on
+	// test hosts in network namespaces (package nethost), so that links
+	// can drop, delay or black-hole packets; each has Needs NeedsNetwork.
+	GroupNetwork = "network"
 	// GroupAll selects every scenario wherever a group is asked for.
 	GroupAll = "all"
 )
@@ -37,13 +41,23 @@ type Case struct {
 	Group string
 	// Doc says in one sentence what the scenario proves.
 	Doc string
-	// Needs names what the scenario needs beyond an rpcserver binary:
-	// NeedsPostgres, or empty.
+	// Needs names the one prerequisite the scenario needs beyond an
+	// rpcserver binary, "" for none: NeedsPostgres or NeedsNetwork. Run
+	// does not check it. Whoever runs the scenario checks it first, once
+	// for all its scenarios, and does not call Run when it is missing:
+	// rpcbench (cmd/rpcbench) reports a SKIP line saying what is missing
+	// and how to get it, or a FAIL line when the prerequisite is required
+	// (RPCBENCH_REQUIRE_PG=1, RPCBENCH_REQUIRE_NETNS=1); go test
+	// (TestCases) skips the subtest, or fails it when required.
 	Needs string
 	run   func(t *T)
 	// fake, when set, is what Run does instead (see Fake).
 	fake func(ctx context.Context, env Env) report.Line
 }
+
+// NeedsNetwork is the Needs of a scenario that runs on test hosts in
+// network namespaces: nethost.Available must return nil (root, iproute2).
+const NeedsNetwork = "netns"
 
 // Fake returns a Case whose Run is run, for testing programs that run
 // scenarios. run must behave as Run does: never panic, clean up what it

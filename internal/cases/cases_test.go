@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -61,19 +62,30 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "PostgreSQL: %v\n", err)
 		return 1
 	}
+	netnsErr = nethost.Available()
 	return m.Run()
 }
 
 // pgSkip is why the PostgreSQL scenarios skip, when they do.
 var pgSkip string
 
+// netnsErr is nethost.Available's answer, asked once: why the
+// NeedsNetwork scenarios skip, or fail when RPCBENCH_REQUIRE_NETNS=1.
+var netnsErr error
+
 // TestCases runs every scenario as a subtest of the same name, so
 // go test -run 'TestCases/^NAME$' selects what rpcbench run NAME does.
 func TestCases(t *testing.T) {
 	for _, c := range Default() {
 		t.Run(c.Name, func(t *testing.T) {
-			if c.Needs == NeedsPostgres && env.Postgres == nil {
+			switch {
+			case c.Needs == NeedsPostgres && env.Postgres == nil:
 				t.Skip(pgSkip)
+			case c.Needs == NeedsNetwork && netnsErr != nil:
+				if nethost.Required() {
+					t.Fatalf("%v; %s=1 demands test hosts", netnsErr, nethost.EnvRequire)
+				}
+				t.Skip(netnsErr.Error())
 			}
 			line := c.Run(context.Background(), env)
 			t.Log(report.Format(line))

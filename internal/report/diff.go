@@ -53,7 +53,8 @@ func (d Difference) VerdictChanged() bool {
 // called x in old is compared with the k-th line called x in new. A case
 // differs when
 //   - it is missing from either run;
-//   - its verdict changed;
+//   - its verdict changed, SKIP included: a scenario that passed in one
+//     run and was skipped in the other proved nothing in the second;
 //   - a stable field (recorded, asserted, or an upper or lower bound)
 //     changed its value,
 //     appeared or disappeared;

@@ -157,6 +157,33 @@ func TestDiff(t *testing.T) {
 			want: []string{"gamma: verdict FAIL -> INTERRUPTED"},
 		},
 		{
+			// A scenario that did not run proved nothing: never equal to
+			// one that passed, even with the same fields.
+			name: "passed, then skipped",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[1].Verdict = Skipped
+				return o, n
+			},
+			want: []string{"beta: verdict PASS -> SKIP\n    volatile, not compared: chunks 7 -> 7"},
+		},
+		{
+			name: "skipped, then passed",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0] = Skip("alpha", "nethost: test hosts unavailable")
+				return o, n
+			},
+			want: []string{"alpha: verdict SKIP -> PASS\nalpha: field why disappeared (was =[nethost: test hosts unavailable])\n" +
+				"alpha: field calls appeared (=100)\n    volatile, not compared: elapsed (absent) -> 12ms"},
+		},
+		{
+			name: "skipped in both, same reason",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0] = Skip("alpha", "no root")
+				n[0] = Skip("alpha", "no root")
+				return o, n
+			},
+		},
+		{
 			name: "flipped verdict with a reason",
 			edit: func(o, n []Line) ([]Line, []Line) {
 				n[1].Verdict = Fail

@@ -12,7 +12,10 @@ import (
 // Version 2 added schema_version, run, and per case group, start,
 // duration_ms, pass_index and why; its verdict is lower case and may be
 // "timeout"; a field's value is a number or a boolean when its text is
-// one (text keeps the text).
+// one (text keeps the text). Version 2 later gained, by addition only, the
+// verdict "skip", the count skipped and per case skipped_runs: a reader
+// written before them still reads every document correctly, except that
+// it does not know the verdict "skip" (whose pass is false).
 const SchemaVersion = 2
 
 // Result is one scenario run: its line and what the machine-readable
@@ -30,7 +33,7 @@ type Result struct {
 }
 
 // Status is the result's verdict as the machine-readable outputs write
-// it: pass, fail, interrupted or timeout.
+// it: pass, fail, interrupted, skip or timeout.
 func (r Result) Status() string {
 	switch {
 	case r.TimedOut:
@@ -39,6 +42,8 @@ func (r Result) Status() string {
 		return "pass"
 	case r.Verdict == Interrupted:
 		return "interrupted"
+	case r.Verdict == Skipped:
+		return "skip"
 	}
 	return "fail"
 }
@@ -73,6 +78,7 @@ type (
 		Passed        int         `json:"passed"`
 		Failed        int         `json:"failed"`
 		Interrupted   int         `json:"interrupted"`
+		Skipped       int         `json:"skipped"`
 		Summary       string      `json:"summary"`
 		PerCase       []jsonCount `json:"per_case"`
 	}
@@ -89,6 +95,7 @@ type (
 		Passed          int    `json:"passed"`
 		FailedRuns      []int  `json:"failed_runs"`
 		InterruptedRuns []int  `json:"interrupted_runs"`
+		SkippedRuns     []int  `json:"skipped_runs"`
 	}
 	jsonCase struct {
 		Name       string      `json:"name"`
@@ -139,16 +146,20 @@ func stamp(t time.Time) string {
 //	{"schema_version": 2,
 //	 "run": {"command": [...], "version": ..., "start": ..., "end": ..., "duration_ms": N},
 //	 "cases": [{"name": ..., "group": ..., "start": ..., "duration_ms": N, "pass_index": K,
-//	            "verdict": "pass|fail|interrupted|timeout", "pass": true, "why": ...,
+//	            "verdict": "pass|fail|interrupted|skip|timeout", "pass": true, "why": ...,
 //	            "fields": [{"key": ..., "value": 990 | true | "text", "text": "990",
 //	                        "kind": "asserted", "volatile": false}]}],
-//	 "passed": N, "failed": M, "interrupted": K, "summary": "N passed, M failed",
-//	 "per_case": [{"name": ..., "runs": R, "passed": P, "failed_runs": [...], "interrupted_runs": [...]}]}
+//	 "passed": N, "failed": M, "interrupted": K, "skipped": J, "summary": "N passed, M failed",
+//	 "per_case": [{"name": ..., "runs": R, "passed": P, "failed_runs": [...], "interrupted_runs": [...],
+//	               "skipped_runs": [...]}]}
 //
 // kind is Kind.String(). The why field is left out of fields and given
-// as why. per_case is CountByCase: one entry per case name, in order of
-// first appearance, whose failed_runs and interrupted_runs are the
-// 1-based occurrences of that case that failed or were interrupted.
+// as why; a skipped case's why says what is missing. pass is true for
+// pass only: skip, like interrupted, is neither pass nor a failure.
+// per_case is CountByCase: one entry per case name, in order of first
+// appearance, whose failed_runs, interrupted_runs and skipped_runs are the
+// 1-based occurrences of that case that failed, were interrupted or were
+// skipped.
 // Every array is an array, never null.
 func WriteJSON(w io.Writer, info RunInfo, results []Result) error {
 	lines := make([]Line, len(results))
@@ -165,7 +176,8 @@ func WriteJSON(w io.Writer, info RunInfo, results []Result) error {
 	if r.Run.Command == nil {
 		r.Run.Command = []string{}
 	}
-	r.Passed, r.Failed, r.Interrupted = Tally(lines)
+	t := Tally(lines)
+	r.Passed, r.Failed, r.Interrupted, r.Skipped = t.Passed, t.Failed, t.Interrupted, t.Skipped
 	for i, res := range results {
 		c := jsonCase{Name: res.Name, Group: res.Group, Start: stamp(res.Start), DurationMs: ms(res.Duration), PassIndex: res.PassIndex,
 			Verdict: res.Status(), Pass: res.Passed(), Why: res.Why(), Fields: []jsonField{}}

@@ -18,6 +18,7 @@ func TestWriteJSON(t *testing.T) {
 			Group: "robustness", Start: t0, Duration: time.Second, PassIndex: 1, TimedOut: true},
 		{Line: Line{Name: "a", Verdict: Interrupted, Fields: []Field{{Key: "ok", Value: "true", Kind: Asserted}, {Key: "r", Value: "0.5", Kind: Bound}}},
 			Group: "evidence", Start: t0, Duration: 0, PassIndex: 2},
+		{Line: Skip("c", "nethost: test hosts unavailable: not running as root"), Group: "network", Start: t0, PassIndex: 1},
 	}
 	info := RunInfo{Command: []string{"rpcbench", "all"}, Version: "v commit c go", Start: t0, End: t0.Add(2 * time.Second)}
 	var b strings.Builder
@@ -46,14 +47,18 @@ func TestWriteJSON(t *testing.T) {
 					map[string]any{"key": "ok", "value": true, "text": "true", "kind": "asserted", "volatile": false},
 					map[string]any{"key": "r", "value": 0.5, "text": "0.5", "kind": "bound", "volatile": false},
 				}},
+			map[string]any{"name": "c", "group": "network", "start": start, "duration_ms": 0.0, "pass_index": 1.0,
+				"verdict": "skip", "pass": false, "why": "nethost: test hosts unavailable: not running as root", "fields": []any{}},
 		},
 		"passed":      1.0,
 		"failed":      1.0,
 		"interrupted": 1.0,
-		"summary":     "1 passed, 1 failed, 1 interrupted",
+		"skipped":     1.0,
+		"summary":     "1 passed, 1 failed, 1 interrupted, 1 skipped",
 		"per_case": []any{
-			map[string]any{"name": "a", "runs": 2.0, "passed": 1.0, "failed_runs": []any{}, "interrupted_runs": []any{2.0}},
-			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}, "interrupted_runs": []any{}},
+			map[string]any{"name": "a", "runs": 2.0, "passed": 1.0, "failed_runs": []any{}, "interrupted_runs": []any{2.0}, "skipped_runs": []any{}},
+			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
+			map[string]any{"name": "c", "runs": 1.0, "passed": 0.0, "failed_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{1.0}},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -66,7 +71,7 @@ func TestWriteJSONEmpty(t *testing.T) {
 	if err := WriteJSON(&b, RunInfo{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"cases": []`, `"per_case": []`, `"command": []`} {
+	for _, want := range []string{`"cases": []`, `"per_case": []`, `"command": []`, `"skipped": 0`, `"summary": "0 passed, 0 failed"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteJSON(nil) = %s, want %s", b.String(), want)
 		}

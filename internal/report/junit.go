@@ -50,8 +50,9 @@ func secs(ms float64) string { return fmt.Sprintf("%.3f", ms/1000) }
 // WriteJUnit writes results as JUnit XML: one testsuite per group, in
 // order of first appearance, one testcase per scenario and pass (named
 // "NAME#K" for pass K > 1 of a --count run). A failed or timed-out
-// scenario is a failure whose message is its why; an interrupted one is
-// skipped. Each testcase's system-out is its CASE line.
+// scenario is a failure whose message is its why; an interrupted or
+// skipped one is <skipped> with its why as the message. Each testcase's
+// system-out is its CASE line.
 func WriteJUnit(w io.Writer, info RunInfo, results []Result) error {
 	doc := junitSuites{Name: "rpcbench", Time: secs(ms(info.End.Sub(info.Start)))}
 	var groups []string
@@ -76,7 +77,7 @@ func WriteJUnit(w io.Writer, info RunInfo, results []Result) error {
 			case "fail", "timeout":
 				c.Failure = &junitMessage{Message: r.Why(), Type: r.Status(), Text: Format(r.Line)}
 				s.Failures++
-			case "interrupted":
+			case "interrupted", "skip":
 				c.Skipped = &junitMessage{Message: r.Why()}
 				s.Skipped++
 			}

@@ -19,12 +19,13 @@ func sampleResults() (RunInfo, []Result) {
 		{Line: Line{Name: "c", Verdict: Interrupted, Fields: []Field{{Key: "why", Value: "interrupted: signal"}}},
 			Group: "robustness", Start: t0.Add(2 * time.Second), Duration: time.Second, PassIndex: 1},
 		{Line: Line{Name: "a", Verdict: Pass}, Group: "evidence", Start: t0.Add(2 * time.Second), Duration: time.Second, PassIndex: 2},
+		{Line: Skip("d", "nethost: not running as root"), Group: "network", Start: t0.Add(3 * time.Second), PassIndex: 1},
 	}
 }
 
 // TestWriteJUnit parses the XML back: one suite per group, one case per
 // scenario and pass, a failing scenario a failure carrying its why, an
-// interrupted one skipped.
+// interrupted or skipped one <skipped> carrying its why.
 func TestWriteJUnit(t *testing.T) {
 	info, results := sampleResults()
 	var b bytes.Buffer
@@ -35,15 +36,18 @@ func TestWriteJUnit(t *testing.T) {
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
 		Suites   []struct {
-			Name  string `xml:"name,attr"`
-			Tests int    `xml:"tests,attr"`
-			Cases []struct {
+			Name    string `xml:"name,attr"`
+			Tests   int    `xml:"tests,attr"`
+			Skipped int    `xml:"skipped,attr"`
+			Cases   []struct {
 				Name    string `xml:"name,attr"`
 				Failure *struct {
 					Message string `xml:"message,attr"`
 				} `xml:"failure"`
-				Skipped   *struct{} `xml:"skipped"`
-				SystemOut string    `xml:"system-out"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
+				SystemOut string `xml:"system-out"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
@@ -52,14 +56,16 @@ func TestWriteJUnit(t *testing.T) {
 	}
 	type row struct{ Suite, Case, Failure, Out string }
 	var got []row
+	skipped := map[string]int{}
 	for _, s := range doc.Suites {
+		skipped[s.Name] = s.Skipped
 		for _, c := range s.Cases {
 			r := row{Suite: s.Name, Case: c.Name, Out: c.SystemOut}
 			if c.Failure != nil {
 				r.Failure = "failure: " + c.Failure.Message
 			}
 			if c.Skipped != nil {
-				r.Failure = "skipped"
+				r.Failure = "skipped: " + c.Skipped.Message
 			}
 			got = append(got, r)
 		}
@@ -68,20 +74,25 @@ func TestWriteJUnit(t *testing.T) {
 		{"evidence", "a", "", "CASE a PASS"},
 		{"evidence", "b", "failure: x=1, want 2", "CASE b FAIL x==1 why=[x=1, want 2]"},
 		{"evidence", "a#2", "", "CASE a PASS"},
-		{"robustness", "c", "skipped", "CASE c INTERRUPTED why=[interrupted: signal]"},
+		{"robustness", "c", "skipped: interrupted: signal", "CASE c INTERRUPTED why=[interrupted: signal]"},
+		{"network", "d", "skipped: nethost: not running as root", "CASE d SKIP why=[nethost: not running as root]"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("testcases (-want +got):\n%s", diff)
 	}
-	if doc.Tests != 4 || doc.Failures != 1 {
-		t.Errorf("totals: %d tests, %d failures; want 4, 1", doc.Tests, doc.Failures)
+	if doc.Tests != 5 || doc.Failures != 1 {
+		t.Errorf("totals: %d tests, %d failures; want 5, 1", doc.Tests, doc.Failures)
+	}
+	if diff := cmp.Diff(map[string]int{"evidence": 0, "robustness": 1, "network": 1}, skipped); diff != "" {
+		t.Errorf("skipped per suite (-want +got):\n%s", diff)
 	}
 }
 
 // TestEventStream decodes the stream with the event struct `go doc
 // cmd/test2json` documents and checks the sequence a reader of go test
 // -json expects: start, run, output, pass|fail|skip per test, then each
-// package's output and result.
+// package's output and result: fail when a test failed or was
+// interrupted, pass when its tests passed or skipped.
 func TestEventStream(t *testing.T) {
 	_, results := sampleResults()
 	var b bytes.Buffer
@@ -119,8 +130,10 @@ func TestEventStream(t *testing.T) {
 		"run rpcbench/evidence b", "output rpcbench/evidence b", "fail rpcbench/evidence b",
 		"start rpcbench/robustness ", "run rpcbench/robustness c", "output rpcbench/robustness c", "skip rpcbench/robustness c",
 		"run rpcbench/evidence a", "output rpcbench/evidence a", "pass rpcbench/evidence a",
+		"start rpcbench/network ", "run rpcbench/network d", "output rpcbench/network d", "skip rpcbench/network d",
 		"output rpcbench/evidence ", "fail rpcbench/evidence ",
 		"output rpcbench/robustness ", "fail rpcbench/robustness ",
+		"output rpcbench/network ", "pass rpcbench/network ",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)

@@ -5,11 +5,14 @@
 // completed, then a summary line:
 //
 //	CASE <name> <verdict> <field> <field> ...
-//	N passed, M failed[, K interrupted]
+//	N passed, M failed[, K interrupted][, J skipped]
 //
-// The verdict is PASS, FAIL or INTERRUPTED: a scenario stopped by a signal
-// is neither passed nor failed. The summary counts the CASE lines above
-// it, and names interrupted ones only when there are some. Each field is a
+// The verdict is PASS, FAIL, INTERRUPTED or SKIP: a scenario stopped by a
+// signal is neither passed nor failed, and so is one that was not run
+// because a prerequisite (PostgreSQL, test hosts) is missing on this
+// machine; a SKIP line's why field says which and how to get it. The
+// summary counts the CASE lines above it, and names interrupted and
+// skipped ones only when there are some. Each field is a
 // key, an operator that gives the field's Kind, and a value:
 //
 //	key=value   Recorded: stable, compared by Diff, not asserted
@@ -104,12 +107,17 @@ const (
 	// Interrupted: a signal stopped the scenario before it completed; it
 	// neither passed nor failed.
 	Interrupted
+	// Skipped, written SKIP: the scenario was not run because a
+	// prerequisite is missing on this machine; it neither passed nor
+	// failed. Its line has a why field naming what is missing and how to
+	// get it (see Skip).
+	Skipped
 )
 
-var verdicts = [...]string{Fail: "FAIL", Pass: "PASS", Interrupted: "INTERRUPTED"}
+var verdicts = [...]string{Fail: "FAIL", Pass: "PASS", Interrupted: "INTERRUPTED", Skipped: "SKIP"}
 
-// String returns the verdict as a CASE line writes it: "PASS", "FAIL" or
-// "INTERRUPTED", and UNKNOWN_VERDICT_<n> for any other value.
+// String returns the verdict as a CASE line writes it: "PASS", "FAIL",
+// "INTERRUPTED" or "SKIP", and UNKNOWN_VERDICT_<n> for any other value.
 func (v Verdict) String() string {
 	if v >= 0 && int(v) < len(verdicts) {
 		return verdicts[v]
@@ -132,13 +140,31 @@ type Line struct {
 	Fields  []Field
 }
 
-// Passed reports whether the scenario passed.
+// Skip returns the line of a scenario that was not run: CASE <name> SKIP
+// why=<why>. why names the missing prerequisite and how to get it.
+func Skip(name, why string) Line {
+	return Line{Name: name, Verdict: Skipped, Fields: []Field{{Key: "why", Value: why}}}
+}
+
+// Passed reports whether the scenario passed. A skipped or interrupted
+// scenario did not pass, and did not fail either: see Failed.
 func (l Line) Passed() bool { return l.Verdict == Pass }
+
+// Failed reports whether the line counts as failed: its verdict is FAIL,
+// or one this package does not know, so that a line nobody judged never
+// passes for a good one. PASS, INTERRUPTED and SKIP are not failures.
+func (l Line) Failed() bool {
+	switch l.Verdict {
+	case Pass, Interrupted, Skipped:
+		return false
+	}
+	return true
+}
 
 // Format renders l as one line without a trailing newline; Parse reads it
 // back. Name must be non-empty and hold no white space. The line is
 //
-//	CASE <name> PASS|FAIL|INTERRUPTED key=value key==value key<=value key~=value ...
+//	CASE <name> PASS|FAIL|INTERRUPTED|SKIP key=value key==value key<=value key~=value ...
 //
 // with one space between items and each field written as its key, its
 // Kind's operator (= Recorded, == Asserted, <= Bound, ~= Volatile) and its

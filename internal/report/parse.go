@@ -28,7 +28,7 @@ func (e *SyntaxError) Error() string {
 
 // Parse reads one line written by Format:
 //
-//	CASE <name> PASS|FAIL|INTERRUPTED k=v k==v k<=v k~=v k=[value with [nested] spaces] k="go quoted"
+//	CASE <name> PASS|FAIL|INTERRUPTED|SKIP k=v k==v k<=v k~=v k=[value with [nested] spaces] k="go quoted"
 //
 // Fields are separated by one or more spaces. The operator after the key
 // gives the field's Kind. A value starting with '[' extends to its
@@ -52,7 +52,7 @@ func Parse(line string) (Line, error) {
 	v, ok := parseVerdict(word)
 	if !ok {
 		p.i -= len(word)
-		return Line{}, p.errorf("verdict %q, want PASS, FAIL or INTERRUPTED", word)
+		return Line{}, p.errorf("verdict %q, want PASS, FAIL, INTERRUPTED or SKIP", word)
 	}
 	l.Verdict = v
 	for p.skipSpaces(); p.i < len(p.s); p.skipSpaces() {
@@ -186,9 +186,9 @@ var ErrSummaryMismatch = errors.New("summary line contradicts the CASE lines")
 // order.
 //
 // Only lines starting with "CASE " are records. A summary line ("N passed,
-// M failed[, K interrupted]") must count the CASE lines between it and the
-// previous summary line, or the start: one that does not is an error
-// wrapping ErrSummaryMismatch. Every other line — blank lines, the per-case
+// M failed[, K interrupted][, J skipped]") must count the CASE lines
+// between it and the previous summary line, or the start: one that does
+// not is an error wrapping ErrSummaryMismatch. Every other line — blank lines, the per-case
 // table, anything a terminal capture added — is skipped, so a garbled
 // record that lost its prefix shows up as a missing case in Diff rather
 // than as an error here. A CASE line that does not parse is an error (a
@@ -221,7 +221,7 @@ func ReadOutput(r io.Reader) ([]Line, error) {
 			lines = append(lines, l)
 		} else if got, ok := parseSummary(text); ok {
 			above := lines[counted:]
-			if want := tallyOf(above); got != want {
+			if want := Tally(above); got != want {
 				return nil, fmt.Errorf("report: line %d: %w: %q, but the %d CASE lines above it tally %s",
 					n, ErrSummaryMismatch, text, len(above), want)
 			}

@@ -108,6 +108,7 @@ func TestKindVerdictString(t *testing.T) {
 		{Pass, "PASS"},
 		{Fail, "FAIL"},
 		{Interrupted, "INTERRUPTED"},
+		{Skipped, "SKIP"},
 		{Verdict(7), "UNKNOWN_VERDICT_7"},
 	}
 	for _, tt := range tests {
@@ -185,6 +186,8 @@ func TestParse(t *testing.T) {
 		{"CASE a PASS", Line{Name: "a", Verdict: Pass}},
 		{"CASE a FAIL", Line{Name: "a", Verdict: Fail}},
 		{"CASE a INTERRUPTED", Line{Name: "a", Verdict: Interrupted}},
+		{`CASE a SKIP why="nethost: no root (run as root, e.g. sudo -E)"`, Skip("a", "nethost: no root (run as root, e.g. sudo -E)")},
+		{"CASE a SKIP why=[no root]", Skip("a", "no root")},
 		{"CASE a PASS  x=1   y~=2 ", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "x", Value: "1"}, {Key: "y", Value: "2", Kind: Volatile}}}},
 		{"CASE a PASS x= y=", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "x"}, {Key: "y"}}}},
 		{"CASE a PASS x== y<= z~=", Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "x", Kind: Asserted}, {Key: "y", Kind: Bound}, {Key: "z", Kind: Volatile}}}},
@@ -216,8 +219,10 @@ func TestParseErrors(t *testing.T) {
 		{"", `want a line starting with "CASE "`},
 		{"CASE", `want a line starting with "CASE "`},
 		{"CASE ", "missing case name"},
-		{"CASE a", `verdict "", want PASS, FAIL or INTERRUPTED`},
-		{"CASE a pass", `verdict "pass", want PASS, FAIL or INTERRUPTED`},
+		{"CASE a", `verdict "", want PASS, FAIL, INTERRUPTED or SKIP`},
+		{"CASE a pass", `verdict "pass", want PASS, FAIL, INTERRUPTED or SKIP`},
+		{"CASE a SKIPPED", `verdict "SKIPPED", want PASS, FAIL, INTERRUPTED or SKIP`},
+		{"CASE a skip", `verdict "skip"`},
 		{"CASE a UNKNOWN_VERDICT_7", `verdict "UNKNOWN_VERDICT_7"`},
 		{"CASE a PASS novalue", `field "novalue" has no '='`},
 		{"CASE a PASS a b=1", `field "a" has no '='`},
@@ -296,11 +301,73 @@ func TestSummary(t *testing.T) {
 		{[]Line{{Verdict: Pass}, {Verdict: Pass}, {Verdict: Fail}}, "2 passed, 1 failed"},
 		{[]Line{{Verdict: Pass}, {Verdict: Interrupted}}, "1 passed, 0 failed, 1 interrupted"},
 		{[]Line{{Verdict: Verdict(7)}}, "0 passed, 1 failed"},
+		{[]Line{{Verdict: Pass}, {Verdict: Skipped}, {Verdict: Fail}}, "1 passed, 1 failed, 1 skipped"},
+		{[]Line{{Verdict: Skipped}, {Verdict: Interrupted}, {Verdict: Skipped}}, "0 passed, 0 failed, 1 interrupted, 2 skipped"},
 	}
 	for _, tt := range tests {
 		if got := Summary(tt.lines); got != tt.want {
 			t.Errorf("Summary = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestTally: SKIP, like INTERRUPTED, is counted apart from passed and
+// failed; a verdict nobody knows counts as failed.
+func TestTally(t *testing.T) {
+	lines := []Line{{Verdict: Pass}, {Verdict: Fail}, {Verdict: Interrupted}, Skip("s", "why"), Skip("t", "why"), {Verdict: Verdict(9)}}
+	want := Totals{Passed: 1, Failed: 2, Interrupted: 1, Skipped: 2}
+	if diff := cmp.Diff(want, Tally(lines)); diff != "" {
+		t.Errorf("Tally mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPassedFailed: a SKIP never counts as passed and never as failed.
+func TestPassedFailed(t *testing.T) {
+	tests := []struct {
+		verdict            Verdict
+		passed, wantFailed bool
+	}{
+		{Pass, true, false},
+		{Fail, false, true},
+		{Interrupted, false, false},
+		{Skipped, false, false},
+		{Verdict(7), false, true},
+	}
+	for _, tt := range tests {
+		l := Line{Name: "c", Verdict: tt.verdict}
+		if got := l.Passed(); got != tt.passed {
+			t.Errorf("%v: Passed() = %v, want %v", tt.verdict, got, tt.passed)
+		}
+		if got := l.Failed(); got != tt.wantFailed {
+			t.Errorf("%v: Failed() = %v, want %v", tt.verdict, got, tt.wantFailed)
+		}
+	}
+}
+
+// TestSkipRoundTrip: Skip's line carries its reason in why, and survives
+// Format and Parse whatever the reason holds.
+func TestSkipRoundTrip(t *testing.T) {
+	for _, why := range append([]string{
+		"nethost: test hosts unavailable: not running as root (network namespaces need root: run as root, e.g. sudo -E)",
+		"pgcluster: PostgreSQL server binaries (initdb, postgres) not found; install them (Debian: apt-get install postgresql)",
+	}, trickyValues...) {
+		t.Run(why, func(t *testing.T) {
+			want := Skip("half_open_peer_detected", strings.ReplaceAll(why, "\n", " "))
+			if want.Verdict != Skipped || len(want.Fields) != 1 || want.Fields[0].Key != "why" {
+				t.Fatalf("Skip = %+v, want a SKIP line with one why field", want)
+			}
+			s := Format(want)
+			if !strings.HasPrefix(s, "CASE half_open_peer_detected SKIP why=") {
+				t.Errorf("Format = %q, want it to start CASE half_open_peer_detected SKIP why=", s)
+			}
+			got, err := Parse(s)
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", s, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Parse(Format(l)) mismatch for %q (-want +got):\n%s", s, diff)
+			}
+		})
 	}
 }
 
@@ -311,6 +378,7 @@ func TestReadOutputColor(t *testing.T) {
 		{Name: "a", Verdict: Pass, Fields: []Field{{Key: "n", Value: "1", Kind: Asserted}}},
 		{Name: "b", Verdict: Fail, Fields: []Field{{Key: "why", Value: "esc \x1b[31m inside"}}},
 		{Name: "c", Verdict: Interrupted},
+		Skip("d", "no root"),
 	}
 	var b strings.Builder
 	p := NewPrinter(&b, ColorAlways)
@@ -319,7 +387,7 @@ func TestReadOutputColor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.WriteString("\x1b[1;32m1 passed\x1b[0m, 1 failed, 1 interrupted\n")
+	b.WriteString("\x1b[1;32m1 passed\x1b[0m, 1 failed, 1 interrupted, 1 skipped\n")
 	if !strings.Contains(b.String(), "\x1b[32mPASS") {
 		t.Fatalf("the printer wrote no colour: %q", b.String())
 	}
@@ -361,6 +429,12 @@ func TestReadOutputSummary(t *testing.T) {
 		{"absent", twenty, ""},
 		{"zero interrupted spelled out", twenty + "20 passed, 0 failed, 0 interrupted\n", ""},
 		{"with interrupted", "CASE a PASS\nCASE b INTERRUPTED\n1 passed, 0 failed, 1 interrupted\n", ""},
+		{"with skipped", "CASE a PASS\nCASE b SKIP why=x\n1 passed, 0 failed, 1 skipped\n", ""},
+		{"with interrupted and skipped", "CASE b SKIP why=x\nCASE c INTERRUPTED\n0 passed, 0 failed, 1 interrupted, 1 skipped\n", ""},
+		{"zero skipped spelled out", twenty + "20 passed, 0 failed, 0 interrupted, 0 skipped\n", ""},
+		{"skipped not counted", "CASE a PASS\nCASE b SKIP why=x\n1 passed, 0 failed\n", "line 3: summary line contradicts"},
+		{"skipped counted as failed", "CASE a PASS\nCASE b SKIP why=x\n1 passed, 1 failed\n", "the 2 CASE lines above it tally 1 passed, 0 failed, 1 skipped"},
+		{"skipped counted as passed", "CASE a PASS\nCASE b SKIP why=x\n2 passed, 0 failed\n", "line 3: summary line contradicts"},
 		{"two runs concatenated", "CASE a PASS\n1 passed, 0 failed\nCASE a FAIL\n0 passed, 1 failed\n", ""},
 		{"no cases", "0 passed, 0 failed\n", ""},
 		{"contradicts", twenty + "0 passed, 20 failed\n", `line 21: summary line contradicts the CASE lines: "0 passed, 20 failed", but the 20 CASE lines above it tally 20 passed, 0 failed`},

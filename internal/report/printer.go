@@ -62,8 +62,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // Printer prints CASE lines for a person: Format's text, with PASS in
-// green, FAIL in red and INTERRUPTED in yellow when colour is on. It is not
-// safe for concurrent use.
+// green, FAIL in red, INTERRUPTED in yellow and SKIP in faint yellow when
+// colour is on. It is not safe for concurrent use.
 type Printer struct {
 	w io.Writer
 	// colors is indexed by Verdict; a verdict beyond it is not coloured.
@@ -77,6 +77,7 @@ func NewPrinter(w io.Writer, m ColorMode) *Printer {
 	p.colors[Pass] = color.New(color.FgGreen)
 	p.colors[Fail] = color.New(color.FgRed)
 	p.colors[Interrupted] = color.New(color.FgYellow)
+	p.colors[Skipped] = color.New(color.FgYellow, color.Faint)
 	on := UseColor(w, m)
 	for _, c := range p.colors {
 		if on {

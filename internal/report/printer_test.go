@@ -33,6 +33,7 @@ func TestPrinter(t *testing.T) {
 	fail := Line{Name: "b", Verdict: Fail}
 	interrupted := Line{Name: "c", Verdict: Interrupted, Fields: []Field{{Key: "t", Value: "1ms", Kind: Volatile}}}
 	unknown := Line{Name: "d", Verdict: Verdict(7)}
+	skipped := Skip("e", "no root")
 	tests := []struct {
 		name    string
 		out     interface{ Write([]byte) (int, error) }
@@ -63,14 +64,14 @@ func TestPrinter(t *testing.T) {
 			if err := p.Print(pass); err != nil {
 				t.Fatal(err)
 			}
-			for _, l := range []Line{fail, interrupted, unknown} {
+			for _, l := range []Line{fail, interrupted, unknown, skipped} {
 				if err := p.Print(l); err != nil {
 					t.Fatal(err)
 				}
 			}
 			got := b.String()
 			if !tt.colour {
-				want := Format(pass) + "\n" + Format(fail) + "\n" + Format(interrupted) + "\n" + Format(unknown) + "\n"
+				want := Format(pass) + "\n" + Format(fail) + "\n" + Format(interrupted) + "\n" + Format(unknown) + "\n" + Format(skipped) + "\n"
 				if got != want {
 					t.Errorf("printed %q, want %q", got, want)
 				}
@@ -79,7 +80,8 @@ func TestPrinter(t *testing.T) {
 			want := "CASE a " + esc + "32mPASS" + esc + "0m why=[PASS FAIL]\n" +
 				"CASE b " + esc + "31mFAIL" + esc + "0m\n" +
 				"CASE c " + esc + "33mINTERRUPTED" + esc + "0m t~=1ms\n" +
-				"CASE d UNKNOWN_VERDICT_7\n"
+				"CASE d UNKNOWN_VERDICT_7\n" +
+				"CASE e " + esc + "33;2mSKIP" + esc + "0;22m why=[no root]\n"
 			if got != want {
 				t.Errorf("printed %q, want %q", got, want)
 			}

@@ -9,52 +9,58 @@ import (
 	"text/tabwriter"
 )
 
-// Tally counts the lines that passed, failed and were interrupted.
-func Tally(lines []Line) (passed, failed, interrupted int) {
-	t := tallyOf(lines)
-	return t.passed, t.failed, t.interrupted
+// Totals is what a summary line says: how many lines passed, failed,
+// were interrupted and were skipped.
+type Totals struct {
+	Passed, Failed, Interrupted, Skipped int
 }
 
-// Summary returns the line that ends an output.txt: exactly
-// "N passed, M failed", then ", K interrupted" when K > 0. A line of
-// another verdict (none is written) counts as failed.
-func Summary(lines []Line) string { return tallyOf(lines).String() }
-
-// tally is what a summary line says.
-type tally struct{ passed, failed, interrupted int }
-
-func tallyOf(lines []Line) tally {
-	var t tally
+// Tally counts lines by verdict. A line of a verdict this package does
+// not know (none is written) counts as failed, as Line.Failed says.
+func Tally(lines []Line) Totals {
+	var t Totals
 	for _, l := range lines {
 		switch l.Verdict {
 		case Pass:
-			t.passed++
+			t.Passed++
 		case Interrupted:
-			t.interrupted++
+			t.Interrupted++
+		case Skipped:
+			t.Skipped++
 		default:
-			t.failed++
+			t.Failed++
 		}
 	}
 	return t
 }
 
-func (t tally) String() string {
-	s := fmt.Sprintf("%d passed, %d failed", t.passed, t.failed)
-	if t.interrupted > 0 {
-		s += fmt.Sprintf(", %d interrupted", t.interrupted)
+// Summary returns the line that ends an output.txt: exactly
+// "N passed, M failed", then ", K interrupted" when K > 0, then
+// ", J skipped" when J > 0. A run with neither reads as it did before
+// SKIP existed.
+func Summary(lines []Line) string { return Tally(lines).String() }
+
+// String returns t as Summary writes it.
+func (t Totals) String() string {
+	s := fmt.Sprintf("%d passed, %d failed", t.Passed, t.Failed)
+	if t.Interrupted > 0 {
+		s += fmt.Sprintf(", %d interrupted", t.Interrupted)
+	}
+	if t.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", t.Skipped)
 	}
 	return s
 }
 
-var summaryLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed(?:, (\d+) interrupted)?$`)
+var summaryLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed(?:, (\d+) interrupted)?(?:, (\d+) skipped)?$`)
 
 // parseSummary reads a line Summary wrote, and also accepts
-// ", 0 interrupted". A count too large for an int reads as -1, which no
-// tally equals.
-func parseSummary(s string) (tally, bool) {
+// ", 0 interrupted" and ", 0 skipped". A count too large for an int reads
+// as -1, which no tally equals.
+func parseSummary(s string) (Totals, bool) {
 	m := summaryLine.FindStringSubmatch(s)
 	if m == nil {
-		return tally{}, false
+		return Totals{}, false
 	}
 	n := func(s string) int {
 		if s == "" {
@@ -66,7 +72,7 @@ func parseSummary(s string) (tally, bool) {
 		}
 		return v
 	}
-	return tally{passed: n(m[1]), failed: n(m[2]), interrupted: n(m[3])}, true
+	return Totals{Passed: n(m[1]), Failed: n(m[2]), Interrupted: n(m[3]), Skipped: n(m[4])}, true
 }
 
 // CaseCount is how one case fared in a run that may hold it several times
@@ -81,6 +87,9 @@ type CaseCount struct {
 	// InterruptedRuns lists the 1-based occurrences that were interrupted;
 	// empty, never nil, when none was.
 	InterruptedRuns []int
+	// SkippedRuns lists the 1-based occurrences that were skipped; empty,
+	// never nil, when none was.
+	SkippedRuns []int
 }
 
 // CountByCase returns one CaseCount per case name, in the order the names
@@ -93,7 +102,7 @@ func CountByCase(lines []Line) []CaseCount {
 		if !ok {
 			i = len(out)
 			at[l.Name] = i
-			out = append(out, CaseCount{Name: l.Name, FailedRuns: []int{}, InterruptedRuns: []int{}})
+			out = append(out, CaseCount{Name: l.Name, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}})
 		}
 		c := &out[i]
 		c.Runs++
@@ -102,6 +111,8 @@ func CountByCase(lines []Line) []CaseCount {
 			c.Passed++
 		case Interrupted:
 			c.InterruptedRuns = append(c.InterruptedRuns, c.Runs)
+		case Skipped:
+			c.SkippedRuns = append(c.SkippedRuns, c.Runs)
 		default:
 			c.FailedRuns = append(c.FailedRuns, c.Runs)
 		}
@@ -110,13 +121,14 @@ func CountByCase(lines []Line) []CaseCount {
 }
 
 // WriteCounts writes counts as an aligned table, one line per case, with
-// the occurrences that failed or were interrupted:
+// the occurrences that failed, were interrupted or were skipped:
 //
 //	normal_multiplex             30/30
 //	late_response_dropped_by_id  28/30  failed in runs 4, 17
 //	deadline_server_skips        29/30  interrupted in run 30
 //
-// A table line never starts with "CASE ", so ReadOutput skips it.
+// (a skipped scenario is skipped in every run: "0/3  skipped in runs 1,
+// 2, 3"). A table line never starts with "CASE ", so ReadOutput skips it.
 func WriteCounts(w io.Writer, counts []CaseCount) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range counts {
@@ -126,6 +138,9 @@ func WriteCounts(w io.Writer, counts []CaseCount) error {
 			notes = append(notes, s)
 		}
 		if s := runsNote("interrupted", c.InterruptedRuns); s != "" {
+			notes = append(notes, s)
+		}
+		if s := runsNote("skipped", c.SkippedRuns); s != "" {
 			notes = append(notes, s)
 		}
 		if len(notes) > 0 {

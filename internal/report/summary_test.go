@@ -11,6 +11,7 @@ func TestCountByCase(t *testing.T) {
 	pass := func(name string) Line { return Line{Name: name, Verdict: Pass} }
 	fail := func(name string) Line { return Line{Name: name, Verdict: Fail} }
 	interrupted := func(name string) Line { return Line{Name: name, Verdict: Interrupted} }
+	skipped := func(name string) Line { return Skip(name, "no root") }
 	tests := []struct {
 		name  string
 		lines []Line
@@ -18,8 +19,8 @@ func TestCountByCase(t *testing.T) {
 	}{
 		{"none", nil, []CaseCount{}},
 		{"each once", []Line{pass("a"), fail("b")}, []CaseCount{
-			{Name: "a", Runs: 1, Passed: 1, FailedRuns: []int{}, InterruptedRuns: []int{}},
-			{Name: "b", Runs: 1, Passed: 0, FailedRuns: []int{1}, InterruptedRuns: []int{}},
+			{Name: "a", Runs: 1, Passed: 1, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "b", Runs: 1, Passed: 0, FailedRuns: []int{1}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 		{"repeated, in order of first appearance", []Line{
 			pass("b"), pass("a"),
@@ -27,11 +28,15 @@ func TestCountByCase(t *testing.T) {
 			pass("b"), pass("a"),
 			fail("b"),
 		}, []CaseCount{
-			{Name: "b", Runs: 4, Passed: 2, FailedRuns: []int{2, 4}, InterruptedRuns: []int{}},
-			{Name: "a", Runs: 3, Passed: 3, FailedRuns: []int{}, InterruptedRuns: []int{}},
+			{Name: "b", Runs: 4, Passed: 2, FailedRuns: []int{2, 4}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "a", Runs: 3, Passed: 3, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 		{"interrupted", []Line{pass("a"), fail("a"), interrupted("a")}, []CaseCount{
-			{Name: "a", Runs: 3, Passed: 1, FailedRuns: []int{2}, InterruptedRuns: []int{3}},
+			{Name: "a", Runs: 3, Passed: 1, FailedRuns: []int{2}, InterruptedRuns: []int{3}, SkippedRuns: []int{}},
+		}},
+		{"skipped is neither passed nor failed", []Line{skipped("a"), pass("b"), skipped("a")}, []CaseCount{
+			{Name: "a", Runs: 2, Passed: 0, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{1, 2}},
+			{Name: "b", Runs: 1, Passed: 1, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 	}
 	for _, tt := range tests {
@@ -49,6 +54,7 @@ func TestWriteCounts(t *testing.T) {
 		{Name: "late", Runs: 30, Passed: 29, FailedRuns: []int{17}},
 		{Name: "flaky_case", Runs: 30, Passed: 28, FailedRuns: []int{4, 17}},
 		{Name: "stopped", Runs: 30, Passed: 28, FailedRuns: []int{4}, InterruptedRuns: []int{30}},
+		{Name: "no_root", Runs: 3, Passed: 0, SkippedRuns: []int{1, 2, 3}},
 	}
 	var b strings.Builder
 	if err := WriteCounts(&b, counts); err != nil {
@@ -57,7 +63,8 @@ func TestWriteCounts(t *testing.T) {
 	want := "normal_multiplex  30/30\n" +
 		"late              29/30  failed in run 17\n" +
 		"flaky_case        28/30  failed in runs 4, 17\n" +
-		"stopped           28/30  failed in run 4; interrupted in run 30\n"
+		"stopped           28/30  failed in run 4; interrupted in run 30\n" +
+		"no_root           0/3    skipped in runs 1, 2, 3\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("WriteCounts mismatch (-want +got):\n%s", diff)
 	}

@@ -59,7 +59,8 @@ func (s *EventStream) Begin(group, name string, at time.Time) {
 }
 
 // End reports a scenario's result: its CASE line as output, then pass,
-// fail or skip (interrupted).
+// fail, or skip (for SKIP, and for INTERRUPTED, which go test has no
+// action for).
 func (s *EventStream) End(r Result) {
 	pkg := EventPackage(r.Group)
 	at := r.Start.Add(r.Duration)
@@ -68,7 +69,7 @@ func (s *EventStream) End(r Result) {
 	switch r.Status() {
 	case "fail", "timeout":
 		action = "fail"
-	case "interrupted":
+	case "interrupted", "skip":
 		action = "skip"
 	}
 	s.emit(TestEvent{Time: at, Action: action, Package: pkg, Test: r.Name, Elapsed: r.Duration.Seconds()})
@@ -76,7 +77,9 @@ func (s *EventStream) End(r Result) {
 }
 
 // Close ends every package that started: its summary as output, then
-// pass or fail, and returns the first write error.
+// fail when any of its scenarios failed or was interrupted, else pass (as
+// go test passes a package whose tests skipped), and returns the first
+// write error.
 func (s *EventStream) Close(at time.Time) error {
 	for _, g := range s.started {
 		rs := s.results[g]
@@ -84,7 +87,7 @@ func (s *EventStream) Close(at time.Time) error {
 		failed := false
 		for i, r := range rs {
 			lines[i] = r.Line
-			failed = failed || !r.Passed()
+			failed = failed || !r.Passed() && r.Verdict != Skipped
 		}
 		pkg := EventPackage(g)
 		s.emit(TestEvent{Time: at, Action: "output", Package: pkg, Output: Summary(lines) + "\n"})

@@ -96,10 +96,13 @@ func Load(dir string, o Options) (*Page, error) {
 	return p, nil
 }
 
-// verdictRank orders failing scenarios first.
+// verdictRank orders failing scenarios first, then interrupted, then
+// skipped ones (which did not pass either), then those that passed.
 func verdictRank(v string) int {
 	switch v {
 	case report.Pass.String():
+		return 3
+	case report.Skipped.String():
 		return 2
 	case report.Interrupted.String():
 		return 1

@@ -35,10 +35,11 @@ func TestLoad(t *testing.T) {
 		"output.txt": "CASE ok_one PASS a==1 b<=2 c>=3 d~=4ms e=5\n" +
 			"CASE bad_one FAIL why=[b=3, want 2] b==3\n" +
 			"CASE stopped INTERRUPTED why=[interrupt received]\n" +
+			"CASE no_root SKIP why=[nethost: not running as root]\n" +
 			"CASE crossed PASS crosstalk=2\n" +
 			"CASE nolog PASS\n" +
 			"CASE ok_one PASS a==1\n" +
-			"4 passed, 1 failed, 1 interrupted\n",
+			"4 passed, 1 failed, 1 interrupted, 1 skipped\n",
 		"env.txt": "go: go1.26.8\n",
 		// Logs in the wrong order on disk; -10 after -2.
 		"logs/server-ok_one.log":    logLine("00.000", "LISTEN", ``),
@@ -63,15 +64,21 @@ func TestLoad(t *testing.T) {
 	for _, s := range p.Scenarios {
 		order = append(order, s.Verdict+" "+s.Anchor)
 	}
-	if diff := cmp.Diff([]string{"FAIL case-bad_one", "INTERRUPTED case-stopped", "PASS case-ok_one", "PASS case-crossed", "PASS case-nolog", "PASS case-ok_one-2"}, order); diff != "" {
+	if diff := cmp.Diff([]string{"FAIL case-bad_one", "INTERRUPTED case-stopped", "SKIP case-no_root", "PASS case-ok_one", "PASS case-crossed", "PASS case-nolog", "PASS case-ok_one-2"}, order); diff != "" {
 		t.Errorf("scenario order (-want +got):\n%s", diff)
 	}
-	if p.Summary != "4 passed, 1 failed, 1 interrupted" || p.Failing != 2 || p.Env != "go: go1.26.8\n" || p.Timelines() != 4 {
+	if p.Summary != "4 passed, 1 failed, 1 interrupted, 1 skipped" || p.Failing != 3 || p.Env != "go: go1.26.8\n" || p.Timelines() != 4 {
 		t.Errorf("summary %q failing %d env %q timelines %d", p.Summary, p.Failing, p.Env, p.Timelines())
 	}
 	byAnchor := map[string]Scenario{}
 	for _, s := range p.Scenarios {
 		byAnchor[s.Anchor] = s
+	}
+
+	// A skipped scenario did not run: its why says what is missing, and
+	// it has no logs and no timeline.
+	if s := byAnchor["case-no_root"]; s.Why != "nethost: not running as root" || s.Timeline != nil || len(s.Problems) != 0 {
+		t.Errorf("no_root: why %q, timeline %v, problems %q; want the reason, no timeline, no problems", s.Why, s.Timeline, s.Problems)
 	}
 
 	ok := byAnchor["case-ok_one"]

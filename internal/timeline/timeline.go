@@ -52,13 +52,15 @@ type Page struct {
 	Dir string
 	// Env is the content of env.txt; "" when there is none.
 	Env string
-	// Summary is "N passed, M failed[, K interrupted]" over every
-	// scenario.
+	// Summary is "N passed, M failed[, K interrupted][, J skipped]" over
+	// every scenario.
 	Summary string
-	// Failing counts the scenarios that did not pass.
+	// Failing counts the scenarios that did not pass, skipped ones
+	// included.
 	Failing int
-	// Scenarios are failing ones first (FAIL, then INTERRUPTED), then
-	// those that passed; within each, in output.txt's order.
+	// Scenarios are those that did not pass first (FAIL, then
+	// INTERRUPTED, then SKIP), then those that passed; within each, in
+	// output.txt's order.
 	Scenarios []Scenario
 	// Warnings name what could not be read (a log, a trace) and so is
 	// missing from the page, in the order found.
@@ -79,11 +81,12 @@ func (p *Page) Timelines() int {
 // Scenario is one CASE line and what its logs show.
 type Scenario struct {
 	Name string
-	// Verdict is "PASS", "FAIL" or "INTERRUPTED".
+	// Verdict is "PASS", "FAIL", "INTERRUPTED" or "SKIP".
 	Verdict string
 	// Anchor is the page-unique HTML id of the scenario's section.
 	Anchor string
-	// Why is the value of the field "why": what failed. "" when passed.
+	// Why is the value of the field "why": what failed, or for SKIP what
+	// is missing. "" when passed.
 	Why string
 	// Fields are the line's fields but "why", in line order.
 	Fields []Field

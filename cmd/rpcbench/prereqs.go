@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/nethost"
+	"github.com/rpcbench/rpcbench/internal/pgcluster"
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// The checks a batch makes of this machine, variables so that tests can
+// stand in for it.
+var (
+	// netnsAvailable is nethost.Available: nil when test hosts can be
+	// made here.
+	netnsAvailable = nethost.Available
+	// startPG is startPostgres.
+	startPG = startPostgres
+)
+
+// prereqs is what a batch found, once before its first scenario, about
+// what its scenarios need beyond an rpcserver binary (cases.Case.Needs).
+type prereqs struct {
+	// Postgres serves the scenarios that need PostgreSQL; nil when none
+	// does, or PostgreSQL is missing.
+	Postgres cases.Databases
+	// Stop stops what the check started (PostgreSQL); never nil.
+	Stop func()
+	// missing holds, for each Needs value this machine does not meet, the
+	// verdict and why that every scenario needing it gets instead of
+	// running.
+	missing map[string]unmet
+}
+
+// unmet is what a scenario whose prerequisite is missing reports.
+type unmet struct {
+	verdict report.Verdict
+	why     string
+}
+
+// instead returns the line c reports instead of running when its
+// prerequisite is missing, and false when c is to run.
+func (p prereqs) instead(c cases.Case) (report.Line, bool) {
+	m, ok := p.missing[c.Needs]
+	if !ok {
+		return report.Line{}, false
+	}
+	if m.verdict == report.Skipped {
+		return report.Skip(c.Name, m.why), true
+	}
+	return report.Line{Name: c.Name, Verdict: m.verdict, Fields: []report.Field{{Key: "why", Value: m.why}}}, true
+}
+
+// checkPrereqs checks, once, each prerequisite a scenario of r needs, and
+// says on status what is missing and what the scenarios needing it will
+// report:
+//
+//   - cases.NeedsPostgres: it starts the throwaway PostgreSQL cluster
+//     those scenarios share (or connects through RPCBENCH_PG_DSN).
+//     Without PostgreSQL binaries they SKIP, saying how to install them;
+//     with RPCBENCH_REQUIRE_PG=1, or on any other failure, the batch
+//     cannot be set up and the error says why.
+//   - cases.NeedsNetwork: nethost.Available. When test hosts cannot be
+//     made here the scenarios SKIP with its error, which says how to get
+//     them; with RPCBENCH_REQUIRE_NETNS=1 they FAIL instead, saying that
+//     the variable demands them.
+//
+// A Needs value this runner does not know is not checked: the scenario
+// runs and fails if its need is not met. The returned Stop is never nil,
+// even with an error.
+func checkPrereqs(ctx context.Context, r cases.Registry, status io.Writer) (prereqs, error) {
+	p := prereqs{Stop: func() {}, missing: map[string]unmet{}}
+	need := map[string]int{} // Needs → scenarios that have it
+	for _, c := range r {
+		if c.Needs != "" {
+			need[c.Needs]++
+		}
+	}
+	if n := need[cases.NeedsPostgres]; n > 0 {
+		pg, stop, err := startPG(ctx, status)
+		switch {
+		case err == nil:
+			p.Postgres, p.Stop = pg, stop
+		case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
+			p.missing[cases.NeedsPostgres] = unmet{report.Skipped, err.Error()}
+			fmt.Fprintf(status, "rpcbench: %d scenarios that need PostgreSQL will SKIP: %v\n", n, err)
+		default:
+			return p, fmt.Errorf("PostgreSQL for %d scenarios: %w", n, err)
+		}
+	}
+	if n := need[cases.NeedsNetwork]; n > 0 {
+		if err := netnsAvailable(); err != nil {
+			m := unmet{report.Skipped, err.Error()}
+			if nethost.Required() {
+				m = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands test hosts", err, nethost.EnvRequire)}
+			}
+			p.missing[cases.NeedsNetwork] = m
+			fmt.Fprintf(status, "rpcbench: %d scenarios that need test hosts will %s: %v\n", n, m.verdict, err)
+		}
+	}
+	return p, nil
+}
