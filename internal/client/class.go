@@ -68,7 +68,8 @@ const (
 	// was handed to the connection. Class OUTCOME_UNKNOWN.
 	OutcomeCanceled
 	// OutcomeConnLost: the connection died after the request was handed to
-	// it (EOF, a failed read or write, half an answer, client closed).
+	// it (EOF, a failed read or write, half an answer, a keepalive
+	// timeout, client closed).
 	// Class OUTCOME_UNKNOWN.
 	OutcomeConnLost
 	// OutcomeProtocolError: the server sent a bad frame after the request

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
@@ -152,6 +153,16 @@ type Stats struct {
 	// attempts (Config.CancelAbandoned). Their answers are dropped
 	// without being counted in LateDropped.
 	CancelsSent int64
+	// ConnsLost counts the connections that died of a failure: a read or
+	// write error, the peer closing, a bad frame, keepalive, Cut. Those
+	// the client closed (Close, the end of a ConnPerCall attempt) are not
+	// counted. While it is 0 the client believes its connections alive.
+	ConnsLost int64
+	// PingsSent counts the keepalive pings written (Config.Keepalive);
+	// their answers are dropped without being counted in LateDropped.
+	// KeepaliveTimeouts counts the connections keepalive declared dead,
+	// also counted in ConnsLost.
+	PingsSent, KeepaliveTimeouts int64
 }
 
 type clientStats struct {
@@ -173,6 +184,10 @@ type clientStats struct {
 	pushbacks atomic.Int64
 
 	cancelsSent atomic.Int64
+
+	connsLost         atomic.Int64
+	pingsSent         atomic.Int64
+	keepaliveTimeouts atomic.Int64
 }
 
 // Client makes calls to a server. By default all calls share one TCP
@@ -194,6 +209,9 @@ type Client struct {
 	gov *governance
 	// hedge is Config.Hedge with MaxHedges resolved; nil without hedging.
 	hedge *HedgeConfig
+	// control is the dialer's socket hook: it sets Config.UserTimeout;
+	// nil when there is nothing to set.
+	control func(network, address string, rc syscall.RawConn) error
 
 	// dialSem is held (full) while a connection is being dialed, so
 	// concurrent callers share one dial and can still give up waiting.
@@ -233,6 +251,12 @@ func NewMulti(addrs []string, cfg Config) (*Client, error) {
 		c.hedge = &HedgeConfig{Delay: h.Delay, MaxHedges: max(h.MaxHedges, 1)}
 		c.cfg.Hedge = c.hedge
 	}
+	if ka := cfg.Keepalive; ka != nil {
+		c.cfg.Keepalive = &KeepaliveConfig{Time: ka.Time, Timeout: ka.Timeout}
+	}
+	if cfg.UserTimeout > 0 {
+		c.control = userTimeoutControl(cfg.UserTimeout)
+	}
 	return c, nil
 }
 
@@ -258,6 +282,10 @@ func (c *Client) Stats() Stats {
 		Pushbacks: c.stats.pushbacks.Load(),
 
 		CancelsSent: c.stats.cancelsSent.Load(),
+
+		ConnsLost:         c.stats.connsLost.Load(),
+		PingsSent:         c.stats.pingsSent.Load(),
+		KeepaliveTimeouts: c.stats.keepaliveTimeouts.Load(),
 	}
 }
 
@@ -391,7 +419,7 @@ func (c *Client) liveConn() (*conn, error) {
 // budget all count against the address.
 func (c *Client) dial(ctx context.Context) (*conn, string, error) {
 	addr, gen := c.addrs.current()
-	var d net.Dialer
+	d := net.Dialer{Control: c.control}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		if !errors.Is(ctx.Err(), context.Canceled) {
@@ -400,7 +428,7 @@ func (c *Client) dial(ctx context.Context) (*conn, string, error) {
 		return nil, addr, err
 	}
 	c.stats.connsOpened.Add(1)
-	return newConn(nc, &c.stats, c.cfg.WriteTimeout, addr, gen), addr, nil
+	return newConn(nc, &c.stats, &c.cfg, addr, gen), addr, nil
 }
 
 // Do runs call under ctx and the call's total timeout, retrying as the

@@ -708,6 +708,11 @@ func TestConfigValidate(t *testing.T) {
 		{"write_timeout_zero", func(c *client.Config) { c.WriteTimeout = 0 }},
 		{"hedge_delay_zero", func(c *client.Config) { c.Hedge = &client.HedgeConfig{} }},
 		{"hedge_max_negative", func(c *client.Config) { c.Hedge = &client.HedgeConfig{Delay: time.Millisecond, MaxHedges: -1} }},
+		{"user_timeout_negative", func(c *client.Config) { c.UserTimeout = -time.Millisecond }},
+		{"keepalive_time_zero", withKeepalive(0, time.Second)},
+		{"keepalive_time_negative", withKeepalive(-time.Second, time.Second)},
+		{"keepalive_timeout_zero", withKeepalive(time.Second, 0)},
+		{"keepalive_timeout_negative", withKeepalive(time.Second, -time.Second)},
 	}
 	def := client.DefaultConfig()
 	if err := def.Validate(); err != nil {
@@ -725,6 +730,11 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withKeepalive sets Config.Keepalive to {tm, to}.
+func withKeepalive(tm, to time.Duration) func(*client.Config) {
+	return func(c *client.Config) { c.Keepalive = &client.KeepaliveConfig{Time: tm, Timeout: to} }
 }
 
 func TestDefaultConfig(t *testing.T) {

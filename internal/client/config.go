@@ -92,6 +92,45 @@ type Config struct {
 	// a ConnPerCall attempt, whose connection closes with it. Default
 	// false: abandoned requests are left to run.
 	CancelAbandoned bool
+
+	// Keepalive, when set, detects a dead peer on an open connection, as
+	// gRPC's keepalive does with PermitWithoutStream: see
+	// KeepaliveConfig. New copies it. Default nil: a connection is
+	// believed alive until a read or write on it fails.
+	Keepalive *KeepaliveConfig
+	// OnConnLost, if set, is called once for each connection that dies of
+	// a failure (those counted in Stats.ConnsLost, not those the client
+	// closes), with the address it was dialed to and the error that
+	// killed it. It is called from the connection's reader goroutine,
+	// after the attempts waiting on it were failed; it must not block.
+	// Default nil.
+	OnConnLost func(addr string, err error)
+	// UserTimeout, when positive, sets TCP_USER_TIMEOUT on every
+	// connection the client dials, in whole milliseconds (rounded down,
+	// at least 1): the kernel aborts a connection whose written data
+	// stays unacknowledged that long, as when the peer vanished while we
+	// were sending, and the next read or write fails. Linux only; other
+	// systems ignore it. Must not be negative. Default 0: the kernel's
+	// default (retransmissions for about 15 minutes).
+	UserTimeout time.Duration
+}
+
+// KeepaliveConfig configures keepalive. On every connection, whether or
+// not calls are waiting on it: once nothing has been read from it for
+// Time, the client writes a ctl.ping; if then nothing at all is read
+// for Timeout after the ping was written, the connection is declared
+// dead. Its waiting attempts fail with a *ConnLostError wrapping
+// ErrKeepaliveTimeout (CONN_LOST_AFTER_SEND, or CONN_DEAD_BEFORE_SEND
+// for a request never written) and the next attempt dials again. Any
+// read counts, a ping's answer or any other. A ping whose write blocks
+// is left to WriteTimeout.
+type KeepaliveConfig struct {
+	// Time is how long a connection may stay without a read before a
+	// ping is sent; must be positive.
+	Time time.Duration
+	// Timeout is how long to wait for any read after a ping was written;
+	// must be positive.
+	Timeout time.Duration
 }
 
 // HedgeConfig configures hedged reads. A call with Idempotent set whose
@@ -216,6 +255,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: WriteTimeout %v must be positive", ErrConfig, c.WriteTimeout)
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("%w: MaxInFlight %d must not be negative", ErrConfig, c.MaxInFlight)
+	case c.UserTimeout < 0:
+		return fmt.Errorf("%w: UserTimeout %v must not be negative", ErrConfig, c.UserTimeout)
+	}
+	if k := c.Keepalive; k != nil {
+		switch {
+		case k.Time <= 0:
+			return fmt.Errorf("%w: Keepalive.Time %v must be positive", ErrConfig, k.Time)
+		case k.Timeout <= 0:
+			return fmt.Errorf("%w: Keepalive.Timeout %v must be positive", ErrConfig, k.Timeout)
+		}
 	}
 	if b := c.RetryBudget; b != nil {
 		switch {

@@ -17,11 +17,12 @@ import (
 )
 
 // ConnLostError fails every attempt still pending on a connection that
-// died: the peer closed it, a read or write failed, or the peer sent a bad
-// frame.
+// died: the peer closed it, a read or write failed, the peer sent a bad
+// frame, or keepalive found it silent.
 type ConnLostError struct {
 	// Err is the cause; errors.As finds a *ProtocolError here when the peer
-	// sent a bad frame.
+	// sent a bad frame, errors.Is finds ErrKeepaliveTimeout when keepalive
+	// declared the connection dead.
 	Err error
 	// Partial is how many bytes of an incomplete frame were buffered when
 	// the connection died. They were never delivered as a response.
@@ -58,8 +59,9 @@ type reply struct {
 }
 
 // conn is one TCP connection of a Client, with a reader goroutine
-// that routes responses by ID and a writer goroutine that coalesces
-// queued requests into as few writes as possible.
+// that routes responses by ID, a writer goroutine that coalesces
+// queued requests into as few writes as possible and, with
+// Config.Keepalive, a keepalive goroutine that pings it when idle.
 type conn struct {
 	nc    net.Conn
 	stats *clientStats
@@ -70,30 +72,48 @@ type conn struct {
 	// writeTimeout bounds one write; a write that blocks longer (a peer
 	// that stopped reading) fails the connection.
 	writeTimeout time.Duration
+	// keepalive is Config.Keepalive, nil without keepalive; onLost is
+	// Config.OnConnLost.
+	keepalive *KeepaliveConfig
+	onLost    func(addr string, err error)
+	// lastRead is when the reader last returned from a read, in mono
+	// time; kept only with keepalive.
+	lastRead atomic.Int64
 
 	wake chan struct{} // capacity 1: requests are queued for the writer
 
-	// mu guards pending, wq, queued and err. One lock both registers a
-	// request and queues it, so a caller pays for one lock per attempt.
-	mu      sync.Mutex
-	pending map[uint64]chan reply // attempts waiting for a response, by ID
-	wq      []byte                // encoded requests the writer has not taken yet
-	queued  []uint64              // IDs of the requests in wq, in order
-	err     error                 // why the connection died; nil while alive
+	// mu guards pending, wq, queued, pingQueued and err. One lock both
+	// registers a request and queues it, so a caller pays for one lock
+	// per attempt.
+	mu         sync.Mutex
+	pending    map[uint64]chan reply // attempts waiting for a response, by ID
+	wq         []byte                // encoded requests the writer has not taken yet
+	queued     []uint64              // IDs of the requests in wq, in order
+	pingQueued bool                  // wq holds a keepalive ping
+	err        error                 // why the connection died; nil while alive
+
+	// pingWritten (capacity 1) tells the keepalive goroutine that the
+	// write carrying its ping returned.
+	pingWritten chan struct{}
 
 	dead      atomic.Bool
 	done      chan struct{} // closed by fail
 	readDone  chan struct{} // closed when the reader exits
 	writeDone chan struct{} // closed when the writer exits
+	kaDone    chan struct{} // closed when the keepalive goroutine exits; nil without keepalive
 }
 
-func newConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration, addr string, gen uint64) *conn {
+// newConn starts the goroutines of a connection dialed to addr under ring
+// gen, configured by cfg, which it does not keep.
+func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint64) *conn {
 	c := &conn{
 		nc:           nc,
 		stats:        stats,
 		addr:         addr,
 		gen:          gen,
-		writeTimeout: writeTimeout,
+		writeTimeout: cfg.WriteTimeout,
+		keepalive:    cfg.Keepalive,
+		onLost:       cfg.OnConnLost,
 		wake:         make(chan struct{}, 1),
 		pending:      make(map[uint64]chan reply),
 		done:         make(chan struct{}),
@@ -102,6 +122,12 @@ func newConn(nc net.Conn, stats *clientStats, writeTimeout time.Duration, addr s
 	}
 	go c.readLoop()
 	go c.writeLoop()
+	if c.keepalive != nil {
+		c.lastRead.Store(mono())
+		c.pingWritten = make(chan struct{}, 1)
+		c.kaDone = make(chan struct{})
+		go c.keepaliveLoop(*c.keepalive)
+	}
 	return c
 }
 
@@ -195,8 +221,8 @@ func (c *conn) writeLoop() {
 		runtime.Gosched()
 		// Swap buffers: senders append to the spare while buf is written.
 		c.mu.Lock()
-		buf, ids := c.wq, c.queued
-		c.wq, c.queued = spare[:0], spareIDs[:0]
+		buf, ids, ping := c.wq, c.queued, c.pingQueued
+		c.wq, c.queued, c.pingQueued = spare[:0], spareIDs[:0], false
 		c.mu.Unlock()
 		spare, spareIDs = buf, ids
 		if len(buf) == 0 {
@@ -210,12 +236,19 @@ func (c *conn) writeLoop() {
 			c.fail(fmt.Errorf("write: %w", err))
 			return
 		}
+		if ping {
+			select {
+			case c.pingWritten <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
 // fail kills the connection once: it records err, closes the socket and
 // hands every pending attempt the same error. Attempts whose requests were
-// still queued are told they were not sent.
+// still queued are told they were not sent. Any err but ErrClosed counts
+// the connection as lost, before any attempt hears of it.
 func (c *conn) fail(err error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -227,6 +260,12 @@ func (c *conn) fail(err error) {
 	pending, unsent := c.pending, c.queued
 	c.pending, c.wq, c.queued = nil, nil, nil
 	c.mu.Unlock()
+	if !errors.Is(err, ErrClosed) {
+		c.stats.connsLost.Add(1)
+		if errors.Is(err, ErrKeepaliveTimeout) {
+			c.stats.keepaliveTimeouts.Add(1)
+		}
+	}
 	close(c.done)
 	c.nc.Close()
 	for id, ch := range pending {
@@ -248,13 +287,34 @@ func (c *conn) close() {
 	c.fail(ErrClosed)
 	<-c.readDone
 	<-c.writeDone
+	if c.kaDone != nil {
+		<-c.kaDone
+	}
 }
 
+// readLoop owns the socket's read side. It exits only after the
+// connection failed, and then calls Config.OnConnLost if the connection
+// was lost rather than closed: every failure, whoever detected it, closes
+// the socket and so ends the reader, which makes it the one goroutine
+// that sees each death exactly once.
 func (c *conn) readLoop() {
 	defer close(c.readDone)
+	if c.onLost != nil {
+		defer func() {
+			c.mu.Lock()
+			err := c.err
+			c.mu.Unlock()
+			if !errors.Is(err, ErrClosed) {
+				c.onLost(c.addr, err)
+			}
+		}()
+	}
 	fr := proto.NewFrameReader(c.nc, proto.TypeResponse, 0)
 	for {
 		frames, err := fr.ReadBatch()
+		if c.keepalive != nil {
+			c.lastRead.Store(mono())
+		}
 		if fr.Buffered() > 0 && err == nil {
 			c.stats.readsMidFrame.Add(1)
 		}
@@ -286,8 +346,9 @@ func (c *conn) deliver(f *proto.Frame) {
 	delete(c.pending, f.ID)
 	c.mu.Unlock()
 	if !ok {
-		// A ctl.cancel's answer is expected and nobody waits for it.
-		if f.ID&cancelIDBit == 0 {
+		// The answers to ctl.cancel and ctl.ping are expected and nobody
+		// waits for them.
+		if f.ID&(cancelIDBit|pingIDBit) == 0 {
 			c.stats.lateDropped.Add(1)
 		}
 		return
