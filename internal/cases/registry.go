@@ -46,7 +46,7 @@ type Registry []Case
 
 // Default returns every scenario of this package, in run order.
 func Default() Registry {
-	return append(append(append(slices.Clone(registry), durable()...), chaosRuns()...), governance()...)
+	return slices.Concat(registry, durable(), chaosRuns(), governance(), network())
 }
 
 // Select returns the scenarios of group g in run order, every one for

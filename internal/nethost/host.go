@@ -235,3 +235,14 @@ func nsExists(name string) bool {
 	_, err := os.Stat(netnsDir + "/" + name)
 	return err == nil
 }
+
+// Sent returns the bytes this namespace's end of the link has put on the
+// wire toward the host since it was made: past any Shape queue, so it
+// shows how far a transfer has really got.
+func (h *Host) Sent() (int64, error) {
+	b, err := os.ReadFile("/sys/class/net/" + h.link + "/statistics/tx_bytes")
+	if err != nil {
+		return 0, fmt.Errorf("nethost: %w", err)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}

@@ -73,13 +73,21 @@ func TestHostAddressesAndReach(t *testing.T) {
 		t.Fatalf("namespace %s or link %s missing", h.Name, h.link)
 	}
 	addr := startEcho(t, h, h.Addr.String()+":0")
+	base, err := h.Sent()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := roundTrip(c, "hello", answerWait); err != nil {
+	msg := strings.Repeat("x", 5000)
+	if err := roundTrip(c, msg, answerWait); err != nil {
 		t.Fatalf("echo through the link: %v", err)
+	}
+	if n, err := h.Sent(); err != nil || n-base < int64(len(msg)) {
+		t.Fatalf("Sent grew by %d (%v), want at least the %d bytes written", n-base, err, len(msg))
 	}
 	if got := c.LocalAddr().(*net.TCPAddr).AddrPort().Addr(); got != h.Local {
 		t.Fatalf("connection comes from %v, want %v", got, h.Local)

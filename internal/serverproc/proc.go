@@ -178,6 +178,12 @@ type RPCServer struct {
 	// Crash is a serverapi.Crash* point.
 	Crash  string
 	Stderr io.Writer
+	// Exec, when set, runs rpcserver through another program: it is
+	// given rpcserver's path and arguments and returns what to start
+	// instead, such as nethost.Host.Exec to run it inside a test host.
+	// The program must end by executing rpcserver in its own place, so
+	// that the process started is rpcserver, signals and all.
+	Exec func(bin string, args ...string) (string, []string)
 }
 
 // Spec returns how to start rpcserver with these settings.
@@ -227,5 +233,9 @@ func (o RPCServer) Spec() Spec {
 	if o.Crash != "" {
 		args = append(args, flag(serverapi.FlagCrash, o.Crash)...)
 	}
-	return Spec{Bin: o.Bin, Args: args, Announce: serverapi.ParseAnnounce, Stderr: o.Stderr}
+	bin := o.Bin
+	if o.Exec != nil {
+		bin, args = o.Exec(bin, args...)
+	}
+	return Spec{Bin: bin, Args: args, Announce: serverapi.ParseAnnounce, Stderr: o.Stderr}
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/nethost"
+)
+
+// TestNoHostsLeftAfterKill runs the real rpcbench on a network scenario,
+// SIGKILLs it while its test host is up, and checks what is left: its
+// server dies with it, its namespace and link stay (nothing could remove
+// them), and the next rpcbench run removes them and leaves nothing of
+// its own.
+func TestNoHostsLeftAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binaries")
+	}
+	if err := nethost.Available(); err != nil {
+		if nethost.Required() {
+			t.Fatalf("%v (%s=1)", err, nethost.EnvRequire)
+		}
+		t.Skip(err)
+	}
+	rpcbench, rpcserver := buildBinaries(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		for _, pid := range running(rpcserver) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	cmd := exec.CommandContext(ctx, rpcbench, "run", "--server", rpcserver, "--count", "100", "half_open_peer_detected")
+	cmd.Stdout, cmd.Stderr = createFile(t, filepath.Join(dir, "stdout")), createFile(t, filepath.Join(dir, "stderr"))
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := cmd.Process.Pid
+	// Inside its host the server is still rpcbench's child: ip netns exec
+	// executes it in its own place.
+	server, err := awaitServing(killed, serverName, 30*time.Second)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	deadline := time.Now().Add(time.Second)
+	for server.alive() {
+		if time.Now().After(deadline) {
+			t.Fatalf("server pid %d in the test host outlived the killed rpcbench by 1s", server.pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ofPID := func(pid int) []nethost.Leftover {
+		left, err := nethost.Leftovers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []nethost.Leftover
+		for _, l := range left {
+			if l.PID == pid {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	// Without them the check below would prove nothing.
+	if left := ofPID(killed); len(left) != 2 {
+		t.Fatalf("after SIGKILL: leftovers of pid %d %v, want its namespace and its link", killed, left)
+	}
+
+	next := exec.CommandContext(ctx, rpcbench, "run", "--server", rpcserver, "negative_control_no_keepalive")
+	next.Env = cmd.Env
+	out, err := next.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the next run: %v\n%s", err, out)
+	}
+	if left := ofPID(killed); len(left) > 0 {
+		t.Errorf("the next run left the killed run's %v", left)
+	}
+	if left := ofPID(next.Process.Pid); len(left) > 0 {
+		t.Errorf("the next run left its own %v", left)
+	}
+}

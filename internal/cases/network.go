@@ -1,0 +1,410 @@
+package cases
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/nethost"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// network lists the scenarios that put the server on a test host, across
+// a real link that can go silent, come back, or be slow.
+func network() []Case {
+	cs := []Case{
+		{Name: "half_open_peer_detected", Doc: "the server host's link goes silent: a keyless debit in flight ends UNKNOWN at its deadline (it did execute), keepalive declares the idle connection dead within Time+Timeout, and a new connection serves once the link is back", run: halfOpenPeerDetected},
+		{Name: "negative_control_no_keepalive", Doc: "negative control: without keepalive the client still believes in the connection to a silent host after keepalive's Time+Timeout and more", run: negativeControlNoKeepalive},
+		{Name: "partition_then_heal_keyed_debit", Doc: "a keyed debit executes and its answer is lost in a partition; retries with the same key are replayed once the link heals: executed once", run: partitionThenHealKeyedDebit},
+		{Name: "server_host_restart", Doc: "the server host reboots while its link is down: the client's old connection is answered with an RST, the get is retried on a new connection, the keyless debit in flight is UNKNOWN, no answer crosses callers", run: serverHostRestart},
+		{Name: "slow_link_head_of_line", Doc: "on a 125 kbit/s link a 60 KB request delays a small call behind it on its connection until it has crossed, while a small call on a second connection overtakes it", run: slowLinkHeadOfLine},
+	}
+	for i := range cs {
+		cs[i].Group, cs[i].Needs = GroupNetwork, NeedsNetwork
+	}
+	return cs
+}
+
+// host makes a test host that is removed when the scenario ends.
+func (t *T) host() *nethost.Host {
+	h, err := nethost.New()
+	if err != nil {
+		t.Fatalf("test host: %v", err)
+	}
+	t.cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.failures = append(t.failures, "removing test host: "+err.Error())
+		}
+	})
+	return h
+}
+
+// startServerIn starts an rpcserver inside h, bound to h's address (on a
+// port the kernel picks unless o.Addr says which).
+func (t *T) startServerIn(h *nethost.Host, o serverOpts) *server {
+	if o.Addr == "" {
+		o.Addr = h.Addr.String() + ":0"
+	}
+	o.Exec = h.Exec
+	return t.startServer(o)
+}
+
+// setLink sets h's link up or down, failing the scenario if it cannot.
+func (t *T) setLink(h *nethost.Host, up bool) {
+	if err := h.SetLink(up); err != nil {
+		t.Fatalf("link: %v", err)
+	}
+}
+
+// killServer SIGKILLs s and waits until it is gone.
+func (t *T) killServer(s *server) {
+	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill rpcserver: %v", err)
+	}
+	select {
+	case <-s.Exited():
+	case <-t.ctx.Done():
+		t.Fatalf("waiting for the killed rpcserver: %v", t.ctx.Err())
+	}
+}
+
+// connLoss records when and why the client's connections died, through
+// client.Config.OnConnLost.
+type connLoss struct {
+	mu   sync.Mutex
+	at   []time.Time
+	errs []error
+	ch   chan struct{} // receives one value per loss, never blocks the client
+}
+
+func newConnLoss() *connLoss { return &connLoss{ch: make(chan struct{}, 16)} }
+
+func (l *connLoss) hook(_ string, err error) {
+	l.mu.Lock()
+	l.at, l.errs = append(l.at, time.Now()), append(l.errs, err)
+	l.mu.Unlock()
+	select {
+	case l.ch <- struct{}{}:
+	default:
+	}
+}
+
+// first returns the first loss, waiting up to timeout for one if none
+// was seen yet.
+func (l *connLoss) first(timeout time.Duration) (time.Time, error, bool) {
+	if l.count() == 0 {
+		select {
+		case <-l.ch:
+		case <-time.After(timeout):
+			return time.Time{}, nil, false
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at[0], l.errs[0], true
+}
+
+// count returns how many losses were seen.
+func (l *connLoss) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.at)
+}
+
+// sleepCall returns a keyless debit the server holds for d before
+// executing, so that it is in flight while the scenario changes the link.
+func sleepDebit(account string, d time.Duration, key string) client.Call {
+	c := debitCall(account, 10, key)
+	c.Payload = fmt.Appendf(c.Payload, " sleep=%d", d.Milliseconds())
+	return c
+}
+
+// awaitReceived waits until s has received n debits, asking over a
+// control connection (the link must be up).
+func (t *T) awaitReceived(s *server, n int64) {
+	if !waitFor(10*time.Second, func() bool { return t.counters(s).RequestsDebit >= n }) {
+		t.Fatalf("the server never received debit %d", n)
+	}
+}
+
+// keepaliveNet is the keepalive both network scenarios that compare with
+// and without it use.
+var keepaliveNet = client.KeepaliveConfig{Time: 1500 * time.Millisecond, Timeout: 500 * time.Millisecond}
+
+// halfOpenPeer is the common part of half_open_peer_detected and its
+// negative control: a get opens the connection, a keyless debit is in
+// flight when the server host's link goes silent, and the debit's
+// deadline passes. It returns the client, the loss recorder, the debit's
+// result, when the get's answer was read and when the link went down.
+func halfOpenPeer(t *T, h *nethost.Host, s *server, ka *client.KeepaliveConfig) (*client.Client, *connLoss, client.Result, time.Time, time.Time) {
+	const (
+		debitSleep    = 500 * time.Millisecond
+		debitDeadline = 800 * time.Millisecond
+	)
+	loss := newConnLoss()
+	cfg := client.DefaultConfig()
+	cfg.Keepalive, cfg.OnConnLost = ka, loss.hook
+	c := t.client(s.Addr, cfg)
+	if r := c.Do(t.ctx, getCall("acct-H")); r.Status != proto.StatusOK {
+		t.Fatalf("first get: %v %v", r.Status, r.Err)
+	}
+	lastRead := time.Now()
+	d := sleepDebit("acct-H", debitSleep, "")
+	d.Timeout, d.AttemptTimeout = debitDeadline, debitDeadline
+	done := make(chan client.Result, 1)
+	go func() { done <- c.Do(t.ctx, d) }()
+	t.awaitReceived(s, 1)
+	t.setLink(h, false)
+	down := time.Now()
+	rd := <-done
+
+	expect(t, "debit", rd.Status, proto.StatusUnknown)
+	t.Field("debitOutcomes", outcomes(rd))
+	within(t, "debitElapsed", rd.Elapsed, debitDeadline+slack)
+	return c, loss, rd, lastRead, down
+}
+
+func halfOpenPeerDetected(t *T) {
+	h := t.host()
+	s := t.startServerIn(h, serverOpts{})
+	ka := keepaliveNet
+	c, loss, _, lastRead, down := halfOpenPeer(t, h, s, &ka)
+	t.Field("keepalive", fmt.Sprintf("time=%v,timeout=%v", ka.Time, ka.Timeout))
+
+	// The debit ended at its deadline, before keepalive could tell: the
+	// idle connection is declared dead at most Time+Timeout after its
+	// last read.
+	at, err, ok := loss.first(ka.Time + ka.Timeout + 5*time.Second)
+	if !expectf(t, "declaredDead", ok, true, "no connection was declared dead") {
+		t.Fatalf("the client never noticed the silent host")
+	}
+	expectf(t, "deadBecause", errors.Is(err, client.ErrKeepaliveTimeout), true, "the connection died of %v", err)
+	within(t, "detectedAfterDown", at.Sub(down), ka.Time+ka.Timeout+slack)
+	t.Volatile("sinceLastRead", ms(at.Sub(lastRead)))
+	st := c.Stats()
+	expect(t, "keepaliveTimeouts", st.KeepaliveTimeouts, 1)
+	atLeast(t, "pingsSent", st.PingsSent, 1, "a connection declared dead without a ping")
+
+	// Back up: the next call dials a new connection and is served.
+	t.setLink(h, true)
+	r := c.Do(t.ctx, getCall("acct-H"))
+	t.Field("after", brief(r, "account", "balance"))
+	expect(t, "afterStatus", r.Status, proto.StatusOK)
+	expect(t, "clientConns", c.Stats().ConnsOpened, 2)
+	// The debit did execute: UNKNOWN was the truth, which is why it was
+	// not re-sent.
+	ctr := t.counters(s)
+	expectf(t, "serverDebitExec", ctr.ExecDebit, 1, "the debit in flight should have executed, unanswered")
+	expect(t, "balance", t.balance(s, "acct-H"), bank.DefaultBalance-10)
+}
+
+func negativeControlNoKeepalive(t *T) {
+	t.Field("expectStillBelieved", true)
+	h := t.host()
+	s := t.startServerIn(h, serverOpts{})
+	c, loss, _, _, down := halfOpenPeer(t, h, s, nil)
+	// As long as half_open_peer_detected gives keepalive, and more: a
+	// timer here is the measurement, not a wait for an event.
+	wait := keepaliveNet.Time + keepaliveNet.Timeout + slack
+	if rest := wait - time.Since(down); rest > 0 {
+		select {
+		case <-time.After(rest):
+		case <-t.ctx.Done():
+			t.Fatalf("interrupted")
+		}
+	}
+	t.Field("waitedAfterDown", ms(wait))
+	expectf(t, "connsLost", c.Stats().ConnsLost, 0, "the client noticed the silent host without keepalive")
+	expect(t, "lossesSeen", loss.count(), 0)
+	t.setLink(h, true)
+}
+
+func partitionThenHealKeyedDebit(t *T) {
+	const (
+		debitSleep = 300 * time.Millisecond
+		partition  = 1500 * time.Millisecond
+		key        = "k-partition"
+	)
+	h := t.host()
+	s := t.startServerIn(h, serverOpts{})
+	cfg := client.DefaultConfig()
+	cfg.AttemptTimeout, cfg.Deadline, cfg.MaxAttempts = 700*time.Millisecond, 15*time.Second, 12
+	c := t.client(s.Addr, cfg)
+	d := sleepDebit("acct-P", debitSleep, key)
+	done := make(chan client.Result, 1)
+	go func() { done <- c.Do(t.ctx, d) }()
+	t.awaitReceived(s, 1)
+	t.setLink(h, false)
+	// The server executes the debit inside the partition; its answer goes
+	// into the silent link.
+	if !waitFor(10*time.Second, func() bool { return t.execLogged(s, bank.MethodDebit) >= 1 }) {
+		t.Fatalf("the server never executed the debit")
+	}
+	select {
+	case <-time.After(partition):
+	case <-t.ctx.Done():
+		t.Fatalf("interrupted")
+	}
+	t.Field("partition", ms(partition))
+	t.setLink(h, true)
+	r := <-done
+
+	fs := fields(r)
+	t.Field("status", brief(r, "balance", "replayed", "exec"))
+	expect(t, "callStatus", r.Status, proto.StatusOK)
+	expectf(t, "replayed", fs["replayed"], "true", "the answer should be the stored one")
+	atLeast(t, "attempts", r.Attempts, 2, "the first attempt's answer was lost, so there must be a retry")
+	expect(t, "firstOutcome", r.Log[0].Outcome, client.OutcomeTimeout)
+	t.Volatile("outcomes", outcomes(r))
+	atLeast(t, "lateDropped", c.Stats().LateDropped, 1, "the first attempt's answer arrives after it timed out")
+	ctr := t.counters(s)
+	expect(t, "serverDebitExec", ctr.ExecDebit, 1)
+	atLeast(t, "dedupHits", ctr.DedupHits, 1, "the retry must be answered from the stored record")
+	expect(t, "balance", t.balance(s, "acct-P"), bank.DefaultBalance-10)
+}
+
+// execLogged counts the EXEC events s has logged for method.
+func (t *T) execLogged(s *server, method string) int {
+	return countEvents(t.events(s), func(e serverapi.Event) bool {
+		return e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == method
+	})
+}
+
+func serverHostRestart(t *T) {
+	const debitSleep = 2 * time.Second
+	h := t.host()
+	s := t.startServerIn(h, serverOpts{})
+	loss := newConnLoss()
+	cfg := client.DefaultConfig()
+	cfg.AttemptTimeout, cfg.Deadline = time.Second, 10*time.Second
+	cfg.OnConnLost = loss.hook
+	c := t.client(s.Addr, cfg)
+	if r := c.Do(t.ctx, getCall("acct-R")); r.Status != proto.StatusOK {
+		t.Fatalf("first get: %v %v", r.Status, r.Err)
+	}
+	// A keyless debit the old server holds when its host goes down.
+	d := sleepDebit("acct-R", debitSleep, "")
+	d.Timeout, d.AttemptTimeout = 8*time.Second, 8*time.Second
+	done := make(chan client.Result, 1)
+	go func() { done <- c.Do(t.ctx, d) }()
+	t.awaitReceived(s, 1)
+
+	t.setLink(h, false)
+	t.killServer(s)
+	if err := h.Restart(false); err != nil {
+		t.Fatalf("restart host: %v", err)
+	}
+	s2 := t.startServerIn(h, serverOpts{Addr: s.Addr})
+	t.setLink(h, true)
+
+	// The old connection is still open at this end; the get's request
+	// meets a stack that never heard of it.
+	r := c.Do(t.ctx, getCall("acct-R2"))
+	rd := <-done
+	at, err, ok := loss.first(0)
+	expectf(t, "oldConnReset", ok && errors.Is(err, syscall.ECONNRESET), true, "the old connection died of %v at %v", err, at)
+	t.Field("get", brief(r, "account", "balance"))
+	expect(t, "getStatus", r.Status, proto.StatusOK)
+	t.Field("getOutcomes", outcomes(r))
+	expectf(t, "rightCaller", fields(r)["account"], "acct-R2", "the get's answer names another account")
+	expect(t, "debit", rd.Status, proto.StatusUnknown)
+	t.Field("debitOutcomes", outcomes(rd))
+	expect(t, "clientConns", c.Stats().ConnsOpened, 2)
+	expect(t, "lateDropped", c.Stats().LateDropped, 0)
+	ctr := t.counters(s2)
+	// The old server died asleep; the new one never saw the debit.
+	expect(t, "newServerDebitExec", ctr.ExecDebit, 0)
+	expect(t, "newServerConns", ctr.ConnsScenario, 1)
+	expect(t, "balance", t.balance(s2, "acct-R"), bank.DefaultBalance)
+}
+
+func slowLinkHeadOfLine(t *T) {
+	const (
+		// The big request takes about 4 s to cross. The shaper's queue
+		// holds about 7 KB, its burst included, so a small call on another
+		// connection still waits behind the big one's queued packets,
+		// about half a second, but not for the rest of it.
+		rate      = 125_000 // bits a second
+		burst     = 4096
+		queue     = 200 // ms of packets the shaper holds before it drops
+		padding   = 60_000
+		inFlight  = burst + 2048 // sent toward the host before the small calls start
+		callLimit = 20 * time.Second
+	)
+	h := t.host()
+	s := t.startServerIn(h, serverOpts{})
+	cfg := client.DefaultConfig()
+	cfg.AttemptTimeout, cfg.Deadline = callLimit, callLimit
+	shared := t.client(s.Addr, cfg)
+	second := t.client(s.Addr, cfg)
+	for _, c := range []*client.Client{shared, second} {
+		if r := c.Do(t.ctx, getCall("acct-W")); r.Status != proto.StatusOK {
+			t.Fatalf("warm-up get: %v %v", r.Status, r.Err)
+		}
+	}
+	if err := h.Shape(nethost.ToHost, rate, burst, queue); err != nil {
+		t.Fatalf("shape: %v", err)
+	}
+	t.Field("link", fmt.Sprintf("tbf rate=%dbit burst=%dB queue=%dms", rate, burst, queue))
+
+	base, err := h.Sent()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	big := getCall("acct-L")
+	big.Payload = fmt.Appendf(big.Payload, " pad=%s", strings.Repeat("x", padding))
+	t.Field("bigRequest", fmt.Sprintf("%dB", len(big.Payload)))
+	type timed struct {
+		r   client.Result
+		end time.Time
+	}
+	do := func(c *client.Client, call client.Call, out chan<- timed) {
+		r := c.Do(t.ctx, call)
+		out <- timed{r, time.Now()}
+	}
+	bigDone, sameDone, otherDone := make(chan timed, 1), make(chan timed, 1), make(chan timed, 1)
+	go do(shared, big, bigDone)
+	// Start the small calls once the big request is on the wire, past
+	// the shaper's burst: the rest of it is still to cross.
+	if !waitFor(10*time.Second, func() bool { n, err := h.Sent(); return err == nil && n-base >= inFlight }) {
+		t.Fatalf("the big request never got onto the link")
+	}
+	start := time.Now()
+	go do(shared, getCall("acct-S"), sameDone)
+	go do(second, getCall("acct-O"), otherDone)
+	b, same, other := <-bigDone, <-sameDone, <-otherDone
+
+	for _, x := range []struct {
+		key     string
+		r       client.Result
+		account string
+	}{{"big", b.r, "acct-L"}, {"sameConn", same.r, "acct-S"}, {"otherConn", other.r, "acct-O"}} {
+		expect(t, x.key+"Status", x.r.Status, proto.StatusOK)
+		expectf(t, x.key+"Account", fields(x.r)["account"], x.account, "an answer reached the wrong caller")
+	}
+	t.Volatile("bigLatency", ms(b.r.Elapsed))
+	t.Volatile("sameConnLatency", ms(same.end.Sub(start)))
+	t.Volatile("otherConnLatency", ms(other.end.Sub(start)))
+	// When the server had all of the big request: it executes a get as
+	// soon as its frame is complete. One clock: the server runs on this
+	// machine.
+	var arrived time.Time
+	for _, e := range t.events(s) {
+		if e.Name == serverapi.EventExec && e.Text(serverapi.KeyAccount) == "acct-L" {
+			arrived = e.Time
+		}
+	}
+	if arrived.IsZero() {
+		t.Fatalf("the server logged no EXEC for the big request")
+	}
+	t.Volatile("bigCrossed", ms(arrived.Sub(start)))
+	expectf(t, "sameConnAfterBigCrossed", same.end.After(arrived), true, "the small call behind the big one finished %v before the big request had crossed", arrived.Sub(same.end))
+	expectf(t, "otherConnBeforeBigCrossed", other.end.Before(arrived), true, "the small call on its own connection finished %v after the big request had crossed", other.end.Sub(arrived))
+	expect(t, "clientConns", shared.Stats().ConnsOpened+second.Stats().ConnsOpened, 2)
+}
