@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/nethost"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // TestNoHostsLeftAfterKill runs the real rpcbench on a network scenario,
@@ -93,5 +97,76 @@ func TestNoHostsLeftAfterKill(t *testing.T) {
 	}
 	if left := ofPID(next.Process.Pid); len(left) > 0 {
 		t.Errorf("the next run left its own %v", left)
+	}
+}
+
+// TestNetworkSkipsWithoutRoot runs the real rpcbench on the network group
+// as an unprivileged user: every scenario must be reported SKIP with the
+// reason, never PASS, the run must exit 0, and no test host may appear.
+func TestNetworkSkipsWithoutRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binaries")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run rpcbench as another, unprivileged user")
+	}
+	rpcbench, rpcserver := buildBinaries(t)
+	// nobody must reach the binaries and a temporary directory.
+	for _, d := range []string{filepath.Dir(rpcbench), filepath.Dir(filepath.Dir(rpcbench))} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(rpcbench), "tmp")
+	if err := os.Mkdir(tmp, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(tmp, 0o1777)
+	before, err := nethost.Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(t.Context(), rpcbench, "all", "--group", "network", "--server", rpcserver, "--evidence", "", "--color", "never")
+	cmd.Dir = tmp
+	var env []string
+	for _, kv := range os.Environ() {
+		// CI requires test hosts; this run is about what happens without.
+		if !strings.HasPrefix(kv, nethost.EnvRequire+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "TMPDIR="+tmp, "HOME="+tmp, "GOCACHE="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rpcbench as nobody: %v, want exit 0\n%s%s", err, &out, &stderr)
+	}
+	lines, err := report.ReadOutput(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatalf("reading its output: %v\n%s", err, &out)
+	}
+	want := len(cases.Default().Select(cases.GroupNetwork))
+	if len(lines) != want {
+		t.Fatalf("got %d CASE lines, want %d\n%s", len(lines), want, &out)
+	}
+	for _, l := range lines {
+		var why string
+		for _, f := range l.Fields {
+			if f.Key == "why" {
+				why = f.Value
+			}
+		}
+		if l.Verdict != report.Skipped || !strings.Contains(why, "root") {
+			t.Errorf("%s: got %v why=%q, want SKIP saying root is needed", l.Name, l.Verdict, why)
+		}
+	}
+	after, err := nethost.Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) > len(before) {
+		t.Errorf("test hosts appeared: before %v, after %v", before, after)
 	}
 }

@@ -222,6 +222,16 @@ var mutants = []mutant{
 			"server_host_restart": "debit=OK, want UNKNOWN",
 		},
 	},
+	{
+		name: "user_timeout_not_applied",
+		bug:  "Config.UserTimeout is validated but never set on the socket: a request written into a silent link waits for the call's whole deadline",
+		file: "internal/client/client.go",
+		old:  "\tif cfg.UserTimeout > 0 {\n",
+		new:  "\tif false && cfg.UserTimeout > 0 {\n",
+		catch: map[string]string{
+			"unacked_write_user_timeout": "want at most 2s",
+		},
+	},
 }
 
 // TestMutants builds rpcserver and rpcbench once as they are and once per

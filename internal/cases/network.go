@@ -23,6 +23,7 @@ func network() []Case {
 		{Name: "negative_control_no_keepalive", Doc: "negative control: without keepalive the client still believes in the connection to a silent host after keepalive's Time+Timeout and more", run: negativeControlNoKeepalive},
 		{Name: "partition_then_heal_keyed_debit", Doc: "a keyed debit executes and its answer is lost in a partition; retries with the same key are replayed once the link heals: executed once", run: partitionThenHealKeyedDebit},
 		{Name: "server_host_restart", Doc: "the server host reboots while its link is down: the client's old connection is answered with an RST, the get is retried on a new connection, the keyless debit in flight is UNKNOWN, no answer crosses callers", run: serverHostRestart},
+		{Name: "unacked_write_user_timeout", Doc: "a keyless debit written into a silent link: with UserTimeout 500ms the kernel gives up on it and the call ends UNKNOWN in about half a second, not at its 8 s deadline; the request, held in the kernel's neighbour queue, still reaches the server when the link returns and executes, once", run: unackedWriteUserTimeout},
 		{Name: "slow_link_head_of_line", Doc: "on a 125 kbit/s link a 60 KB request delays a small call behind it on its connection until it has crossed, while a small call on a second connection overtakes it", run: slowLinkHeadOfLine},
 	}
 	for i := range cs {
@@ -322,6 +323,50 @@ func serverHostRestart(t *T) {
 	expect(t, "newServerDebitExec", ctr.ExecDebit, 0)
 	expect(t, "newServerConns", ctr.ConnsScenario, 1)
 	expect(t, "balance", t.balance(s2, "acct-R"), bank.DefaultBalance)
+}
+
+func unackedWriteUserTimeout(t *T) {
+	const (
+		userTimeout = 500 * time.Millisecond
+		deadline    = 8 * time.Second
+		// The kernel clamps its retransmission timer to what is left of
+		// TCP_USER_TIMEOUT, so it gives up close to 500 ms after the
+		// write; the bound leaves room for a loaded machine.
+		giveUpBound = 2 * time.Second
+	)
+	h := t.host()
+	s := t.startServerIn(h, serverOpts{})
+	loss := newConnLoss()
+	cfg := client.DefaultConfig()
+	cfg.UserTimeout, cfg.OnConnLost = userTimeout, loss.hook
+	c := t.client(s.Addr, cfg)
+	if r := c.Do(t.ctx, getCall("acct-U")); r.Status != proto.StatusOK {
+		t.Fatalf("first get: %v %v", r.Status, r.Err)
+	}
+	t.Field("userTimeout", ms(userTimeout))
+	t.setLink(h, false)
+	d := debitCall("acct-U", 10, "")
+	d.Timeout, d.AttemptTimeout = deadline, deadline
+	r := c.Do(t.ctx, d)
+
+	expect(t, "debit", r.Status, proto.StatusUnknown)
+	t.Field("debitOutcomes", outcomes(r))
+	within(t, "debitElapsed", r.Elapsed, giveUpBound)
+	_, err, ok := loss.first(0)
+	expectf(t, "connTimedOut", ok && errors.Is(err, syscall.ETIMEDOUT), true, "the connection died of %v", err)
+
+	// Carrier loss flushed this end's neighbour entry for the host, so
+	// the request waited in the kernel's queue for address resolution,
+	// not on the socket. When the link comes back the kernel resolves the
+	// address and sends it, although the socket is long closed: the
+	// server executes it and answers an RST to what follows. The client
+	// gave up on the call; the call did not give up on the server.
+	t.setLink(h, true)
+	waitFor(5*time.Second, func() bool { return t.execLogged(s, bank.MethodDebit) >= 1 })
+	ctr := t.counters(s)
+	t.Field("executedAfterGivingUp", ctr.ExecDebit)
+	atMost(t, "serverDebitExec", ctr.ExecDebit, 1, "a keyless debit the client never re-sent executed twice")
+	expectf(t, "balance", t.balance(s, "acct-U"), bank.DefaultBalance-10*ctr.ExecDebit, "the balance does not match the executions")
 }
 
 func slowLinkHeadOfLine(t *T) {
