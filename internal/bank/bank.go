@@ -21,7 +21,15 @@ import (
 const (
 	MethodGet   = "get"
 	MethodDebit = "debit"
+	// MethodEcho answers its payload unchanged and touches no account:
+	// the benchmark's payload-size rows measure the transport with it.
+	// It takes no idempotency key, having nothing to record.
+	MethodEcho = "echo"
 )
+
+// ErrEchoKey is the text of the INVALID_ARGUMENT answer to an echo that
+// carries an idempotency key.
+const ErrEchoKey = "echo takes no idempotency key"
 
 // DefaultBalance is every account's balance before its first debit.
 const DefaultBalance = 1000
@@ -35,7 +43,7 @@ type Bank struct {
 	store Store
 	log   *slog.Logger
 
-	execGet, execDebit, dedupHits, keyConflicts atomic.Int64
+	execGet, execDebit, execEcho, dedupHits, keyConflicts atomic.Int64
 }
 
 var _ server.Handler = (*Bank)(nil)
@@ -50,7 +58,7 @@ func New(store Store, log *slog.Logger) *Bank {
 }
 
 // Methods implements server.Handler.
-func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit} }
+func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit, MethodEcho} }
 
 // MayBlock implements server.Handler: a keyed request may wait for its
 // original, and one with a sleep field may sleep. A sleep field counts
@@ -73,6 +81,7 @@ func (b *Bank) MayBlock(r *server.Request) bool {
 func (b *Bank) Counters(add func(string, int64)) {
 	add("exec.get", b.execGet.Load())
 	add("exec.debit", b.execDebit.Load())
+	add("exec.echo", b.execEcho.Load())
 	add("dedup_hits", b.dedupHits.Load())
 	add("key_conflicts", b.keyConflicts.Load())
 }
@@ -82,6 +91,13 @@ func (b *Bank) Counters(add func(string, int64)) {
 // duplicate with the same fingerprint gets that answer, waiting for it at
 // most until its own budget ends; one with another fingerprint is refused.
 func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
+	if r.Method == MethodEcho {
+		if r.Key != "" {
+			return proto.StatusInvalidArgument, append(dst, ErrEchoKey...)
+		}
+		b.execEcho.Add(1)
+		return proto.StatusOK, append(dst, r.Payload...)
+	}
 	if r.Key == "" {
 		return b.apply(r, Hold{}, dst)
 	}

@@ -45,6 +45,9 @@ func TestBusinessMethods(t *testing.T) {
 		{"debit_amount_text", bank.MethodDebit, "account=a amount=ten", answer{proto.StatusInvalidArgument, "amount must be a positive integer"}},
 		{"debit_insufficient", bank.MethodDebit, "account=a amount=1001", answer{proto.StatusAppError, "insufficient funds"}},
 		{"unknown_method", "put", "account=a", answer{proto.StatusInvalidArgument, `unknown method "put"`}},
+		{"echo", bank.MethodEcho, "anything at all\x00\xff", answer{proto.StatusOK, "anything at all\x00\xff"}},
+		{"echo_empty", bank.MethodEcho, "", answer{proto.StatusOK, ""}},
+		{"echo_large", bank.MethodEcho, strings.Repeat("x", 16<<10), answer{proto.StatusOK, strings.Repeat("x", 16<<10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,13 +67,29 @@ func TestBusinessMethods(t *testing.T) {
 				executed = 1
 			}
 			name := "exec." + tt.method
-			if tt.method != bank.MethodGet && tt.method != bank.MethodDebit {
+			if tt.method != bank.MethodGet && tt.method != bank.MethodDebit && tt.method != bank.MethodEcho {
 				name, executed = "requests.other", 1
 			}
 			if got := servertest.Counter(t, srv, name); got != executed {
 				t.Errorf("server %s = %d, want %d", name, got, executed)
 			}
 		})
+	}
+}
+
+// An echo with a key is refused unexecuted: it has nothing to record.
+func TestEchoRefusesKey(t *testing.T) {
+	srv, addr := servertest.Start(t, server.DefaultConfig())
+	rc := servertest.Dial(t, addr)
+	f := servertest.Request(3, bank.MethodEcho, "x")
+	f.Key = "k"
+	rc.Send(f)
+	got := rc.Recv()
+	if got.Status != proto.StatusInvalidArgument || string(got.Payload) != bank.ErrEchoKey {
+		t.Errorf("keyed echo: got %v %q, want INVALID_ARGUMENT %q", got.Status, got.Payload, bank.ErrEchoKey)
+	}
+	if n := servertest.Counter(t, srv, "exec.echo"); n != 0 {
+		t.Errorf("exec.echo = %d, want 0", n)
 	}
 }
 

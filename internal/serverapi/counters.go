@@ -12,10 +12,12 @@ import (
 type Counters struct {
 	RequestsGet    int64 // requests.get
 	RequestsDebit  int64 // requests.debit
+	RequestsEcho   int64 // requests.echo
 	RequestsCtl    int64 // requests.ctl
 	RequestsOther  int64 // requests.other
 	ExecGet        int64 // exec.get
 	ExecDebit      int64 // exec.debit
+	ExecEcho       int64 // exec.echo
 	Expired        int64 // expired
 	Unavailable    int64 // unavailable
 	QueueFull      int64 // queue_full
@@ -51,6 +53,7 @@ func (c *Counters) named() []struct {
 		{"conns_rejected", &c.ConnsRejected},
 		{"dedup_hits", &c.DedupHits},
 		{"exec.debit", &c.ExecDebit},
+		{"exec.echo", &c.ExecEcho},
 		{"exec.get", &c.ExecGet},
 		{"expired", &c.Expired},
 		{"faults_fired", &c.FaultsFired},
@@ -62,6 +65,7 @@ func (c *Counters) named() []struct {
 		{"queue_full", &c.QueueFull},
 		{"requests.ctl", &c.RequestsCtl},
 		{"requests.debit", &c.RequestsDebit},
+		{"requests.echo", &c.RequestsEcho},
 		{"requests.get", &c.RequestsGet},
 		{"requests.other", &c.RequestsOther},
 		{"unavailable", &c.Unavailable},
