@@ -571,7 +571,10 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 	}
 	res.Attempts = len(res.Log)
 	if c.cfg.Trace != nil {
-		c.cfg.Trace(&call, res.Log, spans)
+		// A copy: handing &call itself to a func value would move every
+		// Do's call to the heap, traced or not.
+		cp := call
+		c.cfg.Trace(&cp, res.Log, spans)
 	}
 	if res.Stop != StopFinal {
 		res.Status = giveUpStatus(&call, res.Log, res.Stop)
