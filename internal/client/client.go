@@ -672,18 +672,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// waiter is what an attempt waits with; pooled, since every call needs one.
-type waiter struct {
-	ch chan reply
-	t  *time.Timer
-}
-
-var waiters = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &waiter{ch: make(chan reply, 1), t: t}
-}}
-
 // attempt makes one try with the given budget. The returned reply holds the
 // server's frame for a response, or the error that ended the attempt.
 func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget time.Duration) (Attempt, reply) {
@@ -717,33 +705,37 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 	// Every path below leaves w.ch empty with no sender holding it, so w
 	// can be reused.
 	defer waiters.Put(w)
-	if err := cn.submit(&f, w.ch); err != nil {
+	if err := cn.submit(&f, w, monoOf(deadline)); err != nil {
 		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
 		return a, reply{err: err}
 	}
 
 	var r reply
-	w.t.Reset(budget)
-	select {
-	case r = <-w.ch:
-		w.t.Stop()
-	case <-w.t.C:
-		if r, ok := c.abandon(cn, a.ID, &a, context.DeadlineExceeded); !ok {
-			c.cancelRemote(cn, a.ID)
-			return a, r
-		}
+	if done := ctx.Done(); done == nil {
+		// Nothing but the connection can end the wait: its reader with
+		// the answer, its death, or its deadline timer.
 		r = <-w.ch
-	case <-ctx.Done():
-		w.t.Stop()
-		cause := ctx.Err()
-		if c.hedge != nil && errors.Is(context.Cause(ctx), errAbandoned) {
-			cause = errAbandoned
+	} else {
+		select {
+		case r = <-w.ch:
+		case <-done:
+			cause := ctx.Err()
+			if c.hedge != nil && errors.Is(context.Cause(ctx), errAbandoned) {
+				cause = errAbandoned
+			}
+			if r, ok := c.abandon(cn, a.ID, &a, cause); !ok {
+				c.cancelRemote(cn, a.ID)
+				return a, r
+			}
+			r = <-w.ch
 		}
-		if r, ok := c.abandon(cn, a.ID, &a, cause); !ok {
-			c.cancelRemote(cn, a.ID)
-			return a, r
-		}
-		r = <-w.ch
+	}
+	if r.timedOut {
+		// The connection's timer took the attempt out of pending: any
+		// answer from now on is late.
+		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, context.DeadlineExceeded.Error()
+		c.cancelRemote(cn, a.ID)
+		return a, reply{err: context.DeadlineExceeded}
 	}
 	switch {
 	case r.err != nil && r.notSent:

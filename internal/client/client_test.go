@@ -838,3 +838,44 @@ func TestClientClose(t *testing.T) {
 		t.Errorf("Stats().ConnsOpened = %d, want 1", got)
 	}
 }
+
+// TestShorterDeadlineRearmsTimer: a connection keeps one timer for the
+// earliest deadline of its attempts. An attempt with a short budget sent
+// after one with a long budget must time out at its own deadline, not at
+// the earlier attempt's.
+func TestShorterDeadlineRearmsTimer(t *testing.T) {
+	got := make(chan struct{}, 2)
+	addr := fakeServer(t, func(nc net.Conn) {
+		fr := proto.NewFrameReader(nc, proto.TypeRequest, 0)
+		for {
+			frames, err := fr.ReadBatch()
+			for range frames {
+				got <- struct{}{} // received, never answered
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	c, err := client.New(addr, servertest.ClientConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	long := client.Call{Method: bank.MethodGet, Idempotent: true, Payload: []byte("account=a"), Timeout: 10 * time.Second, AttemptTimeout: 10 * time.Second}
+	longDone := make(chan client.Result, 1)
+	go func() { longDone <- c.Do(context.Background(), long) }()
+	<-got // the long attempt's request arrived, so its deadline is registered
+
+	const short = 100 * time.Millisecond
+	r := c.Do(context.Background(), client.Call{Method: bank.MethodGet, Idempotent: true, Payload: []byte("account=b"), Timeout: short, AttemptTimeout: short})
+	if r.Status != proto.StatusDeadlineExceeded || r.Log[0].Outcome != client.OutcomeTimeout {
+		t.Fatalf("short call: got %v %v, want DEADLINE_EXCEEDED after a TIMEOUT", r.Status, r.Log)
+	}
+	// Far below the long attempt's 10s: the timer was re-armed.
+	if limit := 3 * time.Second; r.Elapsed > limit {
+		t.Fatalf("short call took %v, want its %v deadline (at most %v): it waited for the longer attempt's timer", r.Elapsed, short, limit)
+	}
+	c.Close()
+	<-longDone
+}

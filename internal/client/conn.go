@@ -49,13 +49,16 @@ var errNotStarted = errors.New("client: write not started")
 // ErrClosed is returned for calls on a closed Client.
 var ErrClosed = errors.New("client: closed")
 
-// reply is what the connection hands an attempt: a response, or the error
-// that ended the connection. notSent is set when the attempt's request was
-// still queued, unwritten, when the connection died.
+// reply is what the connection hands an attempt: a response, the error
+// that ended the connection, or the news that its deadline passed.
+// notSent is set when the attempt's request was still queued, unwritten,
+// when the connection died; timedOut when the connection's deadline timer
+// took the attempt out of pending.
 type reply struct {
-	f       proto.Frame
-	err     error
-	notSent bool
+	f        proto.Frame
+	err      error
+	notSent  bool
+	timedOut bool
 }
 
 // conn is one TCP connection of a Client, with a reader goroutine
@@ -82,15 +85,18 @@ type conn struct {
 
 	wake chan struct{} // capacity 1: requests are queued for the writer
 
-	// mu guards pending, wq, queued, pingQueued and err. One lock both
-	// registers a request and queues it, so a caller pays for one lock
-	// per attempt.
+	// mu guards pending, dl, timer, armed, wq, queued,
+	// pingQueued and err. One lock both registers a request and queues
+	// it, so a caller pays for one lock per attempt.
 	mu         sync.Mutex
-	pending    map[uint64]chan reply // attempts waiting for a response, by ID
-	wq         []byte                // encoded requests the writer has not taken yet
-	queued     []uint64              // IDs of the requests in wq, in order
-	pingQueued bool                  // wq holds a keepalive ping
-	err        error                 // why the connection died; nil while alive
+	pending    map[uint64]*waiter // attempts waiting for a response, by ID
+	dl         deadlines          // the same attempts, by deadline
+	timer      *time.Timer        // runs expire; nil until first armed
+	armed      int64              // mono time timer is armed for; 0 when not armed
+	wq         []byte             // encoded requests the writer has not taken yet
+	queued     []uint64           // IDs of the requests in wq, in order
+	pingQueued bool               // wq holds a keepalive ping
+	err        error              // why the connection died; nil while alive
 
 	// pingWritten (capacity 1) tells the keepalive goroutine that the
 	// write carrying its ping returned.
@@ -115,7 +121,7 @@ func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint
 		keepalive:    cfg.Keepalive,
 		onLost:       cfg.OnConnLost,
 		wake:         make(chan struct{}, 1),
-		pending:      make(map[uint64]chan reply),
+		pending:      make(map[uint64]*waiter),
 		done:         make(chan struct{}),
 		readDone:     make(chan struct{}),
 		writeDone:    make(chan struct{}),
@@ -131,13 +137,14 @@ func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint
 	return c
 }
 
-// submit registers ch as the waiter for f.ID and queues f for the writer,
-// both before any byte of f can be written. An error wrapping
-// errNotStarted means the connection is dead or f could not be encoded:
-// nothing of f will ever be written and nothing was registered. Once
-// submit returns nil the request counts as written: the writer may put it
-// on the wire at any moment.
-func (c *conn) submit(f *proto.Frame, ch chan reply) error {
+// submit registers w as the waiter for f.ID, giving up at deadline (mono
+// time), and queues f for the writer, both before any byte of f can be
+// written. An error wrapping errNotStarted means the connection is dead or
+// f could not be encoded: nothing of f will ever be written and nothing
+// was registered. Once submit returns nil the request counts as written:
+// the writer may put it on the wire at any moment, and w gets exactly one
+// reply unless remove takes it out first.
+func (c *conn) submit(f *proto.Frame, w *waiter, deadline int64) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -149,7 +156,12 @@ func (c *conn) submit(f *proto.Frame, ch chan reply) error {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
-	c.pending[f.ID] = ch
+	w.id, w.deadline = f.ID, deadline
+	c.pending[f.ID] = w
+	c.dl.push(w)
+	if c.dl[0] == w && (c.armed == 0 || deadline < c.armed) {
+		c.arm(deadline)
+	}
 	c.queued = append(c.queued, f.ID)
 	c.mu.Unlock()
 	select {
@@ -199,9 +211,53 @@ func (c *conn) cancel(id uint64) bool {
 func (c *conn) remove(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.pending[id]
-	delete(c.pending, id)
+	w, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+		c.dl.remove(w.idx)
+	}
 	return ok
+}
+
+// arm sets the deadline timer to fire at at (mono time). Call it holding
+// mu. The timer is armed for the earliest deadline or earlier: an attempt
+// answered before its deadline leaves it armed, and expire, finding
+// nothing due, arms it for the next.
+func (c *conn) arm(at int64) {
+	d := time.Duration(at - mono())
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, c.expire)
+	} else {
+		c.timer.Reset(d)
+	}
+	c.armed = at
+}
+
+// expire hands a timed-out reply to every attempt whose deadline has
+// passed, taking it out of pending first so that its answer, should one
+// come, is dropped as late; then it arms the timer for the next deadline.
+func (c *conn) expire() {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	now := mono()
+	var expired []*waiter // timeouts are rare: a fresh slice each time
+	for len(c.dl) > 0 && c.dl[0].deadline <= now {
+		w := c.dl[0]
+		c.dl.remove(0)
+		delete(c.pending, w.id)
+		expired = append(expired, w)
+	}
+	c.armed = 0
+	if len(c.dl) > 0 {
+		c.arm(c.dl[0].deadline)
+	}
+	c.mu.Unlock()
+	for _, w := range expired {
+		w.ch <- reply{timedOut: true}
+	}
 }
 
 // writeLoop writes whatever requests are queued in one write call, so
@@ -259,6 +315,13 @@ func (c *conn) fail(err error) {
 	c.dead.Store(true)
 	pending, unsent := c.pending, c.queued
 	c.pending, c.wq, c.queued = nil, nil, nil
+	for _, w := range c.dl {
+		w.idx = -1
+	}
+	c.dl = nil
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	c.mu.Unlock()
 	if !errors.Is(err, ErrClosed) {
 		c.stats.connsLost.Add(1)
@@ -268,8 +331,8 @@ func (c *conn) fail(err error) {
 	}
 	close(c.done)
 	c.nc.Close()
-	for id, ch := range pending {
-		ch <- reply{err: err, notSent: slices.Contains(unsent, id)}
+	for id, w := range pending {
+		w.ch <- reply{err: err, notSent: slices.Contains(unsent, id)}
 	}
 }
 
@@ -342,8 +405,11 @@ func (c *conn) readLoop() {
 // that attempt is gone. It never hands a response to anyone else.
 func (c *conn) deliver(f *proto.Frame) {
 	c.mu.Lock()
-	ch, ok := c.pending[f.ID]
-	delete(c.pending, f.ID)
+	w, ok := c.pending[f.ID]
+	if ok {
+		delete(c.pending, f.ID)
+		c.dl.remove(w.idx)
+	}
 	c.mu.Unlock()
 	if !ok {
 		// The answers to ctl.cancel and ctl.ping are expected and nobody
@@ -353,5 +419,5 @@ func (c *conn) deliver(f *proto.Frame) {
 		}
 		return
 	}
-	ch <- reply{f: *f}
+	w.ch <- reply{f: *f}
 }

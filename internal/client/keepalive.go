@@ -21,14 +21,6 @@ var ErrKeepaliveTimeout = errors.New("client: keepalive timeout")
 // answer without counting it as late.
 const pingIDBit = 1 << 62
 
-// epoch anchors mono.
-var epoch = time.Now()
-
-// mono returns the monotonic time in nanoseconds since epoch: a clock
-// read with no wall-clock part and nothing to allocate, cheap enough for
-// every read.
-func mono() int64 { return int64(time.Since(epoch)) }
-
 // keepaliveLoop is the connection's keepalive, as gRPC's with
 // PermitWithoutStream: once nothing has been read for ka.Time, pending
 // attempts or not, it sends a ctl.ping; if nothing at all is read within
