@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // block is the range the /30s come from: 198.18.0.0/15, set aside for
@@ -21,6 +22,11 @@ const netnsDir = "/run/netns"
 // not netnsDir itself: ip netns add locks that.
 const lockPath = "/run/lock/rpcbench-nethost.lock"
 
+// lockWait bounds how long lockAlloc waits for another process: the lock
+// is held for a few ip commands, so a minute means its holder is stuck
+// (stopped, or its ip hung).
+const lockWait = time.Minute
+
 // lockAlloc takes the allocation lock and returns its release.
 func lockAlloc() (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
@@ -30,11 +36,26 @@ func lockAlloc() (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("nethost: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("nethost: lock %s: %w", lockPath, err)
+	// flock has no timeout: it blocks in a goroutine of its own, which,
+	// if the wait is given up, lets go of the lock as soon as it gets it.
+	got := make(chan error, 1)
+	go func() { got <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	t := time.NewTimer(lockWait)
+	defer t.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("nethost: lock %s: %w", lockPath, err)
+		}
+		return func() { f.Close() }, nil // closing drops the lock
+	case <-t.C:
+		go func() {
+			<-got
+			f.Close()
+		}()
+		return nil, fmt.Errorf("nethost: lock %s: held by another process for %v", lockPath, lockWait)
 	}
-	return func() { f.Close() }, nil // closing drops the lock
 }
 
 // freeSubnet returns the first /30 of block none of whose addresses is

@@ -12,7 +12,10 @@ import (
 	"syscall"
 )
 
-// Prefix starts the name of every namespace this package makes.
+// Prefix starts the name of every namespace this package makes:
+// rpcbench-<pid>-<start>-<n>, where start is the making process's start
+// time (field 22 of /proc/PID/stat), so that a later process given the
+// same pid is not taken for its maker.
 const Prefix = "rpcbench-"
 
 // linkPrefix starts the name of this namespace's end of every veth pair;
@@ -54,10 +57,16 @@ func New() (*Host, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	// A leftover that cannot be removed is no reason to refuse a new
+	// host; CI's check for leftovers reports it.
 	staleOnce.Do(func() { CleanStale() })
+	start, err := procStart(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
 	n := seq.Add(1) - 1
 	h := &Host{
-		Name: fmt.Sprintf("%s%d-%d", Prefix, os.Getpid(), n),
+		Name: fmt.Sprintf("%s%d-%d-%d", Prefix, os.Getpid(), start, n),
 		link: fmt.Sprintf("%s%d-%d", linkPrefix, os.Getpid(), n),
 	}
 	unlock, err := lockAlloc()
@@ -70,8 +79,7 @@ func New() (*Host, error) {
 	}
 	h.Local, h.Addr = hostAddrs(h.prefix)
 	if err := h.make(true); err != nil {
-		h.remove()
-		return nil, err
+		return nil, errors.Join(err, h.remove())
 	}
 	return h, nil
 }
@@ -138,11 +146,20 @@ func (h *Host) Restart(up bool) error {
 	if h.closed {
 		return ErrClosed
 	}
+	// Between the removal and the making its /30 is assigned nowhere:
+	// another process's New must not take it meanwhile.
+	unlock, err := lockAlloc()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := h.remove(); err != nil {
 		return err
 	}
 	if err := h.make(up); err != nil {
-		h.remove()
+		if rerr := h.remove(); rerr != nil {
+			return errors.Join(err, rerr) // Close will try again
+		}
 		h.closed = true
 		return err
 	}
@@ -169,12 +186,13 @@ func (h *Host) Shape(d Direction, rateBits, burstBytes, latencyMs int) error {
 	if h.closed {
 		return ErrClosed
 	}
-	args := []string{"qdisc", "replace", "dev", h.link, "root", "tbf",
-		"rate", strconv.Itoa(rateBits) + "bit", "burst", strconv.Itoa(burstBytes), "latency", strconv.Itoa(latencyMs) + "ms"}
+	var args []string
+	dev := h.link
 	if d == FromHost {
-		args = append([]string{"-n", h.Name}, args...)
-		args[5] = hostLink
+		args, dev = []string{"-n", h.Name}, hostLink
 	}
+	args = append(args, "qdisc", "replace", "dev", dev, "root", "tbf",
+		"rate", strconv.Itoa(rateBits)+"bit", "burst", strconv.Itoa(burstBytes), "latency", strconv.Itoa(latencyMs)+"ms")
 	_, err := run("tc", args...)
 	return err
 }
@@ -187,8 +205,11 @@ func (h *Host) Close() error {
 	if h.closed {
 		return nil
 	}
+	if err := h.remove(); err != nil {
+		return err // a later Close tries again
+	}
 	h.closed = true
-	return h.remove()
+	return nil
 }
 
 // remove kills the host's processes and deletes the pair and the
@@ -244,5 +265,9 @@ func (h *Host) Sent() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("nethost: %w", err)
 	}
-	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("nethost: tx_bytes of %s: %w", h.link, err)
+	}
+	return n, nil
 }

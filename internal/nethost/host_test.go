@@ -3,6 +3,7 @@ package nethost
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -258,6 +259,13 @@ func TestStaleHostsOfKilledProcessRemoved(t *testing.T) {
 		t.Fatalf("helper: %q, %v", line, err)
 	}
 	name := strings.TrimSpace(line)
+	// Held from the kill to the check, so that no other process's first
+	// New cleans what this test examines.
+	unlock, err := lockAlloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
 	cmd.Process.Kill()
 	cmd.Wait()
 
@@ -272,11 +280,12 @@ func TestStaleHostsOfKilledProcessRemoved(t *testing.T) {
 		}
 	}
 	slices.Sort(theirs)
-	link := linkPrefix + strings.TrimPrefix(name, Prefix)
+	ns, _ := parseNamespace(name)
+	link := fmt.Sprintf("%s%d-%s", linkPrefix, ns.PID, ns.n)
 	if want := []string{link, name}; !slices.Equal(theirs, want) {
 		t.Fatalf("after SIGKILL: got leftovers %v, want %v (the check below would prove nothing)", theirs, want)
 	}
-	removed, err := CleanStale()
+	removed, err := cleanStale()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,23 +321,88 @@ func TestUnavailableWithoutIproute(t *testing.T) {
 	}
 }
 
-func TestOwnerPID(t *testing.T) {
+func TestParseNames(t *testing.T) {
 	for _, tc := range []struct {
-		name, prefix string
-		pid          int
-		ok           bool
+		name string
+		link bool
+		pid  int
+		ok   bool
 	}{
-		{"rpcbench-123-0", Prefix, 123, true},
-		{"rb123-4", linkPrefix, 123, true},
-		{"rpcbench-x-0", Prefix, 0, false},
-		{"rpcbench-123", Prefix, 0, false},
-		{"rpcbench-123-a", Prefix, 0, false},
-		{"rbx", linkPrefix, 0, false},
-		{"eth0", linkPrefix, 0, false},
+		{"rpcbench-123-456-0", false, 123, true},
+		{"rb123-4", true, 123, true},
+		{"rpcbench-123-0", false, 0, false}, // no start time
+		{"rpcbench-x-1-0", false, 0, false},
+		{"rpcbench-123-456-a", false, 0, false},
+		{"rpcbench-123-456-0-9", false, 0, false},
+		{"rbx", true, 0, false},
+		{"rb12", true, 0, false},
+		{"eth0", true, 0, false},
 	} {
-		pid, ok := ownerPID(tc.name, tc.prefix)
-		if pid != tc.pid || ok != tc.ok {
-			t.Errorf("ownerPID(%q): got %d, %v; want %d, %v", tc.name, pid, ok, tc.pid, tc.ok)
+		parse := parseNamespace
+		if tc.link {
+			parse = parseLink
 		}
+		l, ok := parse(tc.name)
+		if l.PID != tc.pid || ok != tc.ok || (ok && l.Link != tc.link) {
+			t.Errorf("parse(%q): got %+v, %v; want pid %d, %v", tc.name, l, ok, tc.pid, tc.ok)
+		}
+	}
+}
+
+// A namespace whose pid is now another process's is stale: its maker's
+// start time does not match.
+func TestReusedPIDIsNotTheMaker(t *testing.T) {
+	me, err := procStart(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := parseNamespace(fmt.Sprintf("%s%d-%d-0", Prefix, os.Getpid(), me))
+	if !ok || !makerAlive(l) {
+		t.Fatalf("this process's own namespace name %+v: maker not alive", l)
+	}
+	l.start = me + 1
+	if makerAlive(l) {
+		t.Fatalf("a namespace with another start time is taken for this process's")
+	}
+}
+
+// A host that restarts frees its /30 for a moment; a host made meanwhile
+// must not get it, or two links would carry the same address.
+func TestRestartKeepsItsSubnet(t *testing.T) {
+	needHosts(t)
+	h := newHost(t)
+	stop := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(errc)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := h.Restart(true); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	for i := range 20 {
+		g, err := New()
+		if err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+		same := g.Addr == h.Addr
+		if err := g.Close(); err != nil {
+			t.Error(err)
+		}
+		if same {
+			t.Errorf("host %d got %v, the address of a host that was restarting", i, g.Addr)
+		}
+	}
+	close(stop)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 }
