@@ -24,7 +24,8 @@ const pingIDBit = 1 << 62
 // keepaliveLoop is the connection's keepalive, as gRPC's with
 // PermitWithoutStream: once nothing has been read for ka.Time, pending
 // attempts or not, it sends a ctl.ping; if nothing at all is read within
-// ka.Timeout of the ping being written, it fails the connection with
+// ka.Timeout of the ping being written, and (on Linux) the peer has not
+// acknowledged any more of our bytes either, it fails the connection with
 // ErrKeepaliveTimeout. A ping whose write blocks is left to
 // Config.WriteTimeout. It runs until the connection dies.
 func (c *conn) keepaliveLoop(ka KeepaliveConfig) {
@@ -42,13 +43,27 @@ func (c *conn) keepaliveLoop(ka KeepaliveConfig) {
 			return
 		}
 		c.stats.pingsSent.Add(1)
-		// Any read after last counts, even one that came before the
-		// goroutine heard the ping was written: the answer can beat it.
-		read, alive := c.awaitRead(t, last, ka)
-		if !alive {
-			return
-		}
-		if !read {
+		acked, canTell := bytesAcked(c.nc)
+		for {
+			// Any read after last counts, even one that came before the
+			// goroutine heard the ping was written: the answer can beat
+			// it.
+			read, alive := c.awaitRead(t, last, ka)
+			if !alive {
+				return
+			}
+			if read {
+				break
+			}
+			// Nothing read, but a peer whose host still acknowledges our
+			// bytes is there: the ping is queued behind them, a large
+			// request crossing a slow link, and its answer cannot come
+			// before they have crossed. Wait another Timeout for as long
+			// as they keep being acknowledged.
+			if now, ok := bytesAcked(c.nc); canTell && ok && now > acked {
+				acked = now
+				continue
+			}
 			c.fail(&ConnLostError{Err: fmt.Errorf("%w: nothing read for %v after ping %d", ErrKeepaliveTimeout, ka.Timeout, seq)})
 			return
 		}

@@ -1,0 +1,87 @@
+package client_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/servertest"
+)
+
+// slowReader hands its connection's bytes on at about 20 KB/s, as a slow
+// link would deliver them.
+type slowReader struct{ nc net.Conn }
+
+func (r slowReader) Read(p []byte) (int, error) {
+	time.Sleep(50 * time.Millisecond)
+	return r.nc.Read(p[:min(len(p), 1024)])
+}
+
+// TestKeepaliveSlowLinkIsAlive: a large request takes about two seconds
+// to reach a peer that answers everything, pings included, as soon as it
+// has read it. The ping is queued behind the request, so nothing is read
+// for far longer than Time+Timeout; but the peer's host keeps
+// acknowledging the request's bytes as they cross (its receive buffer is
+// small, so they cannot all be taken in at once), and that is life: the
+// connection must be kept and the call answered. Acknowledgements come a
+// few KB at a time, as the peer's window opens, so Timeout must span the
+// gap between them; with the acknowledgement check removed the test fails
+// after Time+Timeout.
+func TestKeepaliveSlowLinkIsAlive(t *testing.T) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		fr := proto.NewFrameReader(slowReader{nc}, proto.TypeRequest, 0)
+		for {
+			frames, err := fr.ReadBatch()
+			var out []byte
+			for _, f := range frames {
+				out, _ = proto.AppendFrame(out, &proto.Frame{Type: proto.TypeResponse, ID: f.ID, Method: f.Method, Status: proto.StatusOK, Payload: []byte("ok")})
+			}
+			if _, werr := nc.Write(out); werr != nil || err != nil {
+				io.Copy(io.Discard, nc)
+				return
+			}
+		}
+	}()
+
+	cfg := servertest.ClientConfig()
+	cfg.AttemptTimeout, cfg.Deadline, cfg.MaxAttempts = 20*time.Second, 20*time.Second, 1
+	cfg.Keepalive = &client.KeepaliveConfig{Time: 100 * time.Millisecond, Timeout: 500 * time.Millisecond}
+	c, err := client.New(ln.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := c.Do(context.Background(), client.Call{Method: "get", Idempotent: true, Payload: []byte(strings.Repeat("x", 40_000))})
+	st := c.Stats()
+	if r.Status != proto.StatusOK || st.KeepaliveTimeouts != 0 {
+		t.Fatalf("call over a slow link: got %v %v after %v, keepalive timeouts %d; want OK and none", r.Status, r.Err, r.Elapsed, st.KeepaliveTimeouts)
+	}
+	if r.Elapsed < 1200*time.Millisecond {
+		t.Fatalf("the request crossed in %v: the peer was not slow, the test proves nothing", r.Elapsed)
+	}
+	t.Logf("answered after %v, %d pings", r.Elapsed, st.PingsSent)
+}
