@@ -190,11 +190,58 @@ func TestPrereqs(t *testing.T) {
 			if tt.wantCode == exitError {
 				return
 			}
-			// A skip is evidence like any other line: the run completed.
-			if got := readFile(t, filepath.Join("ev", report.OutputFile)); got != tt.wantOut {
+			out := filepath.Join("ev", report.OutputFile)
+			if strings.Contains(tt.wantOut, " SKIP ") {
+				// A run that skipped does not replace evidence: here
+				// there was none, and there still is none.
+				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a run with skips wrote %s (%v)", out, err)
+				}
+				if !strings.Contains(errText, "skipped on this machine") {
+					t.Errorf("stderr =\n%s\nwant it to say the evidence was kept", errText)
+				}
+				return
+			}
+			if got := readFile(t, out); got != tt.wantOut {
 				t.Errorf("output.txt =\n%s\nwant\n%s", got, tt.wantOut)
 			}
 		})
+	}
+}
+
+// TestSkipsKeepEvidence: evidence written where the network scenarios ran
+// is not replaced by a later run that had to skip them.
+func TestSkipsKeepEvidence(t *testing.T) {
+	var runs fakeRuns
+	scenarios := []cases.Case{
+		runs.fake("one", cases.GroupEvidence, true),
+		needing(runs.fake("net", cases.GroupNetwork, true), cases.NeedsNetwork),
+	}
+	// testApp moves to a fresh directory each time: the evidence lives
+	// at an absolute path that both runs share.
+	ev := filepath.Join(t.TempDir(), "ev")
+	run := func(netns error) (string, error) {
+		machine(t, netns, nil, false, false)
+		a, _, stderr := testApp(t, scenarios...)
+		err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupAll, Evidence: ev, EvidenceSet: true})
+		return stderr.String(), err
+	}
+	if _, err := run(nil); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, filepath.Join(ev, report.OutputFile))
+	if !strings.Contains(before, "CASE net PASS") {
+		t.Fatalf("first run's output.txt =\n%s\nwant net to PASS", before)
+	}
+	stderr, err := run(errNoRoot)
+	if err != nil {
+		t.Fatalf("a run with a skip: %v, want exit 0", err)
+	}
+	if after := readFile(t, filepath.Join(ev, report.OutputFile)); after != before {
+		t.Errorf("output.txt replaced by a run that skipped:\n%s\nwas\n%s", after, before)
+	}
+	if !strings.Contains(stderr, "1 scenarios skipped on this machine; "+ev+" is left as it was") {
+		t.Errorf("stderr =\n%s\nwant it to say where the run's output went", stderr)
 	}
 }
 

@@ -217,10 +217,19 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	_, err = fmt.Fprintln(out, report.Summary(lines))
 	writeErr = errors.Join(writeErr, err)
 	complete := ctx.Err() == nil && writeErr == nil && len(lines) == count*per
+	skipped := report.Tally(lines).Skipped
 	if ev != nil {
-		if complete {
+		switch {
+		case complete && skipped == 0:
 			writeErr = errors.Join(writeErr, ev.Commit())
-		} else {
+		case complete:
+			// A run that skipped scenarios proves less than the evidence
+			// it would replace: evidence from a machine that had what
+			// they need must not give way to SKIP lines.
+			kept, err := ev.Abandon()
+			writeErr = errors.Join(writeErr, err)
+			fmt.Fprintf(status, "rpcbench: %d scenarios skipped on this machine; %s is left as it was, this run's output is in %s\n", skipped, b.Evidence, kept)
+		default:
 			partial, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
 			fmt.Fprintf(status, "rpcbench: the run did not complete; %s is left as it was, this run's partial output is in %s\n", b.Evidence, partial)

@@ -223,6 +223,16 @@ var mutants = []mutant{
 		},
 	},
 	{
+		name: "keepalive_ignores_acks",
+		bug:  "keepalive goes by reads alone: a live peer whose answer to the ping is queued behind a large request on a slow link is declared dead",
+		file: "internal/client/keepalive.go",
+		old:  "canTell && ok && now > acked {",
+		new:  "false && canTell && ok && now > acked {",
+		catch: map[string]string{
+			"slow_link_head_of_line": "keepaliveTimeouts=",
+		},
+	},
+	{
 		name: "user_timeout_not_applied",
 		bug:  "Config.UserTimeout is validated but never set on the socket: a request written into a silent link waits for the call's whole deadline",
 		file: "internal/client/client.go",

@@ -19,12 +19,12 @@ import (
 // a real link that can go silent, come back, or be slow.
 func network() []Case {
 	cs := []Case{
-		{Name: "half_open_peer_detected", Doc: "the server host's link goes silent: a keyless debit in flight ends UNKNOWN at its deadline (it did execute), keepalive declares the idle connection dead within Time+Timeout, and a new connection serves once the link is back", run: halfOpenPeerDetected},
+		{Name: "half_open_peer_detected", Doc: "the server host's link goes silent: a keyless debit in flight ends UNKNOWN at its 2 s deadline (it did execute), keepalive (3 s + 0.5 s) declares the idle connection dead within Time+Timeout of its last read, and a new connection serves once the link is back", run: halfOpenPeerDetected},
 		{Name: "negative_control_no_keepalive", Doc: "negative control: without keepalive the client still believes in the connection to a silent host after keepalive's Time+Timeout and more", run: negativeControlNoKeepalive},
 		{Name: "partition_then_heal_keyed_debit", Doc: "a keyed debit executes and its answer is lost in a partition; retries with the same key are replayed once the link heals: executed once", run: partitionThenHealKeyedDebit},
 		{Name: "server_host_restart", Doc: "the server host reboots while its link is down: the client's old connection is answered with an RST, the get is retried on a new connection, the keyless debit in flight is UNKNOWN, no answer crosses callers", run: serverHostRestart},
 		{Name: "unacked_write_user_timeout", Doc: "a keyless debit written into a silent link: with UserTimeout 500ms the kernel gives up on it and the call ends UNKNOWN in about half a second, not at its 8 s deadline; the request, held in the kernel's neighbour queue, still reaches the server when the link returns and executes, once", run: unackedWriteUserTimeout},
-		{Name: "slow_link_head_of_line", Doc: "on a 125 kbit/s link a 60 KB request delays a small call behind it on its connection until it has crossed, while a small call on a second connection overtakes it", run: slowLinkHeadOfLine},
+		{Name: "slow_link_head_of_line", Doc: "on a 125 kbit/s link a 60 KB request delays a small call behind it on its connection until it has crossed, while a small call on a second connection overtakes it; keepalive, its ping stuck behind the request, keeps the connection", run: slowLinkHeadOfLine},
 	}
 	for i := range cs {
 		cs[i].Group, cs[i].Needs = GroupNetwork, NeedsNetwork
@@ -75,51 +75,56 @@ func (t *T) killServer(s *server) {
 	}
 }
 
-// connLoss records when and why the client's connections died, through
-// client.Config.OnConnLost.
-type connLoss struct {
-	mu   sync.Mutex
-	at   []time.Time
-	errs []error
-	ch   chan struct{} // receives one value per loss, never blocks the client
+// lost is one connection the client lost: when, and of what.
+type lost struct {
+	at  time.Time
+	err error
 }
 
-func newConnLoss() *connLoss { return &connLoss{ch: make(chan struct{}, 16)} }
+// connLoss records the client's lost connections, through
+// client.Config.OnConnLost.
+type connLoss struct {
+	mu    sync.Mutex // guards all
+	seen  []lost
+	first chan struct{} // closed at the first loss
+}
+
+func newConnLoss() *connLoss { return &connLoss{first: make(chan struct{})} }
 
 func (l *connLoss) hook(_ string, err error) {
 	l.mu.Lock()
-	l.at, l.errs = append(l.at, time.Now()), append(l.errs, err)
-	l.mu.Unlock()
-	select {
-	case l.ch <- struct{}{}:
-	default:
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, lost{time.Now(), err})
+	if len(l.seen) == 1 {
+		close(l.first)
 	}
 }
 
-// first returns the first loss, waiting up to timeout for one if none
-// was seen yet.
-func (l *connLoss) first(timeout time.Duration) (time.Time, error, bool) {
-	if l.count() == 0 {
-		select {
-		case <-l.ch:
-		case <-time.After(timeout):
-			return time.Time{}, nil, false
-		}
+// awaitFirst returns the first loss, waiting up to timeout for it. The
+// hook runs on the connection's reader after the attempts on it were
+// failed, so a call can return before its connection's loss is recorded:
+// a scenario waits for it rather than looking once.
+func (l *connLoss) awaitFirst(timeout time.Duration) (lost, bool) {
+	select {
+	case <-l.first:
+	case <-time.After(timeout):
+		return lost{}, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.at[0], l.errs[0], true
+	return l.seen[0], true
 }
 
 // count returns how many losses were seen.
 func (l *connLoss) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.at)
+	return len(l.seen)
 }
 
-// sleepCall returns a keyless debit the server holds for d before
-// executing, so that it is in flight while the scenario changes the link.
+// sleepDebit returns a debit of 10, with key unless it is empty, that
+// the server holds for d before executing, so that it is in flight while
+// the scenario changes the link.
 func sleepDebit(account string, d time.Duration, key string) client.Call {
 	c := debitCall(account, 10, key)
 	c.Payload = fmt.Appendf(c.Payload, " sleep=%d", d.Milliseconds())
@@ -136,7 +141,9 @@ func (t *T) awaitReceived(s *server, n int64) {
 
 // keepaliveNet is the keepalive both network scenarios that compare with
 // and without it use.
-var keepaliveNet = client.KeepaliveConfig{Time: 1500 * time.Millisecond, Timeout: 500 * time.Millisecond}
+// Time must outlast halfOpenPeer's debit, so that the debit ends at its
+// own deadline before keepalive can tell.
+var keepaliveNet = client.KeepaliveConfig{Time: 3 * time.Second, Timeout: 500 * time.Millisecond}
 
 // halfOpenPeer is the common part of half_open_peer_detected and its
 // negative control: a get opens the connection, a keyless debit is in
@@ -144,9 +151,12 @@ var keepaliveNet = client.KeepaliveConfig{Time: 1500 * time.Millisecond, Timeout
 // deadline passes. It returns the client, the loss recorder, the debit's
 // result, when the get's answer was read and when the link went down.
 func halfOpenPeer(t *T, h *nethost.Host, s *server, ka *client.KeepaliveConfig) (*client.Client, *connLoss, client.Result, time.Time, time.Time) {
+	// The link must go down before the server answers, after the
+	// debit's sleep: 1.5 s leaves room for the control call that sees the
+	// debit arrive and for ip on a loaded machine.
 	const (
-		debitSleep    = 500 * time.Millisecond
-		debitDeadline = 800 * time.Millisecond
+		debitSleep    = 1500 * time.Millisecond
+		debitDeadline = 2 * time.Second
 	)
 	loss := newConnLoss()
 	cfg := client.DefaultConfig()
@@ -181,13 +191,15 @@ func halfOpenPeerDetected(t *T) {
 	// The debit ended at its deadline, before keepalive could tell: the
 	// idle connection is declared dead at most Time+Timeout after its
 	// last read.
-	at, err, ok := loss.first(ka.Time + ka.Timeout + 5*time.Second)
+	l, ok := loss.awaitFirst(ka.Time + ka.Timeout + 5*time.Second)
 	if !expectf(t, "declaredDead", ok, true, "no connection was declared dead") {
 		t.Fatalf("the client never noticed the silent host")
 	}
-	expectf(t, "deadBecause", errors.Is(err, client.ErrKeepaliveTimeout), true, "the connection died of %v", err)
-	within(t, "detectedAfterDown", at.Sub(down), ka.Time+ka.Timeout+slack)
-	t.Volatile("sinceLastRead", ms(at.Sub(lastRead)))
+	expectf(t, "deadBecause", errors.Is(l.err, client.ErrKeepaliveTimeout), true, "the connection died of %v", l.err)
+	// Time+Timeout after the last read, which came just before the link
+	// went down.
+	within(t, "sinceLastRead", l.at.Sub(lastRead), ka.Time+ka.Timeout+slack)
+	t.Volatile("detectedAfterDown", ms(l.at.Sub(down)))
 	st := c.Stats()
 	expect(t, "keepaliveTimeouts", st.KeepaliveTimeouts, 1)
 	atLeast(t, "pingsSent", st.PingsSent, 1, "a connection declared dead without a ping")
@@ -227,15 +239,19 @@ func negativeControlNoKeepalive(t *T) {
 }
 
 func partitionThenHealKeyedDebit(t *T) {
+	// Unpartitioned, the first attempt would be answered after the
+	// debit's 1.5 s sleep, within its 2.5 s; the link goes down before
+	// that, and stays down until 2 s after the debit executed, past the
+	// first attempt's end.
 	const (
-		debitSleep = 300 * time.Millisecond
-		partition  = 1500 * time.Millisecond
+		debitSleep = 1500 * time.Millisecond
+		partition  = 2 * time.Second
 		key        = "k-partition"
 	)
 	h := t.host()
 	s := t.startServerIn(h, serverOpts{})
 	cfg := client.DefaultConfig()
-	cfg.AttemptTimeout, cfg.Deadline, cfg.MaxAttempts = 700*time.Millisecond, 15*time.Second, 12
+	cfg.AttemptTimeout, cfg.Deadline, cfg.MaxAttempts = 2500*time.Millisecond, 20*time.Second, 12
 	c := t.client(s.Addr, cfg)
 	d := sleepDebit("acct-P", debitSleep, key)
 	done := make(chan client.Result, 1)
@@ -308,8 +324,8 @@ func serverHostRestart(t *T) {
 	// meets a stack that never heard of it.
 	r := c.Do(t.ctx, getCall("acct-R2"))
 	rd := <-done
-	at, err, ok := loss.first(0)
-	expectf(t, "oldConnReset", ok && errors.Is(err, syscall.ECONNRESET), true, "the old connection died of %v at %v", err, at)
+	l, ok := loss.awaitFirst(5 * time.Second)
+	expectf(t, "oldConnReset", ok && errors.Is(l.err, syscall.ECONNRESET), true, "the old connection died of %v", l.err)
 	t.Field("get", brief(r, "account", "balance"))
 	expect(t, "getStatus", r.Status, proto.StatusOK)
 	t.Field("getOutcomes", outcomes(r))
@@ -352,8 +368,8 @@ func unackedWriteUserTimeout(t *T) {
 	expect(t, "debit", r.Status, proto.StatusUnknown)
 	t.Field("debitOutcomes", outcomes(r))
 	within(t, "debitElapsed", r.Elapsed, giveUpBound)
-	_, err, ok := loss.first(0)
-	expectf(t, "connTimedOut", ok && errors.Is(err, syscall.ETIMEDOUT), true, "the connection died of %v", err)
+	l, ok := loss.awaitFirst(5 * time.Second)
+	expectf(t, "connTimedOut", ok && errors.Is(l.err, syscall.ETIMEDOUT), true, "the connection died of %v", l.err)
 
 	// Carrier loss flushed this end's neighbour entry for the host, so
 	// the request waited in the kernel's queue for address resolution,
@@ -361,11 +377,12 @@ func unackedWriteUserTimeout(t *T) {
 	// address and sends it, although the socket is long closed: the
 	// server executes it and answers an RST to what follows. The client
 	// gave up on the call; the call did not give up on the server.
+	// The neighbour queue keeps it for about 3 s of failed address
+	// resolution; the link is back well within that.
 	t.setLink(h, true)
 	waitFor(5*time.Second, func() bool { return t.execLogged(s, bank.MethodDebit) >= 1 })
 	ctr := t.counters(s)
-	t.Field("executedAfterGivingUp", ctr.ExecDebit)
-	atMost(t, "serverDebitExec", ctr.ExecDebit, 1, "a keyless debit the client never re-sent executed twice")
+	expectf(t, "executedAfterGivingUp", ctr.ExecDebit, 1, "the request held while the link was silent should have arrived and executed once")
 	expectf(t, "balance", t.balance(s, "acct-U"), bank.DefaultBalance-10*ctr.ExecDebit, "the balance does not match the executions")
 }
 
@@ -386,6 +403,11 @@ func slowLinkHeadOfLine(t *T) {
 	s := t.startServerIn(h, serverOpts{})
 	cfg := client.DefaultConfig()
 	cfg.AttemptTimeout, cfg.Deadline = callLimit, callLimit
+	// With keepalive on, as a careful client has it: the ping queues
+	// behind the big request for far longer than Time+Timeout, and only
+	// the peer's acknowledgements tell keepalive it is alive.
+	ka := client.KeepaliveConfig{Time: 1500 * time.Millisecond, Timeout: 500 * time.Millisecond}
+	cfg.Keepalive = &ka
 	shared := t.client(s.Addr, cfg)
 	second := t.client(s.Addr, cfg)
 	for _, c := range []*client.Client{shared, second} {
@@ -449,7 +471,12 @@ func slowLinkHeadOfLine(t *T) {
 		t.Fatalf("the server logged no EXEC for the big request")
 	}
 	t.Volatile("bigCrossed", ms(arrived.Sub(start)))
-	expectf(t, "sameConnAfterBigCrossed", same.end.After(arrived), true, "the small call behind the big one finished %v before the big request had crossed", arrived.Sub(same.end))
+	// TCP's order makes the first hold whenever the second connection
+	// exists: recorded, to show the head of the line; the second is the
+	// check.
+	t.Field("sameConnAfterBigCrossed", same.end.After(arrived))
 	expectf(t, "otherConnBeforeBigCrossed", other.end.Before(arrived), true, "the small call on its own connection finished %v after the big request had crossed", other.end.Sub(arrived))
+	t.Field("keepalive", fmt.Sprintf("time=%v,timeout=%v", ka.Time, ka.Timeout))
+	expectf(t, "keepaliveTimeouts", shared.Stats().KeepaliveTimeouts+second.Stats().KeepaliveTimeouts, 0, "keepalive took a live peer, busy taking in the big request, for dead")
 	expect(t, "clientConns", shared.Stats().ConnsOpened+second.Stats().ConnsOpened, 2)
 }
