@@ -3,8 +3,10 @@ module github.com/rpcbench/rpcbench/bench
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/rpcbench/rpcbench v0.0.0
 	google.golang.org/grpc v1.85.0
+	storj.io/drpc v1.0.0
 )
 
 require (
@@ -17,6 +19,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/zeebo/errs v1.2.2 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

@@ -1,17 +1,18 @@
 // Command benchpeer is the server side of rpcload's comparison systems,
 // one per process:
 //
-//	benchpeer -kind grpc|netrpc|raw [-addr 127.0.0.1:0]
+//	benchpeer -kind grpc|drpc|netrpc|raw [-addr 127.0.0.1:0]
 //
 // Once it is listening it prints one line to stdout,
 //
 //	LISTEN 127.0.0.1:41234
 //
-// and serves until SIGTERM or SIGINT. grpc and netrpc answer the
+// and serves until SIGTERM or SIGINT. grpc, drpc and netrpc answer the
 // workload's get as rpcserver does; raw echoes frames (the floor).
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/rpcbench/rpcbench/bench/internal/drpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/grpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/netrpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/rawwire"
@@ -44,6 +46,21 @@ func newServer(kind string) (server, error) {
 	case "grpc":
 		s := grpcpeer.NewServer()
 		return server{serve: s.Serve, stop: func(net.Listener) { s.Stop() }}, nil
+	case "drpc":
+		s, err := drpcpeer.NewServer()
+		if err != nil {
+			return server{}, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		return server{
+			serve: func(ln net.Listener) error {
+				if err := s.Serve(ctx, ln); err != nil {
+					return err
+				}
+				return errors.New("drpc server returned")
+			},
+			stop: func(net.Listener) { cancel() },
+		}, nil
 	case "netrpc":
 		s, err := netrpcpeer.NewServer()
 		if err != nil {
@@ -67,13 +84,13 @@ func newServer(kind string) (server, error) {
 		var s rawwire.Server
 		return server{serve: s.Serve, stop: func(net.Listener) { s.Close() }}, nil
 	}
-	return server{}, fmt.Errorf("unknown -kind %q, want grpc, netrpc or raw", kind)
+	return server{}, fmt.Errorf("unknown -kind %q, want grpc, drpc, netrpc or raw", kind)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("benchpeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("kind", "", "system to serve: grpc, netrpc or raw")
+	kind := fs.String("kind", "", "system to serve: grpc, drpc, netrpc or raw")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on; port 0 picks a free port")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -47,6 +47,7 @@ type options struct {
 	memprof   string
 	systems   string
 	gs        string
+	memConns  string
 	profSys   string
 	quietLogs bool
 }
@@ -62,8 +63,10 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			defaults = append(defaults, s.Key)
 		}
 	}
-	fs.StringVar(&o.systems, "systems", strings.Join(defaults, ","), "comma-separated systems to run, in row order, of "+strings.Join(keys, ",")+"; "+load.GroupDebits+" names every row of debits")
+	fs.StringVar(&o.systems, "systems", strings.Join(defaults, ","), "comma-separated systems to run, in row order, of "+strings.Join(keys, ",")+"; "+
+		load.GroupDebits+" names every row of debits, "+load.GroupShapes+" every row of the shapes of load, and "+load.KeyConnsMemory+" the measurement of memory per idle connection")
 	fs.StringVar(&o.gs, "g", "8,64", "comma-separated concurrency levels: goroutines sharing one client")
+	fs.StringVar(&o.memConns, "memory-conns", joinInts(o.load.MemoryConns), "comma-separated, increasing counts of idle connections at which "+load.KeyConnsMemory+" reads a server's RSS")
 	fs.IntVar(&o.load.N, "n", o.load.N, "measured calls per row per round (rpcbench-per-request and rpcbench-keyed-sqlite/postgres make n/10)")
 	fs.IntVar(&o.load.Warmup, "warmup", o.load.Warmup, "unmeasured calls before each measured phase")
 	fs.IntVar(&o.load.Rounds, "rounds", o.load.Rounds, "rounds; every row runs once per round, interleaved, and the table gives medians")
@@ -85,18 +88,38 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	o.load.Systems = splitList(o.systems)
 	o.load.ProfileSystems = splitList(o.profSys)
-	o.load.G = nil
-	for _, s := range splitList(o.gs) {
-		g, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("-g: %q is not an integer", s)
-		}
-		o.load.G = append(o.load.G, g)
+	var err error
+	if o.load.G, err = parseInts("-g", o.gs); err != nil {
+		return nil, err
+	}
+	if o.load.MemoryConns, err = parseInts("-memory-conns", o.memConns); err != nil {
+		return nil, err
 	}
 	if err := o.load.Validate(); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// parseInts parses the comma-separated integers of flag name.
+func parseInts(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not an integer", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(ns []int) string {
+	var fs []string
+	for _, n := range ns {
+		fs = append(fs, strconv.Itoa(n))
+	}
+	return strings.Join(fs, ",")
 }
 
 func splitList(s string) []string {

@@ -20,6 +20,8 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown system", []string{"-systems", "rpcbench,soap"}, exitUsage},
 		{"zero n", []string{"-n", "0"}, exitUsage},
 		{"extra argument", []string{"now"}, exitUsage},
+		{"bad memory counts", []string{"-systems", "conns-memory", "-memory-conns", "1000,ten"}, exitUsage},
+		{"memory counts not increasing", []string{"-systems", "conns-memory", "-memory-conns", "1000,100"}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,15 +38,18 @@ func TestUsageErrors(t *testing.T) {
 
 func TestParseLists(t *testing.T) {
 	var stderr bytes.Buffer
-	o, err := parse([]string{"-systems", " raw, rpcbench ", "-g", "1,16", "-profile", "grpc"}, &stderr)
+	o, err := parse([]string{"-systems", " raw, rpcbench ,conns-memory", "-g", "1,16", "-profile", "grpc", "-memory-conns", "10, 100"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"raw", "rpcbench"}; !slices.Equal(o.load.Systems, want) {
+	if want := []string{"raw", "rpcbench", "conns-memory"}; !slices.Equal(o.load.Systems, want) {
 		t.Errorf("systems: got %q, want %q", o.load.Systems, want)
 	}
 	if want := []int{1, 16}; !slices.Equal(o.load.G, want) {
 		t.Errorf("g: got %v, want %v", o.load.G, want)
+	}
+	if want := []int{10, 100}; !slices.Equal(o.load.MemoryConns, want) {
+		t.Errorf("memory-conns: got %v, want %v", o.load.MemoryConns, want)
 	}
 	if want := []string{"grpc"}; !slices.Equal(o.load.ProfileSystems, want) {
 		t.Errorf("profile: got %q, want %q", o.load.ProfileSystems, want)

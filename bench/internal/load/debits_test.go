@@ -46,8 +46,8 @@ func TestDebitWorkSpansPhases(t *testing.T) {
 	var w debitWork
 	const phases, n = 3, 30000
 	for i := range phases {
-		if bad, first := runCalls(context.Background(), b, &w, 7, n, nil); bad != 0 {
-			t.Fatalf("phase %d: got %d non-OK calls (first: %v), want 0", i, bad, first)
+		if res := runCalls(context.Background(), b, &w, 7, n, nil); res.bad != 0 {
+			t.Fatalf("phase %d: got %d non-OK calls (first: %v), want 0", i, res.bad, res.first)
 		}
 	}
 	var total int64

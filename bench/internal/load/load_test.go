@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/rpcbench/rpcbench/bench/internal/workload"
 )
 
@@ -48,12 +51,12 @@ func TestRunCallsCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lat := make([]time.Duration, 100)
-			bad, first := runCalls(context.Background(), fakeClient{tt.call}, getWork{reqs: reqs}, 7, 100, lat)
-			if bad != tt.wantBad {
-				t.Errorf("non-OK: got %d, want %d", bad, tt.wantBad)
+			res := runCalls(context.Background(), fakeClient{tt.call}, getWork{reqs: reqs}, 7, 100, lat)
+			if res.bad != tt.wantBad {
+				t.Errorf("non-OK: got %d, want %d", res.bad, tt.wantBad)
 			}
-			if (first != nil) != (tt.wantBad > 0) {
-				t.Errorf("first error: got %v, want one iff calls failed", first)
+			if (res.first != nil) != (tt.wantBad > 0) {
+				t.Errorf("first error: got %v, want one iff calls failed", res.first)
 			}
 			for i, d := range lat {
 				if d <= 0 {
@@ -70,7 +73,11 @@ func TestSelectSystems(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "rpcbench rpcbench-governed grpc-go net/rpc rpcbench-per-request raw-floor", false},
+		{nil, "rpcbench rpcbench-idle1000 rpcbench-governed grpc-go drpc net/rpc rpcbench-per-request raw-floor rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns", false},
+		{[]string{}, "", false},
+		{[]string{"shapes"}, "rpcbench-idle1000 rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns", false},
+		{[]string{"raw-floor-16k", "drpc", "shapes"}, "raw-floor-16k drpc rpcbench-idle1000 rpcbench-16k rpcbench-64conns raw-floor-64conns", false},
+		{[]string{"conns-memory"}, "", true}, // a measurement, taken out by splitMeasurements
 		{[]string{"raw", "rpcbench"}, "raw-floor rpcbench", false},
 		{[]string{"grpc-go", "grpc"}, "grpc-go", false},
 		{[]string{"debits"}, "rpcbench-debit rpcbench-keyed-memory rpcbench-keyed-sqlite rpcbench-keyed-postgres", false},
@@ -110,6 +117,9 @@ func TestValidate(t *testing.T) {
 		{"zero workers", func(o *Options) { o.Workers = 0 }},
 		{"unknown system", func(o *Options) { o.Systems = []string{"corba"} }},
 		{"unknown profiled system", func(o *Options) { o.CPUProfile = "x"; o.ProfileSystems = []string{"corba"} }},
+		{"no memory counts", func(o *Options) { o.Systems = []string{KeyConnsMemory}; o.MemoryConns = nil }},
+		{"memory counts not increasing", func(o *Options) { o.Systems = []string{KeyConnsMemory}; o.MemoryConns = []int{100, 100} }},
+		{"zero memory count", func(o *Options) { o.Systems = []string{KeyConnsMemory}; o.MemoryConns = []int{0, 10} }},
 	}
 	def := DefaultOptions()
 	if err := def.Validate(); err != nil {
@@ -154,6 +164,319 @@ func TestWriteMarkdownFlagsFailedRows(t *testing.T) {
 	}
 	if strings.Contains(out, "raw-floor") {
 		t.Errorf("output explains raw-floor, which did not run:\n%s", out)
+	}
+}
+
+func TestSplitMeasurements(t *testing.T) {
+	tests := []struct {
+		keys     []string
+		wantRows []string
+		wantMem  bool
+	}{
+		{nil, nil, false},
+		{[]string{"rpcbench"}, []string{"rpcbench"}, false},
+		{[]string{"conns-memory"}, []string{}, true},
+		{[]string{"raw", "conns-memory", "drpc"}, []string{"raw", "drpc"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.keys, ","), func(t *testing.T) {
+			rows, mem := splitMeasurements(tt.keys)
+			if mem != tt.wantMem {
+				t.Errorf("conns-memory: got %v, want %v", mem, tt.wantMem)
+			}
+			if diff := cmp.Diff(tt.wantRows, rows); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRowGs(t *testing.T) {
+	all := Systems()
+	byKey := map[string]System{}
+	for _, s := range all {
+		byKey[s.Key] = s
+	}
+	sys := []System{byKey[KeyRPCBench], byKey[KeyRPCBench64], byKey[KeyIdle], byKey[KeyRaw64]}
+	if diff := cmp.Diff([]int{8, 64, 512}, rowGs([]int{8, 64}, sys)); diff != "" {
+		t.Errorf("G 8,64 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{8, 512, 64}, rowGs([]int{8}, sys)); diff != "" {
+		t.Errorf("G 8 (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		key  string
+		g    int
+		want bool
+	}{
+		{KeyRPCBench, 8, true},
+		{KeyRPCBench, 512, false},
+		{KeyRPCBench64, 8, false},
+		{KeyRPCBench64, 512, true},
+		{KeyIdle, 64, true},
+		{KeyIdle, 8, false},
+	}
+	for _, tt := range tests {
+		s := byKey[tt.key]
+		if got := s.runsAt(tt.g, []int{8, 64}); got != tt.want {
+			t.Errorf("%s runs at G=%d of 8,64: got %v, want %v", tt.key, tt.g, got, tt.want)
+		}
+	}
+}
+
+// TestAggregateRatios: each row's vs rpcbench and vs floor divide by the
+// rpcbench and floor rows of its own shape and G; the idle row, of the
+// standard shape, by rpcbench's.
+func TestAggregateRatios(t *testing.T) {
+	var systems []System
+	for _, s := range Systems() {
+		switch s.Key {
+		case KeyRPCBench, KeyRaw, KeyIdle, KeyRPCBench16k, KeyRaw16k, KeyRPCBench64, KeyRaw64:
+			systems = append(systems, s)
+		}
+	}
+	cps := map[string]float64{
+		"rpcbench": 100, "raw-floor": 400, "rpcbench-idle1000": 95,
+		"rpcbench-16k": 30, "raw-floor-16k": 40,
+		"rpcbench-64conns": 300, "raw-floor-64conns": 600,
+	}
+	var samples []Sample
+	for _, sys := range systems {
+		gs := []int{64}
+		if sys.FixedG > 0 {
+			gs = []int{sys.FixedG}
+		}
+		for _, g := range gs {
+			for round, f := range []float64{0.5, 1, 2} { // the median is the middle round
+				samples = append(samples, Sample{
+					System: sys.Name, G: g, Round: round + 1,
+					Calls: int64(cps[sys.Name] * f), Elapsed: time.Second, Bytes: int64(cps[sys.Name]*f) * 1e6,
+				})
+			}
+		}
+	}
+	rows := aggregate(systems, rowGs([]int{64}, systems), samples)
+	type ratios struct {
+		G                       int
+		VsRPCBench, VsFloor, MB float64
+	}
+	got := map[string]ratios{}
+	for _, r := range rows {
+		got[r.System] = ratios{r.G, r.VsRPCBench, r.VsFloor, r.MBPerSec}
+	}
+	want := map[string]ratios{
+		"rpcbench":          {64, 1, 0.25, 100},
+		"raw-floor":         {64, 4, 1, 400},
+		"rpcbench-idle1000": {64, 0.95, 0.2375, 95},
+		"rpcbench-16k":      {64, 1, 0.75, 30},
+		"raw-floor-16k":     {64, 40.0 / 30, 1, 40},
+		"rpcbench-64conns":  {512, 1, 0.5, 300},
+		"raw-floor-64conns": {512, 2, 1, 600},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("ratios (-want +got):\n%s", diff)
+	}
+	var order []string
+	for _, r := range rows {
+		order = append(order, r.System)
+	}
+	if got, want := strings.Join(order, " "), "rpcbench rpcbench-idle1000 raw-floor rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns"; got != want {
+		t.Errorf("row order: got %q, want %q", got, want)
+	}
+}
+
+func TestSampleMBPerSec(t *testing.T) {
+	s := Sample{Calls: 1000, Bytes: 1000 * 2 * 16384, Elapsed: 500 * time.Millisecond}
+	if got, want := s.MBPerSec(), 1000*2*16384/1e6/0.5; got != want {
+		t.Errorf("got %v MB/s, want %v", got, want)
+	}
+	if got := (&Sample{Bytes: 10}).MBPerSec(); got != 0 {
+		t.Errorf("no elapsed time: got %v, want 0", got)
+	}
+}
+
+// perWorkerClient records which worker each call was made on.
+type perWorkerClient struct {
+	mu    sync.Mutex // guards calls
+	calls map[int]int
+}
+
+type workerCaller struct {
+	w *perWorkerClient
+	k int
+}
+
+func (c workerCaller) Call(_ context.Context, req []byte) ([]byte, error) {
+	c.w.mu.Lock()
+	c.w.calls[c.k]++
+	c.w.mu.Unlock()
+	return req, nil
+}
+
+func (w *perWorkerClient) Worker(k int) caller { return workerCaller{w, k} }
+func (*perWorkerClient) Call(context.Context, []byte) ([]byte, error) {
+	return nil, errors.New("called without a worker")
+}
+func (*perWorkerClient) Close() error { return nil }
+
+func TestRunCallsWorkers(t *testing.T) {
+	c := &perWorkerClient{calls: map[int]int{}}
+	w := echoWork{reqs: workload.EchoRequests(100)}
+	res := runCalls(context.Background(), c, w, 4, 400, nil)
+	if res.bad != 0 {
+		t.Fatalf("got %d non-OK (first: %v), want 0", res.bad, res.first)
+	}
+	if got, want := res.bytes, int64(400*2*100); got != want {
+		t.Errorf("bytes: got %d, want %d", got, want)
+	}
+	total := 0
+	for k, n := range c.calls {
+		if k < 0 || k >= 4 {
+			t.Errorf("worker %d: got calls, want workers 0-3 only", k)
+		}
+		total += n
+	}
+	if total != 400 {
+		t.Errorf("calls on workers: got %d, want 400", total)
+	}
+}
+
+func TestRunCallsBytesExcludeBad(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	c := fakeClient{func(req []byte) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n%4 == 0 {
+			return req[:1], nil // a wrong echo
+		}
+		return req, nil
+	}}
+	res := runCalls(context.Background(), c, echoWork{reqs: workload.EchoRequests(50)}, 1, 100, nil)
+	if res.bad != 25 {
+		t.Errorf("non-OK: got %d, want 25", res.bad)
+	}
+	if got, want := res.bytes, int64(75*2*50); got != want {
+		t.Errorf("bytes: got %d, want %d, of the right answers only", got, want)
+	}
+}
+
+func TestDialMany(t *testing.T) {
+	var dialed int
+	dial := func(context.Context, string, int) (Client, error) {
+		dialed++
+		id := dialed
+		return fakeClient{func([]byte) ([]byte, error) { return []byte{byte(id)}, nil }}, nil
+	}
+	c, err := dialMany(dial, 8)(context.Background(), "addr", 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if dialed != 64 {
+		t.Errorf("dialed %d clients for G=512, 8 each, want 64", dialed)
+	}
+	wc := c.(workerClient)
+	for _, tt := range []struct{ worker, client int }{{0, 1}, {7, 1}, {8, 2}, {511, 64}} {
+		got, _ := wc.Worker(tt.worker).Call(context.Background(), nil)
+		if int(got[0]) != tt.client {
+			t.Errorf("worker %d: got client %d, want %d", tt.worker, got[0], tt.client)
+		}
+	}
+	dialed = 0
+	if _, err := dialMany(dial, 1)(context.Background(), "addr", 3); err != nil || dialed != 3 {
+		t.Errorf("one per goroutine, G=3: got %d clients, %v, want 3", dialed, err)
+	}
+}
+
+func TestHoldConns(t *testing.T) {
+	var mu sync.Mutex
+	open := 0
+	dial := func(context.Context) (Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		open++
+		return closeCounter{fakeClient: fakeClient{func(req []byte) ([]byte, error) { return req, nil }}, open: &open, mu: &mu}, nil
+	}
+	h, err := holdConns(context.Background(), 100, dial, getWork{reqs: workload.Requests()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 100 || open != 100 {
+		t.Fatalf("got %d held, %d open, want 100", len(h), open)
+	}
+	h.close()
+	if open != 0 {
+		t.Errorf("after close: %d open, want 0", open)
+	}
+
+	failing := func(context.Context) (Client, error) { return nil, errors.New("refused") }
+	h, err = holdConns(context.Background(), 10, failing, getWork{reqs: workload.Requests()})
+	h.close()
+	if err == nil {
+		t.Error("dial fails: got nil error, want one")
+	}
+}
+
+type closeCounter struct {
+	fakeClient
+	mu   *sync.Mutex
+	open *int
+}
+
+func (c closeCounter) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*c.open--
+	return nil
+}
+
+func TestWriteMarkdownShapes(t *testing.T) {
+	rep := &Report{
+		Settings: Settings{Systems: []string{KeyRPCBench, KeyIdle, KeyRPCBench64}, G: []int{64}, N: 100, Rounds: 1, Workers: 8,
+			Fixed: []Fixed{{System: KeyIdle, G: 64}, {System: KeyRPCBench64, G: 512}, {System: KeyRaw64, G: 512}}},
+		Rows: []Row{
+			{System: "rpcbench", Key: KeyRPCBench, G: 64, TotalCalls: 100, CallsPerSec: 1000, VsRPCBench: 1, VsFloor: 0.5, MBPerSec: 0.078, ClientCPUOK: true, ServerCPUOK: true},
+			{System: KeyIdle, Key: KeyIdle, G: 64, TotalCalls: 100, CallsPerSec: 930, VsRPCBench: 0.93, MBPerSec: 12.345, ClientCPUOK: true, ServerCPUOK: true},
+			{System: KeyRPCBench64, Key: KeyRPCBench64, G: 512, TotalCalls: 100, CallsPerSec: 2000, VsRPCBench: 1, ClientCPUOK: true, ServerCPUOK: true},
+		},
+		ConnsMemory: []ConnsMemory{{
+			Server:  "rpcserver",
+			Points:  []MemPoint{{Conns: 0, RSSKiB: 10000}, {Conns: 1000, RSSKiB: 22000, PerConnKiB: 12}},
+			Skipped: []string{"10000 connections: the driver's RLIMIT_NOFILE is 1024"},
+		}},
+	}
+	var b bytes.Buffer
+	if err := rep.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| system | G | calls/s | vs rpcbench | vs floor | MB/s |",
+		"| rpcbench | 64 | 1,000 | 1.00 | 0.50 | 0.08 |",
+		"| rpcbench-idle1000 | 64 | 930 | 0.93 | — | 12.3 |",
+		"- rpcbench-idle1000 / rpcbench at G=64: 0.93 (target ≥ 0.95).",
+		"- rpcbench-64conns and raw-floor-64conns run at G=512 only, whatever -g says.",
+		"| rpcserver | 0 | 10,000 | — |",
+		"| rpcserver | 1,000 | 22,000 | 12.0 |",
+		"- rpcserver: 10000 connections: the driver's RLIMIT_NOFILE is 1024, skipped.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "rpcbench-idle1000 runs at G=64 only") {
+		t.Errorf("output says the idle row runs at G=64 only, which -g includes:\n%s", out)
+	}
+
+	memOnly := &Report{ConnsMemory: rep.ConnsMemory}
+	b.Reset()
+	if err := memOnly.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "| system |") {
+		t.Errorf("a report without rows prints a table of rows:\n%s", b.String())
 	}
 }
 

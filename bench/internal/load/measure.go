@@ -42,12 +42,22 @@ type Sample struct {
 	// Mallocs is the driver's heap allocation count over the measured
 	// phase.
 	Mallocs uint64 `json:"mallocs"`
+	// Bytes is the payload bytes, request plus answer, of the measured
+	// calls that ended OK with a right answer; frame headers and
+	// protocol overhead are not counted.
+	Bytes int64 `json:"bytes"`
 	// Executed is, in a row of debits, how much rpcserver's exec.debit
 	// counter rose over the measured phase: Calls-NonOK when every debit
-	// that ended OK executed exactly once. ExecError says why it is not
-	// that, or why it could not be read; empty when it is, and in a row
-	// of gets.
-	Executed  int64  `json:"executed,omitempty"`
+	// that ended OK executed exactly once.
+	Executed int64 `json:"executed,omitempty"`
+	// ConnsOpen is, in a row with idle connections, rpcserver's
+	// conns_open gauge right after the measured phase: at least the idle
+	// connections and the row's own.
+	ConnsOpen int64 `json:"conns_open,omitempty"`
+	// ExecError says why a check on the server's counters failed, or why
+	// they could not be read: Executed is not Calls-NonOK in a row of
+	// debits, ConnsOpen is short of the idle connections in a row with
+	// them. Empty when the check passed, and in rows without one.
 	ExecError string `json:"exec_error,omitempty"`
 }
 
@@ -57,6 +67,14 @@ func (s *Sample) CallsPerSec() float64 {
 		return 0
 	}
 	return float64(s.Calls) / s.Elapsed.Seconds()
+}
+
+// MBPerSec is Bytes over Elapsed, in megabytes (10⁶ bytes) a second.
+func (s *Sample) MBPerSec() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Bytes) / 1e6 / s.Elapsed.Seconds()
 }
 
 // row is what measure needs to run one row of one round.
@@ -86,6 +104,15 @@ func measure(ctx context.Context, r row) Sample {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	if r.sys.Idle > 0 {
+		idle, err := holdConns(ctx, r.sys.Idle, func(ctx context.Context) (Client, error) {
+			return dialRPCBench(false)(ctx, r.srv.Addr, 1)
+		}, getWork{reqs: workload.Requests()})
+		defer idle.close()
+		if err != nil {
+			return failAll(err)
+		}
+	}
 	c, err := r.sys.Dial(ctx, r.srv.Addr, r.g)
 	if err != nil {
 		return failAll(err)
@@ -118,7 +145,7 @@ func measure(ctx context.Context, r row) Sample {
 	srv0, serr0 := procCPU(r.srv.PID)
 	start := time.Now()
 
-	bad, first := runCalls(ctx, c, r.work, r.g, r.n, lat)
+	res := runCalls(ctx, c, r.work, r.g, r.n, lat)
 
 	s.Elapsed = time.Since(start)
 	srv1, serr1 := procCPU(r.srv.PID)
@@ -126,9 +153,9 @@ func measure(ctx context.Context, r row) Sample {
 	stopProfile()
 	runtime.ReadMemStats(&m1)
 
-	s.NonOK = bad
-	if first != nil {
-		s.FirstError = first.Error()
+	s.NonOK, s.Bytes = res.bad, res.bytes
+	if res.first != nil {
+		s.FirstError = res.first.Error()
 	}
 	if countsRetries {
 		s.Retried = rc.Retried() - retried0
@@ -140,6 +167,9 @@ func measure(ctx context.Context, r row) Sample {
 	s.Mallocs = m1.Mallocs - m0.Mallocs
 	if r.sys.Debits {
 		s.Executed, s.ExecError = exec.end(ctx, c, s.Calls-s.NonOK)
+	}
+	if r.sys.Idle > 0 {
+		s.ConnsOpen, s.ExecError = idleHeld(ctx, c, r.sys.Idle)
 	}
 	if s.NonOK == 0 {
 		if err := r.srv.Alive(); err != nil {
@@ -188,6 +218,24 @@ func (e *executions) end(ctx context.Context, c Client, ok int64) (int64, string
 	return n, ""
 }
 
+// idleHeld reads rpcserver's conns_open on c and returns it, and an
+// error text unless it counts the idle connections and c's own.
+func idleHeld(ctx context.Context, c Client, idle int) (int64, string) {
+	cr, ok := c.(counterReader)
+	if !ok {
+		return 0, fmt.Sprintf("load: a %T cannot read the server's counters", c)
+	}
+	cs, err := cr.Counters(ctx)
+	if err != nil {
+		return 0, fmt.Sprintf("conns_open after the measured phase: %v", err)
+	}
+	if cs.ConnsOpen < int64(idle+1) {
+		return cs.ConnsOpen, fmt.Sprintf("rpcserver had %d connections open after the measured phase, want at least %d (%d idle and the row's)",
+			cs.ConnsOpen, idle+1, idle)
+	}
+	return cs.ConnsOpen, ""
+}
+
 // work is what a row's calls ask, and how an answer is checked.
 type work interface {
 	// request returns the payload of call i of a phase. It may be called
@@ -214,20 +262,57 @@ func (w *debitWork) request(int64) []byte {
 
 func (*debitWork) check(req, resp []byte) error { return workload.CheckDebit(req, resp) }
 
+// echoWork asks call i to echo payload i mod 64 of the row's size, and
+// checks that the answer equals it.
+type echoWork struct{ reqs [][]byte }
+
+func (w echoWork) request(i int64) []byte     { return w.reqs[i%int64(len(w.reqs))] }
+func (echoWork) check(req, resp []byte) error { return workload.CheckEcho(req, resp) }
+
+// newWork returns the work of a row of sys.
+func newWork(sys System) work {
+	switch {
+	case sys.Debits:
+		return &debitWork{}
+	case sys.Echo > 0:
+		return echoWork{reqs: workload.EchoRequests(sys.Echo)}
+	}
+	return getWork{reqs: workload.Requests()}
+}
+
+// callsResult is what runCalls counted.
+type callsResult struct {
+	// bad is how many calls failed or got an answer the work's check
+	// refused, first the first such error.
+	bad   int64
+	first error
+	// bytes is the payload bytes, request plus answer, of the calls
+	// that were not bad.
+	bytes int64
+}
+
 // runCalls makes n calls from g goroutines sharing c, call i asking
-// w.request(i). When lat is not nil, lat[i] is call i's latency. It
-// returns how many calls failed or got an answer w.check refused, and the
-// first such error.
-func runCalls(ctx context.Context, c Client, w work, g, n int, lat []time.Duration) (bad int64, first error) {
+// w.request(i). Goroutine k calls on c.Worker(k) when c is a
+// workerClient, on c otherwise. When lat is not nil, lat[i] is call i's
+// latency.
+func runCalls(ctx context.Context, c Client, w work, g, n int, lat []time.Duration) callsResult {
 	var (
 		next     atomic.Int64
 		nbad     atomic.Int64
+		nbytes   atomic.Int64
 		firstMu  sync.Mutex // guards firstErr
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	for range g {
+	wc, perWorker := c.(workerClient)
+	for k := range g {
+		var cl caller = c
+		if perWorker {
+			cl = wc.Worker(k)
+		}
 		wg.Go(func() {
+			var bytes int64
+			defer func() { nbytes.Add(bytes) }()
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) {
@@ -235,7 +320,7 @@ func runCalls(ctx context.Context, c Client, w work, g, n int, lat []time.Durati
 				}
 				req := w.request(i)
 				t0 := time.Now()
-				resp, err := c.Call(ctx, req)
+				resp, err := cl.Call(ctx, req)
 				d := time.Since(t0)
 				if lat != nil {
 					lat[i] = d
@@ -250,12 +335,83 @@ func runCalls(ctx context.Context, c Client, w work, g, n int, lat []time.Durati
 						firstErr = err
 					}
 					firstMu.Unlock()
+					continue
+				}
+				bytes += int64(len(req) + len(resp))
+			}
+		})
+	}
+	wg.Wait()
+	return callsResult{bad: nbad.Load(), first: firstErr, bytes: nbytes.Load()}
+}
+
+// heldConns are clients held open, idle, by holdConns.
+type heldConns []Client
+
+// holdConnsParallel is how many connections holdConns opens at once.
+const holdConnsParallel = 32
+
+// holdConns opens n clients with dial and makes one call of w on each,
+// so that each is a connection the server has accepted and served; the
+// clients are then left idle until close. On error, the clients opened
+// so far are returned too, for the caller to close.
+func holdConns(ctx context.Context, n int, dial func(context.Context) (Client, error), w work) (heldConns, error) {
+	cs := make(heldConns, n)
+	var (
+		next   atomic.Int64
+		errMu  sync.Mutex // guards errAny
+		errAny error
+		wg     sync.WaitGroup
+	)
+	for range min(n, holdConnsParallel) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				c, err := dial(ctx)
+				if err == nil {
+					cs[i] = c
+					req := w.request(i)
+					var resp []byte
+					if resp, err = c.Call(ctx, req); err == nil {
+						err = w.check(req, resp)
+					}
+				}
+				if err != nil {
+					errMu.Lock()
+					if errAny == nil {
+						errAny = fmt.Errorf("load: idle connection %d of %d: %w", i+1, n, err)
+					}
+					errMu.Unlock()
+					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return nbad.Load(), firstErr
+	return cs, errAny
+}
+
+// close closes every client, holdConnsParallel at a time.
+func (h heldConns) close() {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(h), holdConnsParallel) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(h)) {
+					return
+				}
+				if h[i] != nil {
+					h[i].Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // startProfile starts a CPU profile written to path; stop ends it.

@@ -43,6 +43,11 @@ type Options struct {
 	// PREFIX.KEY.gG.rROUND.pprof per row and round.
 	CPUProfile     string
 	ProfileSystems []string
+	// MemoryConns are the counts of idle connections at which the
+	// conns-memory measurement (Systems naming KeyConnsMemory) reads a
+	// server's RSS, in increasing order, each at least 1.
+	MemoryConns []int
+
 	// ServerCPUProfile, when set, is the path prefix of CPU profiles of
 	// every rpcserver process over its whole life, warm-ups and every
 	// row and round included: one file PREFIX.SERVER.pprof per process,
@@ -65,6 +70,7 @@ func DefaultOptions() Options {
 		Workers:        max(8, 4*runtime.NumCPU()),
 		RowTimeout:     2 * time.Minute,
 		ProfileSystems: []string{KeyRPCBench},
+		MemoryConns:    []int{1000, 10000},
 	}
 }
 
@@ -92,8 +98,19 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%w: G %d must be at least 1", ErrOptions, g)
 		}
 	}
-	if _, err := selectSystems(o.Systems); err != nil {
+	keys, connsMemory := splitMeasurements(o.Systems)
+	if _, err := selectSystems(keys); err != nil {
 		return err
+	}
+	if connsMemory {
+		if len(o.MemoryConns) == 0 {
+			return fmt.Errorf("%w: no MemoryConns given", ErrOptions)
+		}
+		for i, n := range o.MemoryConns {
+			if n < 1 || i > 0 && n <= o.MemoryConns[i-1] {
+				return fmt.Errorf("%w: MemoryConns %v must be increasing counts, each at least 1", ErrOptions, o.MemoryConns)
+			}
+		}
 	}
 	if _, err := selectSystems(o.ProfileSystems); err != nil && o.CPUProfile != "" {
 		return err

@@ -48,3 +48,57 @@ func TestProcCPUOfSelf(t *testing.T) {
 		t.Fatalf("selfCPU: %v", err)
 	}
 }
+
+func TestParseStatusRSS(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         int64
+		ok           bool
+	}{
+		{"plain", "Name:\trpcserver\nVmPeak:\t  99999 kB\nVmRSS:\t   12345 kB\nRssAnon:\t 100 kB\n", 12345, true},
+		{"no VmRSS", "Name:\trpcserver\nVmPeak:\t  99999 kB\n", 0, false},
+		{"other unit", "VmRSS:\t12 MB\n", 0, false},
+		{"not a number", "VmRSS:\tlots kB\n", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatusRSS([]byte(tt.status))
+			if (err == nil) != tt.ok || got != tt.want {
+				t.Errorf("got %d, %v, want %d and error=%v", got, err, tt.want, !tt.ok)
+			}
+		})
+	}
+}
+
+func TestParseLimitsNoFile(t *testing.T) {
+	const head = "Limit                     Soft Limit           Hard Limit           Units     \n" +
+		"Max processes             95000                95000                processes \n"
+	tests := []struct {
+		name, limits string
+		want         int64
+		ok           bool
+	}{
+		{"plain", head + "Max open files            20000                20000                files     \n", 20000, true},
+		{"unlimited", head + "Max open files            unlimited            unlimited            files     \n", -1, true},
+		{"missing", head, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseLimitsNoFile([]byte(tt.limits))
+			if (err == nil) != tt.ok || got != tt.want {
+				t.Errorf("got %d, %v, want %d and error=%v", got, err, tt.want, !tt.ok)
+			}
+		})
+	}
+}
+
+func TestProcRSSSelf(t *testing.T) {
+	rss, err := procRSS(os.Getpid())
+	if err != nil || rss <= 0 {
+		t.Errorf("got %d KiB, %v, want a positive RSS", rss, err)
+	}
+	n, err := procMaxFiles(os.Getpid())
+	if err != nil || n == 0 {
+		t.Errorf("got max open files %d, %v, want a limit", n, err)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rpcbench/rpcbench/bench/internal/workload"
 )
 
 // Report is a run's result: the machine, the settings, one Row per system
@@ -19,6 +22,9 @@ type Report struct {
 	Samples  []Sample      `json:"samples"`
 	// Skipped are the selected systems that did not run.
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// ConnsMemory is the conns-memory measurement, one per server
+	// measured; nil when it was not selected.
+	ConnsMemory []ConnsMemory `json:"conns_memory,omitempty"`
 }
 
 // Settings are the options a report was made with.
@@ -30,6 +36,14 @@ type Settings struct {
 	Rounds  int       `json:"rounds"`
 	Workers int       `json:"rpcserver_workers"`
 	Reduced []Reduced `json:"reduced,omitempty"`
+	// Fixed are the systems that run at one concurrency only, whatever G.
+	Fixed []Fixed `json:"fixed,omitempty"`
+}
+
+// Fixed names a system that runs at concurrency G only.
+type Fixed struct {
+	System string `json:"system"`
+	G      int    `json:"g"`
 }
 
 // Reduced names a system that runs N/Div calls (and warm-up calls).
@@ -52,9 +66,15 @@ type Row struct {
 	FirstError    string `json:"first_error,omitempty"`
 
 	CallsPerSec float64 `json:"calls_per_sec"`
-	// VsRPCBench is CallsPerSec over the rpcbench row's at the same G; 0
-	// when rpcbench did not run.
-	VsRPCBench       float64 `json:"vs_rpcbench"`
+	// VsRPCBench is CallsPerSec over the rpcbench row's of the same
+	// shape (rpcbench-16k, rpcbench-64conns for their groups) at the same
+	// G; 0 when that row did not run. VsFloor is the same over the
+	// shape's raw-floor row.
+	VsRPCBench float64 `json:"vs_rpcbench"`
+	VsFloor    float64 `json:"vs_floor"`
+	// MBPerSec is the median of Sample.MBPerSec: payload bytes, request
+	// plus answer, in 10⁶ bytes a second.
+	MBPerSec         float64 `json:"mb_per_sec"`
 	P50us            float64 `json:"p50_us"`
 	P99us            float64 `json:"p99_us"`
 	ClientCPUPer100k float64 `json:"client_cpu_s_per_100k"`
@@ -87,7 +107,7 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // as markdown, ready to paste into a README.
 func (rep *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	m, st := rep.Machine, rep.Settings
+	m := rep.Machine
 	fmt.Fprintf(&b, "Machine: %s %s/%s, %d CPUs (GOMAXPROCS %d)", m.GoVersion, m.OS, m.Arch, m.NumCPU, m.GOMAXPROCS)
 	if m.CPUModel != "" {
 		fmt.Fprintf(&b, ", %s", m.CPUModel)
@@ -99,10 +119,24 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, ", commit %s", m.Commit)
 	}
 	b.WriteString("\n\n")
-	gets, debits := false, false
+	if len(rep.Rows) > 0 {
+		rep.writeRows(&b)
+	}
+	if len(rep.ConnsMemory) > 0 {
+		writeConnsMemory(&b, rep.ConnsMemory)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeRows writes the workload, the table of rows and its notes.
+func (rep *Report) writeRows(b *strings.Builder) {
+	st := rep.Settings
+	gets, debits, several := false, false, false
 	for _, r := range rep.Rows {
 		gets = gets || !r.Debits
 		debits = debits || r.Debits
+		several = several || r.Key == KeyRPCBench16k || r.Key == KeyRaw16k || r.Key == KeyDRPC || r.Key == KeyRPCBench64 || r.Key == KeyRaw64
 	}
 	b.WriteString("Workload: G goroutines share one client connection and make unary ")
 	if gets {
@@ -115,7 +149,10 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	if debits {
 		b.WriteString("`debit` calls (below)")
 	}
-	fmt.Fprintf(&b, ", each server in its own process on 127.0.0.1. Per row and round: %d measured calls after %d warm-up calls. "+
+	if several {
+		b.WriteString(" (drpc, and the 16k and 64conns shapes, differ: notes under the table)")
+	}
+	fmt.Fprintf(b, ", each server in its own process on 127.0.0.1. Per row and round: %d measured calls after %d warm-up calls. "+
 		"Rounds: %d, every row once per round, interleaved; figures are medians over rounds. rpcserver -workers %d.\n\n",
 		st.N, st.Warmup, st.Rounds, st.Workers)
 	if debits {
@@ -126,8 +163,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	for i, r := range st.Reduced {
 		marks[r.System] = " " + superscript(i+1)
 	}
-	b.WriteString("| system | G | calls/s | vs rpcbench | p50 µs | p99 µs | client CPU s/100k calls | server CPU s/100k calls | client allocs/call | non-OK / calls |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| system | G | calls/s | vs rpcbench | vs floor | MB/s | p50 µs | p99 µs | client CPU s/100k calls | server CPU s/100k calls | client allocs/call | non-OK / calls |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rep.Rows {
 		name := r.System + marks[r.System]
 		nonOK := fmt.Sprintf("%d / %d", r.NonOK, r.TotalCalls)
@@ -135,49 +172,104 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			name = "⚠ " + name
 			nonOK = "**" + nonOK + "**"
 		}
-		vs := "—"
-		if r.VsRPCBench > 0 {
-			vs = fmt.Sprintf("%.2f", r.VsRPCBench)
-		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %.1f | %s |\n",
-			name, r.G, thousands(r.CallsPerSec), vs, fmtMicros(r.P50us), fmtMicros(r.P99us),
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s |\n",
+			name, r.G, thousands(r.CallsPerSec), ratioCell(r.VsRPCBench), ratioCell(r.VsFloor), fmtMB(r.MBPerSec), fmtMicros(r.P50us), fmtMicros(r.P99us),
 			cpuCell(r.ClientCPUPer100k, r.ClientCPUOK), cpuCell(r.ServerCPUPer100k, r.ServerCPUOK),
 			r.AllocsPerCall, nonOK)
 	}
 	b.WriteString("\n")
 	for i, r := range st.Reduced {
-		fmt.Fprintf(&b, "- %s %s makes N/%d calls per round (%d), and N/%d warm-up calls.\n",
+		fmt.Fprintf(b, "- %s %s makes N/%d calls per round (%d), and N/%d warm-up calls.\n",
 			superscript(i+1), r.System, r.Div, max(1, st.N/r.Div), r.Div)
 	}
 	for _, key := range st.Systems {
 		b.WriteString(systemNotes[key])
 	}
+	b.WriteString(fixedNote(st))
 	b.WriteString(notes)
 	if debits {
 		b.WriteString(executedNote(rep.Rows))
 	}
+	if note := idleNote(rep.Rows); note != "" {
+		b.WriteString(note)
+	}
 	for _, sk := range rep.Skipped {
-		fmt.Fprintf(&b, "- %s did not run: %s\n", sk.System, sk.Reason)
+		fmt.Fprintf(b, "- %s did not run: %s\n", sk.System, sk.Reason)
 	}
 	for _, r := range rep.Rows {
 		if r.NonOK > 0 {
-			fmt.Fprintf(&b, "- ⚠ %s G=%d: %d of %d calls not OK; first: %s\n", r.System, r.G, r.NonOK, r.TotalCalls, r.FirstError)
+			fmt.Fprintf(b, "- ⚠ %s G=%d: %d of %d calls not OK; first: %s\n", r.System, r.G, r.NonOK, r.TotalCalls, r.FirstError)
 		} else if r.FirstError != "" {
-			fmt.Fprintf(&b, "- ⚠ %s G=%d: %s\n", r.System, r.G, r.FirstError)
+			fmt.Fprintf(b, "- ⚠ %s G=%d: %s\n", r.System, r.G, r.FirstError)
 		}
 		if r.ExecErrors > 0 {
-			fmt.Fprintf(&b, "- ⚠ %s G=%d: in %d of %d rounds: %s\n", r.System, r.G, r.ExecErrors, r.Rounds, r.FirstExecError)
+			fmt.Fprintf(b, "- ⚠ %s G=%d: in %d of %d rounds: %s\n", r.System, r.G, r.ExecErrors, r.Rounds, r.FirstExecError)
 		}
 		if r.Retried > 0 {
-			fmt.Fprintf(&b, "- %s G=%d: %d OK calls needed more than one attempt.\n", r.System, r.G, r.Retried)
+			fmt.Fprintf(b, "- %s G=%d: %d OK calls needed more than one attempt.\n", r.System, r.G, r.Retried)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString("\n")
+}
+
+// fixedNote names the rows that run at one G only, which -g lacks.
+func fixedNote(st Settings) string {
+	var gs []int
+	names := map[int][]string{}
+	for _, f := range st.Fixed {
+		if slices.Contains(st.G, f.G) {
+			continue
+		}
+		if names[f.G] == nil {
+			gs = append(gs, f.G)
+		}
+		names[f.G] = append(names[f.G], f.System)
+	}
+	var b strings.Builder
+	for _, g := range gs {
+		verb := "runs"
+		if len(names[g]) > 1 {
+			verb = "run"
+		}
+		fmt.Fprintf(&b, "- %s %s at G=%d only, whatever -g says.\n", strings.Join(names[g], " and "), verb, g)
+	}
+	return b.String()
+}
+
+// idleTarget is the ratio of rpcbench-idle1000 to rpcbench at the same G
+// that rpcbench aims for: a thousand idle connections should cost the
+// busy one at most 5%.
+const idleTarget = 0.95
+
+// idleNote gives the ratio of each rpcbench-idle1000 row to the rpcbench
+// row at its G, against idleTarget.
+func idleNote(rows []Row) string {
+	var b strings.Builder
+	for _, r := range rows {
+		if r.Key != KeyIdle {
+			continue
+		}
+		if r.VsRPCBench <= 0 {
+			fmt.Fprintf(&b, "- %s: no rpcbench row at G=%d to compare it with.\n", r.System, r.G)
+			continue
+		}
+		fmt.Fprintf(&b, "- %s / rpcbench at G=%d: %.2f (target ≥ %.2f).\n", r.System, r.G, r.VsRPCBench, idleTarget)
+	}
+	return b.String()
 }
 
 // systemNotes explain rows whose name does not say what they are.
 var systemNotes = map[string]string{
+	KeyDRPC: "- drpc (storj.io/drpc, hand-written Description, raw-bytes Encoding) opens G connections, one per goroutine: " +
+		"a drpc connection carries one RPC at a time, and drpc gets concurrency from a pool of connections.\n",
+	KeyIdle: fmt.Sprintf("- rpcbench-idle1000 is rpcbench while the driver holds %d more connections open to the same rpcserver, idle, "+
+		"each having made one get before the warm-up; rpcserver runs with -max-conns %d.\n", idleConns, idleConns+defaultMaxConns),
+	KeyRPCBench16k: fmt.Sprintf("- rpcbench-16k: rpcbench's `echo` method (idempotent, no key) with a %d-byte payload, answered unchanged; "+
+		"every answer must equal its request. Its group's vs rpcbench divides by rpcbench-16k.\n", workload.EchoSize),
+	KeyRaw16k: fmt.Sprintf("- raw-floor-16k: the raw echo with a %d-byte payload.\n", workload.EchoSize),
+	KeyRPCBench64: fmt.Sprintf("- rpcbench-64conns: %d clients (`client.New` each, so %d connections), %d goroutines on each. "+
+		"Its group's vs rpcbench divides by rpcbench-64conns.\n", conns64, conns64, perConn64),
+	KeyRaw64: fmt.Sprintf("- raw-floor-64conns: %d raw connections, %d goroutines on each.\n", conns64, perConn64),
 	KeyGoverned: "- rpcbench-governed is rpcbench with the client's governance on: a retry budget (10 tokens, ratio 0.1), " +
 		"a circuit breaker (10 s window of 1 s buckets, opening at a 50% failure rate over at least 100 attempts, open for 1 s, 5 probes) " +
 		"and an in-flight cap of 4×G, which never refuses; no rate limit.\n",
@@ -221,7 +313,8 @@ func executedNote(rows []Row) string {
 }
 
 // notes explain the columns below the table.
-const notes = `- calls/s: measured calls over the measured phase's wall time. vs rpcbench: ratio of the medians at the same G.
+const notes = `- calls/s: measured calls over the measured phase's wall time. vs rpcbench, vs floor: ratio of the medians to the rpcbench row and to the floor row (the raw echo) of the same shape (the standard gets, 16k or 64conns) at the same G.
+- MB/s: payload bytes, request plus answer, of the calls answered right, over the measured phase's wall time, in 10⁶ bytes a second; frame headers are not counted.
 - p50/p99: nearest-rank percentiles of every measured call's latency, non-OK calls included.
 - client CPU: getrusage(RUSAGE_SELF) user+system of the driver over the measured phase; it includes the driver's own loop, timing and answer check, the same for every system.
 - server CPU: utime+stime of the server process from /proc/PID/stat, in USER_HZ ticks taken as 100 Hz (10 ms resolution).
@@ -229,6 +322,22 @@ const notes = `- calls/s: measured calls over the measured phase's wall time. vs
 - Client and server share the machine's cores; only one row runs at a time.
 - non-OK: calls that returned an error or another account's answer, summed over all rounds.
 `
+
+func ratioCell(v float64) string {
+	if v <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// fmtMB prints megabytes a second with two decimals below 10 and one
+// above.
+func fmtMB(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
 
 func cpuCell(v float64, ok bool) string {
 	if !ok {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rpcbench/rpcbench/bench/internal/workload"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
@@ -29,7 +28,8 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	systems, err := selectSystems(o.Systems)
+	keys, connsMemory := splitMeasurements(o.Systems)
+	systems, err := selectSystems(keys)
 	if err != nil {
 		return nil, err
 	}
@@ -60,14 +60,18 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			err = errors.Join(err, fmt.Errorf("load: cleaning up: %w", cerr))
 		}
 	}()
-	if len(systems) == 0 {
+	if len(systems) == 0 && len(skipped) > 0 {
 		return nil, fmt.Errorf("load: no system left to run: %s left out: %s", skipped[0].System, skipped[0].Reason)
 	}
 
-	needRPC, needPeer := false, false
+	needRPC, needPeer := connsMemory, connsMemory
+	maxConns := map[string]int{} // -max-conns of the rpcservers that hold idle connections
 	for _, s := range systems {
 		needRPC = needRPC || s.Store != ""
 		needPeer = needPeer || s.Store == ""
+		if s.Idle > 0 {
+			maxConns[s.Server] = max(maxConns[s.Server], s.Idle+defaultMaxConns)
+		}
 	}
 	bins, err := build(ctx, &o, needRPC, needPeer, dir, log)
 	if err != nil {
@@ -88,31 +92,33 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := serverproc.StartAwait(ctx, serverSpec(s, store, &o, bins, dir, log), serverproc.StartTimeout)
+		p, err := serverproc.StartAwait(ctx, serverSpec(s, store, maxConns[s.Server], &o, bins, dir, log), serverproc.StartTimeout)
 		if err != nil {
 			return nil, err
 		}
 		servers[s.Server] = p
 		fmt.Fprintf(log, "%s listening on %s (pid %d)\n", s.Server, p.Addr, p.PID)
-		var w work = getWork{reqs: workload.Requests()}
-		if s.Debits {
-			w = &debitWork{}
-		}
-		works[s.Server] = w
+	}
+	for _, s := range systems {
+		works[s.Key] = newWork(s)
 	}
 
 	rep = &Report{Machine: ThisMachine(ctx), Settings: settingsOf(&o, systems), Skipped: skipped}
 	start := time.Now()
+	gs := rowGs(o.G, systems)
 	for round := 1; round <= o.Rounds; round++ {
-		for _, g := range o.G {
+		for _, g := range gs {
 			for _, sys := range systems {
+				if !sys.runsAt(g, o.G) {
+					continue
+				}
 				if err := ctx.Err(); err != nil {
 					return nil, fmt.Errorf("load: run interrupted: %w", err)
 				}
 				r := row{
 					sys:     sys,
 					srv:     servers[sys.Server],
-					work:    works[sys.Server],
+					work:    works[sys.Key],
 					g:       g,
 					n:       max(1, o.N/sys.CallsDiv),
 					warmup:  o.Warmup / sys.CallsDiv,
@@ -130,8 +136,33 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 	rep.Wall = time.Since(start)
-	rep.Rows = aggregate(systems, o.G, rep.Samples)
+	rep.Rows = aggregate(systems, gs, rep.Samples)
+	if connsMemory {
+		// The rows' servers are stopped first, so that they do not
+		// share the machine's memory and file descriptors with this.
+		for k, s := range servers {
+			s.Stop()
+			delete(servers, k)
+		}
+		cm, err := measureConnsMemory(ctx, &o, bins, dir, log)
+		rep.ConnsMemory = cm
+		if err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
+}
+
+// rowGs returns the concurrency levels of a run's rows, in table order:
+// gs, then each systems' FixedG that gs lacks.
+func rowGs(gs []int, systems []System) []int {
+	out := slices.Clone(gs)
+	for _, s := range systems {
+		if s.FixedG > 0 && !slices.Contains(out, s.FixedG) {
+			out = append(out, s.FixedG)
+		}
+	}
+	return out
 }
 
 func errSuffix(e string) string {
@@ -149,12 +180,14 @@ func execSuffix(e string) string {
 }
 
 // aggregate reduces samples to one Row per system and G, in table order:
-// by G, then by system.
+// by G, then by system. Within a G, each row's VsRPCBench and VsFloor
+// are ratios to the Base and Floor rows of its shape.
 func aggregate(systems []System, gs []int, samples []Sample) []Row {
 	var rows []Row
 	for _, g := range gs {
-		var base float64
+		base, floor := map[string]float64{}, map[string]float64{}
 		start := len(rows)
+		shapes := map[string]string{} // row's system name to its shape
 		for _, sys := range systems {
 			var ss []Sample
 			for _, s := range samples {
@@ -166,14 +199,22 @@ func aggregate(systems []System, gs []int, samples []Sample) []Row {
 				continue
 			}
 			r := summarize(sys, g, ss)
-			if sys.Key == KeyRPCBench {
-				base = r.CallsPerSec
+			if sys.Base {
+				base[sys.Shape] = r.CallsPerSec
 			}
+			if sys.Floor {
+				floor[sys.Shape] = r.CallsPerSec
+			}
+			shapes[sys.Name] = sys.Shape
 			rows = append(rows, r)
 		}
 		for i := start; i < len(rows); i++ {
-			if base > 0 {
-				rows[i].VsRPCBench = rows[i].CallsPerSec / base
+			shape := shapes[rows[i].System]
+			if b := base[shape]; b > 0 {
+				rows[i].VsRPCBench = rows[i].CallsPerSec / b
+			}
+			if f := floor[shape]; f > 0 {
+				rows[i].VsFloor = rows[i].CallsPerSec / f
 			}
 		}
 	}
@@ -184,10 +225,11 @@ func aggregate(systems []System, gs []int, samples []Sample) []Row {
 // up its calls and failures.
 func summarize(sys System, g int, ss []Sample) Row {
 	r := Row{System: sys.Name, Key: sys.Key, G: g, Rounds: len(ss), CallsPerRound: ss[0].Calls, ClientCPUOK: true, ServerCPUOK: true, Debits: sys.Debits}
-	var cps, p50, p99, ccpu, scpu, allocs []float64
+	var cps, mbps, p50, p99, ccpu, scpu, allocs []float64
 	for _, s := range ss {
 		per100k := 1e5 / float64(max(s.Calls, 1))
 		cps = append(cps, s.CallsPerSec())
+		mbps = append(mbps, s.MBPerSec())
 		p50 = append(p50, float64(s.P50.Nanoseconds())/1e3)
 		p99 = append(p99, float64(s.P99.Nanoseconds())/1e3)
 		ccpu = append(ccpu, s.ClientCPU.Seconds()*per100k)
@@ -210,6 +252,7 @@ func summarize(sys System, g int, ss []Sample) Row {
 		}
 	}
 	r.CallsPerSec = median(cps)
+	r.MBPerSec = median(mbps)
 	r.P50us, r.P99us = median(p50), median(p99)
 	r.ClientCPUPer100k, r.ServerCPUPer100k = median(ccpu), median(scpu)
 	r.AllocsPerCall = median(allocs)
@@ -220,6 +263,9 @@ func settingsOf(o *Options, systems []System) Settings {
 	st := Settings{G: slices.Clone(o.G), N: o.N, Warmup: o.Warmup, Rounds: o.Rounds, Workers: o.Workers}
 	for _, s := range systems {
 		st.Systems = append(st.Systems, s.Key)
+		if s.FixedG > 0 {
+			st.Fixed = append(st.Fixed, Fixed{System: s.Name, G: s.FixedG})
+		}
 		if s.CallsDiv > 1 {
 			st.Reduced = append(st.Reduced, Reduced{System: s.Name, Div: s.CallsDiv})
 		}

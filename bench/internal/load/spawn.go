@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -16,9 +17,13 @@ import (
 // benchpeerAnnounce starts the line benchpeer prints once it listens.
 const benchpeerAnnounce = "LISTEN "
 
+// defaultMaxConns is rpcserver's default -max-conns.
+const defaultMaxConns = 1024
+
 // serverSpec returns how to start the server sys talks to; store is the
-// -store spec of an rpcserver, empty for its default.
-func serverSpec(sys System, store string, o *Options, bins binaries, dir string, stderr io.Writer) serverproc.Spec {
+// -store spec of an rpcserver, empty for its default, and maxConns its
+// -max-conns, 0 for its default.
+func serverSpec(sys System, store string, maxConns int, o *Options, bins binaries, dir string, stderr io.Writer) serverproc.Spec {
 	if sys.Store != "" {
 		spec := serverproc.RPCServer{
 			Bin:     bins.rpcserver,
@@ -31,6 +36,9 @@ func serverSpec(sys System, store string, o *Options, bins binaries, dir string,
 		}.Spec()
 		if o.ServerCPUProfile != "" {
 			spec.Args = append(spec.Args, "-"+serverapi.FlagCPUProfile, o.ServerCPUProfile+"."+sys.Server+".pprof")
+		}
+		if maxConns > 0 {
+			spec.Args = append(spec.Args, "-"+serverapi.FlagMaxConns, strconv.Itoa(maxConns))
 		}
 		return spec
 	}

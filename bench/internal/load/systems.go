@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/rpcbench/rpcbench/bench/internal/drpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/grpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/netrpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/rawwire"
+	"github.com/rpcbench/rpcbench/bench/internal/workload"
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
@@ -27,6 +31,14 @@ const (
 	KeyPerRequest = "per-request"
 	KeyRaw        = "raw"
 	KeyGoverned   = "rpcbench-governed"
+	KeyDRPC       = "drpc"
+
+	// The shapes of load: each a group of rows beside its floor.
+	KeyRPCBench16k = "rpcbench-16k"
+	KeyRaw16k      = "raw-floor-16k"
+	KeyRPCBench64  = "rpcbench-64conns"
+	KeyRaw64       = "raw-floor-64conns"
+	KeyIdle        = "rpcbench-idle1000"
 
 	// The rows of debits, each against an rpcserver of its own.
 	KeyDebit         = "rpcbench-debit"
@@ -46,17 +58,51 @@ const sqlCallsDiv = 10
 const (
 	serverRPC    = "rpcserver"
 	serverGRPC   = "grpc"
+	serverDRPC   = "drpc"
 	serverNetRPC = "netrpc"
 	serverRaw    = "raw"
 )
 
+// Shapes of load: the row groups besides the standard one (gets of 15
+// bytes, one connection shared by G goroutines). Each has its rpcbench row
+// and its floor.
+const (
+	// Shape16k: echoes of 16 KiB, request and answer.
+	Shape16k = "16k"
+	// Shape64Conns: 64 connections of 8 goroutines each.
+	Shape64Conns = "64conns"
+)
+
+// Parameters of the shapes.
+const (
+	// conns64 is the number of connections of the 64conns rows, and
+	// perConn64 the goroutines sharing each.
+	conns64, perConn64 = 64, 8
+	// idleConns is how many idle connections the rpcbench-idle1000 row
+	// holds open to rpcserver while it runs at idleG.
+	idleConns, idleG = 1000, 64
+)
+
 // Client is one system's client: one connection (or, for per-request, one
-// dialer) that every goroutine of a row shares.
+// dialer; for drpc and the 64conns rows, several connections) that every
+// goroutine of a row shares.
 type Client interface {
-	// Call makes one get with payload req and returns the answer's
+	caller
+	Close() error
+}
+
+// caller makes calls.
+type caller interface {
+	// Call makes one call with payload req and returns the answer's
 	// payload. An error is a call that did not end OK.
 	Call(ctx context.Context, req []byte) ([]byte, error)
-	Close() error
+}
+
+// workerClient is implemented by a Client of several connections, each
+// for some of the row's goroutines: goroutine i of a row makes its calls
+// on Worker(i).
+type workerClient interface {
+	Worker(i int) caller
 }
 
 // retryCounter is implemented by clients that may retry inside Call, so a
@@ -76,8 +122,23 @@ type System struct {
 	Store string
 	// Debits: every call is a debit (workload.AppendDebit), and the row
 	// checks that the server executed each exactly once. Otherwise every
-	// call is a get.
+	// call is a get, or an echo when Echo is set.
 	Debits bool
+	// Echo, when positive, is the payload size of the row's echoes
+	// (workload.EchoRequests); every answer must equal its request.
+	Echo int
+	// Shape is the row group (Shape16k, Shape64Conns), empty for the
+	// standard one. Base marks the group's rpcbench row and Floor its
+	// raw-floor row: at each G, "vs rpcbench" and "vs floor" are ratios
+	// to them.
+	Shape       string
+	Base, Floor bool
+	// FixedG, when positive, is the only concurrency the row runs at,
+	// whatever Options.G says.
+	FixedG int
+	// Idle is how many idle connections the driver holds open to the
+	// server while the row runs (each made one get, before the warm-up).
+	Idle int
 	// Default: the system runs when Options.Systems is empty.
 	Default bool
 	// CallsDiv divides Options.N and Options.Warmup for this system, for
@@ -91,12 +152,18 @@ type System struct {
 // Systems returns every system, in the table's row order.
 func Systems() []System {
 	return []System{
-		{Key: KeyRPCBench, Name: "rpcbench", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Dial: dialRPCBench(false)},
+		{Key: KeyRPCBench, Name: "rpcbench", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Base: true, Dial: dialRPCBench(false)},
+		{Key: KeyIdle, Name: KeyIdle, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, FixedG: idleG, Idle: idleConns, Dial: dialRPCBench(false)},
 		{Key: KeyGoverned, Name: KeyGoverned, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Dial: dialGoverned},
 		{Key: KeyGRPC, Name: "grpc-go", Server: serverGRPC, Default: true, CallsDiv: 1, Dial: dialGRPC},
+		{Key: KeyDRPC, Name: "drpc", Server: serverDRPC, Default: true, CallsDiv: 1, Dial: dialMany(dialDRPC, 1)},
 		{Key: KeyNetRPC, Name: "net/rpc", Server: serverNetRPC, Default: true, CallsDiv: 1, Dial: dialNetRPC},
 		{Key: KeyPerRequest, Name: "rpcbench-per-request", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 10, Dial: dialRPCBench(true)},
-		{Key: KeyRaw, Name: "raw-floor", Server: serverRaw, Default: true, CallsDiv: 1, Dial: dialRaw},
+		{Key: KeyRaw, Name: "raw-floor", Server: serverRaw, Default: true, CallsDiv: 1, Floor: true, Dial: dialRaw},
+		{Key: KeyRPCBench16k, Name: KeyRPCBench16k, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Echo: workload.EchoSize, Shape: Shape16k, Base: true, Dial: dialEcho},
+		{Key: KeyRaw16k, Name: KeyRaw16k, Server: serverRaw, Default: true, CallsDiv: 1, Echo: workload.EchoSize, Shape: Shape16k, Floor: true, Dial: dialRaw},
+		{Key: KeyRPCBench64, Name: KeyRPCBench64, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Shape: Shape64Conns, Base: true, FixedG: conns64 * perConn64, Dial: dialMany(dialRPCBench(false), perConn64)},
+		{Key: KeyRaw64, Name: KeyRaw64, Server: serverRaw, Default: true, CallsDiv: 1, Shape: Shape64Conns, Floor: true, FixedG: conns64 * perConn64, Dial: dialMany(dialRaw, perConn64)},
 		{Key: KeyDebit, Name: KeyDebit, Server: KeyDebit, Store: bank.KindMemory, Debits: true, CallsDiv: 1, Dial: dialDebit(false)},
 		{Key: KeyKeyedMemory, Name: KeyKeyedMemory, Server: KeyKeyedMemory, Store: bank.KindMemory, Debits: true, CallsDiv: 1, Dial: dialDebit(true)},
 		{Key: KeyKeyedSQLite, Name: KeyKeyedSQLite, Server: KeyKeyedSQLite, Store: bank.KindSQLite, Debits: true, CallsDiv: sqlCallsDiv, Dial: dialDebit(true)},
@@ -104,15 +171,53 @@ func Systems() []System {
 	}
 }
 
-// GroupDebits, in -systems, names every row of debits, in table order.
-const GroupDebits = "debits"
+// GroupDebits, in -systems, names every row of debits, in table order;
+// GroupShapes every row of the shapes of load (the rows of Shape16k and
+// Shape64Conns, and rpcbench-idle1000).
+const (
+	GroupDebits = "debits"
+	GroupShapes = "shapes"
+)
+
+// KeyConnsMemory, in -systems, names the measurement of the memory a
+// server holds per idle connection (MeasureConnsMemory), which is not a
+// row of the table.
+const KeyConnsMemory = "conns-memory"
+
+// isShape reports whether s is one of the shapes of load.
+func (s *System) isShape() bool { return s.Shape != "" || s.Idle > 0 }
+
+// runsAt reports whether the row runs at concurrency g, given the run's
+// concurrency levels gs.
+func (s *System) runsAt(g int, gs []int) bool {
+	if s.FixedG > 0 {
+		return g == s.FixedG
+	}
+	return slices.Contains(gs, g)
+}
+
+// splitMeasurements takes KeyConnsMemory out of keys. When keys named it
+// and nothing else, rows is empty and not nil's default: no row runs.
+func splitMeasurements(keys []string) (rows []string, connsMemory bool) {
+	for _, k := range keys {
+		if k == KeyConnsMemory {
+			connsMemory = true
+		} else {
+			rows = append(rows, k)
+		}
+	}
+	if connsMemory && rows == nil {
+		rows = []string{}
+	}
+	return rows, connsMemory
+}
 
 // selectSystems returns the systems named by keys (table names, or
-// GroupDebits), in the order given, each once; none means the default
-// ones.
+// GroupDebits, GroupShapes), in the order given, each once; nil means the
+// default ones, and an empty slice none.
 func selectSystems(keys []string) ([]System, error) {
 	all := Systems()
-	if len(keys) == 0 {
+	if keys == nil {
 		for _, s := range all {
 			if s.Default {
 				keys = append(keys, s.Key)
@@ -124,7 +229,7 @@ func selectSystems(keys []string) ([]System, error) {
 	for _, k := range keys {
 		found := false
 		for _, s := range all {
-			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits {
+			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits || k == GroupShapes && s.isShape() {
 				if !seen[s.Key] {
 					out = append(out, s)
 					seen[s.Key] = true
@@ -133,7 +238,7 @@ func selectSystems(keys []string) ([]System, error) {
 			}
 		}
 		if !found {
-			valid := []string{GroupDebits}
+			valid := []string{GroupDebits, GroupShapes, KeyConnsMemory}
 			for _, s := range all {
 				valid = append(valid, s.Key)
 			}
@@ -264,7 +369,7 @@ func (c *debitClient) Call(ctx context.Context, req []byte) ([]byte, error) {
 }
 
 // Counters reads rpcserver's counters.
-func (c *debitClient) Counters(ctx context.Context) (serverapi.Counters, error) {
+func (c *rpcbenchClient) Counters(ctx context.Context) (serverapi.Counters, error) {
 	r := c.c.Do(ctx, client.Call{Method: serverapi.MethodStats, Idempotent: true})
 	if r.Status != proto.StatusOK {
 		return serverapi.Counters{}, &StatusError{Status: r.Status, Payload: string(r.Payload), Err: r.Err}
@@ -281,6 +386,23 @@ func newKey() string {
 	return hex.EncodeToString(b[:])
 }
 
+// dialEcho connects an rpcbench client whose calls are echoes.
+func dialEcho(_ context.Context, addr string, _ int) (Client, error) {
+	c, err := client.New(addr, RPCBenchConfig(false))
+	if err != nil {
+		return nil, err
+	}
+	return &echoClient{rpcbenchClient: rpcbenchClient{c: c}}, nil
+}
+
+// echoClient is a Client whose every call is an echo: idempotent, no key
+// (rpcserver refuses one).
+type echoClient struct{ rpcbenchClient }
+
+func (c *echoClient) Call(ctx context.Context, req []byte) ([]byte, error) {
+	return c.do(ctx, client.Call{Method: bank.MethodEcho, Idempotent: true, Payload: req})
+}
+
 func dialGRPC(_ context.Context, addr string, _ int) (Client, error) {
 	return grpcpeer.Dial(addr)
 }
@@ -291,4 +413,62 @@ func dialNetRPC(ctx context.Context, addr string, _ int) (Client, error) {
 
 func dialRaw(ctx context.Context, addr string, _ int) (Client, error) {
 	return rawwire.Dial(ctx, addr)
+}
+
+func dialDRPC(ctx context.Context, addr string, _ int) (Client, error) {
+	return drpcpeer.Dial(ctx, addr)
+}
+
+// dialMany returns a Dial that connects ⌈g/per⌉ clients with dial, one
+// for every per goroutines of the row: goroutine i calls on client i/per.
+func dialMany(dial func(context.Context, string, int) (Client, error), per int) func(context.Context, string, int) (Client, error) {
+	return func(ctx context.Context, addr string, g int) (Client, error) {
+		m := &multiClient{per: per}
+		for range (g + per - 1) / per {
+			c, err := dial(ctx, addr, per)
+			if err != nil {
+				m.Close()
+				return nil, err
+			}
+			m.cs = append(m.cs, c)
+		}
+		return m, nil
+	}
+}
+
+// multiClient is a Client of several connections, each serving per of a
+// row's goroutines.
+type multiClient struct {
+	cs   []Client
+	per  int
+	next atomic.Uint64 // round robin of Call
+}
+
+// Worker returns the client of goroutine i.
+func (m *multiClient) Worker(i int) caller { return m.cs[(i/m.per)%len(m.cs)] }
+
+// Call makes the call on the clients in turn; the rows call on Worker(i)
+// instead, so that no two goroutines share a client beyond per.
+func (m *multiClient) Call(ctx context.Context, req []byte) ([]byte, error) {
+	return m.cs[m.next.Add(1)%uint64(len(m.cs))].Call(ctx, req)
+}
+
+// Close closes every client.
+func (m *multiClient) Close() error {
+	var errs []error
+	for _, c := range m.cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Retried sums the retries of the clients that count them.
+func (m *multiClient) Retried() int64 {
+	var n int64
+	for _, c := range m.cs {
+		if rc, ok := c.(retryCounter); ok {
+			n += rc.Retried()
+		}
+	}
+	return n
 }
