@@ -19,12 +19,19 @@ type Decoder struct {
 	// block is the unused tail of the memory payloads are copied into.
 	// Payloads take disjoint pieces of it that are never written again.
 	block []byte
+	// blockSize is the size of the next block: it starts small and
+	// doubles up to payloadBlock, so that a connection that made one call
+	// and went idle pins a few hundred bytes, not a whole block.
+	blockSize int
 }
 
 // payloadBlock is the size of the blocks small payloads are carved from:
 // one allocation serves many frames, and a payload kept by a caller pins
 // at most this much.
 const payloadBlock = 4 << 10
+
+// firstPayloadBlock is the size of a Decoder's first block.
+const firstPayloadBlock = 256
 
 // Feed appends p to the stream and decodes every complete frame in it. The
 // returned frames own their memory: nothing in them aliases p or the
@@ -106,7 +113,8 @@ func (d *Decoder) payload(b []byte) []byte {
 		return append([]byte(nil), b...)
 	}
 	if len(d.block) < len(b) {
-		d.block = make([]byte, payloadBlock)
+		d.blockSize = min(max(2*d.blockSize, firstPayloadBlock), payloadBlock)
+		d.block = make([]byte, max(d.blockSize, len(b)))
 	}
 	p := d.block[:len(b):len(b)]
 	d.block = d.block[len(b):]

@@ -21,12 +21,19 @@ const DefaultReadSize = 32 << 10
 type FrameReader struct {
 	r    io.Reader
 	want Type
+	// buf is the read buffer. It starts at firstReadSize and doubles,
+	// up to size, each time a read fills it: an idle connection pins a
+	// few hundred bytes, a busy one reads in large pieces.
 	buf  []byte
+	size int
 	dec  Decoder
 	err  error
 	// held are frames ReadBatch decoded that ReadFrame has not returned.
 	held []Frame
 }
+
+// firstReadSize is the size of a FrameReader's first read buffer.
+const firstReadSize = 512
 
 // NewFrameReader returns a FrameReader that reads r in reads of up to size
 // bytes (0 means DefaultReadSize) and accepts only frames of type want.
@@ -34,7 +41,7 @@ func NewFrameReader(r io.Reader, want Type, size int) *FrameReader {
 	if size <= 0 {
 		size = DefaultReadSize
 	}
-	return &FrameReader{r: r, want: want, buf: make([]byte, size)}
+	return &FrameReader{r: r, want: want, buf: make([]byte, min(size, firstReadSize)), size: size}
 }
 
 // ReadBatch makes one Read and returns the frames it completed, in order;
@@ -53,6 +60,10 @@ func (fr *FrameReader) ReadBatch() ([]Frame, error) {
 	}
 	n, rerr := fr.r.Read(fr.buf)
 	frames, derr := fr.dec.Feed(fr.buf[:n])
+	if n == len(fr.buf) && n < fr.size {
+		// The Decoder kept nothing of buf: a new one costs no copy.
+		fr.buf = make([]byte, min(2*n, fr.size))
+	}
 	for i := range frames {
 		if got := frames[i].Type; got != fr.want {
 			frames = frames[:i]

@@ -249,15 +249,44 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// TestFrameReaderDefaultSize: size 0 reads in DefaultReadSize pieces.
-func TestFrameReaderDefaultSize(t *testing.T) {
-	var sizes []int
-	r := readFunc(func(p []byte) (int, error) { sizes = append(sizes, len(p)); return 0, io.EOF })
-	if _, err := proto.NewFrameReader(r, proto.TypeRequest, 0).ReadBatch(); err != io.EOF {
-		t.Fatalf("ReadBatch: %v, want EOF", err)
-	}
-	if diff := cmp.Diff([]int{proto.DefaultReadSize}, sizes); diff != "" {
-		t.Errorf("read sizes (-want +got):\n%s", diff)
+// TestFrameReaderReadSizes: reads start small and double each time one
+// fills the buffer, up to the size asked for (DefaultReadSize for 0), so
+// that an idle connection pins little memory and a busy one reads in
+// large pieces; a read that does not fill the buffer does not grow it.
+func TestFrameReaderReadSizes(t *testing.T) {
+	f := proto.Frame{Type: proto.TypeRequest, ID: 1, Method: "get", Payload: bytes.Repeat([]byte("x"), 100)}
+	stream := encode(t, slicesRepeat(f, 3000)...)
+	for _, tt := range []struct {
+		size int
+		fill bool // each read fills the buffer
+		want []int
+	}{
+		{0, true, []int{512, 1024, 2048, 4096, 8192, 16384, 32768, 32768}},
+		{4096, true, []int{512, 1024, 2048, 4096, 4096}},
+		{100, true, []int{100, 100}},
+		{0, false, []int{512, 512, 512}},
+	} {
+		var sizes []int
+		rest := stream
+		r := readFunc(func(p []byte) (int, error) {
+			sizes = append(sizes, len(p))
+			n := len(p)
+			if !tt.fill {
+				n--
+			}
+			n = copy(p[:n], rest)
+			rest = rest[n:]
+			return n, nil
+		})
+		fr := proto.NewFrameReader(r, proto.TypeRequest, tt.size)
+		for range tt.want {
+			if _, err := fr.ReadBatch(); err != nil {
+				t.Fatalf("size %d: ReadBatch: %v", tt.size, err)
+			}
+		}
+		if diff := cmp.Diff(tt.want, sizes); diff != "" {
+			t.Errorf("size %d, fill %v: read sizes (-want +got):\n%s", tt.size, tt.fill, diff)
+		}
 	}
 }
 
