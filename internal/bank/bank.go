@@ -65,6 +65,11 @@ func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit, Meth
 // whatever its value, so sleep=0 is how a caller sends a request through
 // the server's queue without slowing it down.
 func (b *Bank) MayBlock(r *server.Request) bool {
+	if r.Method == MethodEcho {
+		// Never blocks, keyed or not (a keyed echo is refused at once),
+		// and its payload, up to 64 KiB, is not the bank's to scan.
+		return false
+	}
 	if r.Key != "" {
 		return true
 	}
