@@ -38,11 +38,16 @@ const firstPayloadBlock = 256
 // Decoder's buffer, and nothing the Decoder does later writes to it. Small
 // payloads may share one allocation, each capped at its length so that
 // appending to one never touches another. p is not retained.
-func (d *Decoder) Feed(p []byte) ([]Frame, error) {
+func (d *Decoder) Feed(p []byte) ([]Frame, error) { return d.FeedAppend(nil, p) }
+
+// FeedAppend is Feed that appends the frames to dst and returns the
+// extended slice, so that a caller reusing dst allocates no slice per
+// call. The frames appended own their memory as Feed's do.
+func (d *Decoder) FeedAppend(dst []Frame, p []byte) ([]Frame, error) {
+	frames := dst
 	if d.err != nil {
-		return nil, d.err
+		return frames, d.err
 	}
-	var frames []Frame
 	data := p
 	if len(d.buf) > 0 {
 		d.buf = append(d.buf, p...)

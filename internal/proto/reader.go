@@ -30,6 +30,8 @@ type FrameReader struct {
 	err  error
 	// held are frames ReadBatch decoded that ReadFrame has not returned.
 	held []Frame
+	// frames is the slice ReadBatch returns, reused from call to call.
+	frames []Frame
 }
 
 // firstReadSize is the size of a FrameReader's first read buffer.
@@ -47,8 +49,9 @@ func NewFrameReader(r io.Reader, want Type, size int) *FrameReader {
 // ReadBatch makes one Read and returns the frames it completed, in order;
 // there may be none when the read ended inside a frame. err is the read's
 // error (io.EOF included) or a *ProtocolError; the frames completed before
-// a bad one are returned with it and are valid. The returned slice is the
-// caller's.
+// a bad one are returned with it and are valid. The slice is reused: it
+// is valid until the next call of ReadBatch or ReadFrame, while the
+// frames in it, copied out, own their memory for good.
 func (fr *FrameReader) ReadBatch() ([]Frame, error) {
 	if len(fr.held) > 0 {
 		frames := fr.held
@@ -59,7 +62,10 @@ func (fr *FrameReader) ReadBatch() ([]Frame, error) {
 		return nil, fr.err
 	}
 	n, rerr := fr.r.Read(fr.buf)
-	frames, derr := fr.dec.Feed(fr.buf[:n])
+	// Cleared, so that the last batch's payloads are not kept alive.
+	clear(fr.frames)
+	frames, derr := fr.dec.FeedAppend(fr.frames[:0], fr.buf[:n])
+	fr.frames = frames
 	if n == len(fr.buf) && n < fr.size {
 		// The Decoder kept nothing of buf: a new one costs no copy.
 		fr.buf = make([]byte, min(2*n, fr.size))

@@ -3,7 +3,9 @@ package proto_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -293,3 +295,60 @@ func TestFrameReaderReadSizes(t *testing.T) {
 type readFunc func([]byte) (int, error)
 
 func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestReadBatchReusesSlice: the slice ReadBatch returns is reused by the
+// next call, but frames copied out of it keep their values and payloads;
+// a batch of small frames without keys allocates no slice of its own.
+func TestReadBatchReusesSlice(t *testing.T) {
+	const batches, per = 400, 20
+	var stream [][]byte // one batch per read
+	for b := range uint64(batches) {
+		var frames []proto.Frame
+		for i := range uint64(per) {
+			id := b*per + i + 1
+			frames = append(frames, proto.Frame{Type: proto.TypeResponse, ID: id, Method: "get", Status: proto.StatusOK, Payload: fmt.Appendf(nil, "answer-%d", id)})
+		}
+		stream = append(stream, encode(t, frames...))
+	}
+	// The reader allocates nothing: it hands out the batches encoded
+	// above, each whole, in order.
+	r := readFunc(func(p []byte) (int, error) {
+		if len(stream) == 0 {
+			return 0, io.EOF
+		}
+		n := copy(p, stream[0])
+		if stream[0] = stream[0][n:]; len(stream[0]) == 0 {
+			stream = stream[1:]
+		}
+		return n, nil
+	})
+	fr := proto.NewFrameReader(r, proto.TypeResponse, 64<<10)
+	var first []proto.Frame
+	for len(first) < per { // until the read buffer holds a whole batch
+		frames, err := fr.ReadBatch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = frames
+	}
+	kept := slices.Clone(first)
+	second, err := fr.ReadBatch()
+	if err != nil || len(second) != per {
+		t.Fatalf("ReadBatch: %d frames, %v; want %d", len(second), err, per)
+	}
+	for i, f := range kept {
+		if want := fmt.Sprintf("answer-%d", f.ID); string(f.Payload) != want || f.ID != second[i].ID-per {
+			t.Fatalf("frame %d kept from one batch, after the next: ID %d payload %q, want %q", i, f.ID, f.Payload, want)
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if frames, err := fr.ReadBatch(); err != nil || len(frames) != per {
+			t.Fatalf("ReadBatch: %d frames, %v", len(frames), err)
+		}
+	})
+	// Payloads are carved from 4 KiB blocks: one every few batches.
+	t.Logf("%.2f allocations per batch of %d frames", allocs, per)
+	if allocs > 0.5 {
+		t.Errorf("a batch of %d frames allocates %.2f times, want at most 0.5: the frames slice is not reused", per, allocs)
+	}
+}
