@@ -133,7 +133,7 @@ var mutants = []mutant{
 		name: "decoder_not_dead_after_error",
 		bug:  "the decoder does not stay dead after an error: a later Feed decodes again",
 		file: "internal/proto/decoder.go",
-		old:  "\tif d.err != nil {\n\t\treturn nil, d.err\n\t}\n",
+		old:  "\tif d.err != nil {\n\t\treturn frames, d.err\n\t}\n",
 		new:  "",
 		catch: map[string]string{
 			"decoder_split_model": "deadAfterError=1 frames, error <nil>, want 0 frames, same error",
@@ -206,8 +206,8 @@ var mutants = []mutant{
 		name: "keepalive_never_declares_dead",
 		bug:  "keepalive pings a silent peer but never gives up on it: the half-open connection is believed alive for ever",
 		file: "internal/client/keepalive.go",
-		old:  "\t\tif !read {\n",
-		new:  "\t\tif false && !read {\n",
+		old:  "\t\t\tc.fail(&ConnLostError{Err: fmt.Errorf(\"%w: nothing read",
+		new:  "\t\t\tif ka.Time > 0 {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tc.fail(&ConnLostError{Err: fmt.Errorf(\"%w: nothing read",
 		catch: map[string]string{
 			"half_open_peer_detected": "declaredDead=false, want true",
 		},
