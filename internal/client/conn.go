@@ -182,10 +182,17 @@ const cancelIDBit = 1 << 63
 // the reader drops. It does nothing on a dead connection, where nothing
 // more can be sent. It reports whether the cancel was queued.
 func (c *conn) cancel(id uint64) bool {
-	f := proto.Frame{
+	return c.queueControl(&proto.Frame{
 		Type: proto.TypeRequest, ID: cancelIDBit | id, Method: serverapi.MethodCancel,
 		Payload: strconv.AppendUint([]byte("id="), id, 10),
-	}
+	}, false)
+}
+
+// queueControl queues f, a control request nobody waits for, and wakes
+// the writer; ping marks it as keepalive's ping, so that the writer
+// signals pingWritten once the write carrying it returns. It reports
+// false on a dead connection, where nothing more can be sent.
+func (c *conn) queueControl(f *proto.Frame, ping bool) bool {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -193,10 +200,11 @@ func (c *conn) cancel(id uint64) bool {
 	}
 	var err error
 	// The frame is small and well formed: encoding cannot fail.
-	if c.wq, err = proto.AppendFrame(c.wq, &f); err != nil {
+	if c.wq, err = proto.AppendFrame(c.wq, f); err != nil {
 		c.mu.Unlock()
 		return false
 	}
+	c.pingQueued = c.pingQueued || ping
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:

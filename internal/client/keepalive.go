@@ -110,27 +110,9 @@ func (c *conn) awaitRead(t *time.Timer, since int64, ka KeepaliveConfig) (read, 
 	return false, true
 }
 
-// ping queues a ctl.ping with request ID id and marks it for the writer,
-// which signals pingWritten once the write carrying it returns. Nobody
-// waits for the answer. It reports false on a dead connection.
+// ping queues a ctl.ping with request ID id for the writer, which
+// signals pingWritten once the write carrying it returns. Nobody waits
+// for the answer. It reports false on a dead connection.
 func (c *conn) ping(id uint64) bool {
-	f := proto.Frame{Type: proto.TypeRequest, ID: id, Method: serverapi.MethodPing}
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return false
-	}
-	var err error
-	// The frame is small and well formed: encoding cannot fail.
-	if c.wq, err = proto.AppendFrame(c.wq, &f); err != nil {
-		c.mu.Unlock()
-		return false
-	}
-	c.pingQueued = true
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	return true
+	return c.queueControl(&proto.Frame{Type: proto.TypeRequest, ID: id, Method: serverapi.MethodPing}, true)
 }
