@@ -226,8 +226,8 @@ var mutants = []mutant{
 		name: "keepalive_ignores_acks",
 		bug:  "keepalive goes by reads alone: a live peer whose answer to the ping is queued behind a large request on a slow link is declared dead",
 		file: "internal/client/keepalive.go",
-		old:  "canTell && ok && now > acked {",
-		new:  "false && canTell && ok && now > acked {",
+		old:  "canTell && ok && now > acked &&",
+		new:  "false && canTell && ok && now > acked &&",
 		catch: map[string]string{
 			"slow_link_head_of_line": "keepaliveTimeouts=",
 		},

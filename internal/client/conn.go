@@ -98,6 +98,12 @@ type conn struct {
 	pingQueued bool               // wq holds a keepalive ping
 	err        error              // why the connection died; nil while alive
 
+	// pingEnd is how many bytes the connection had written, counting from
+	// its first, when the write carrying the last ping returned; ackBase
+	// is the peer's acknowledged bytes at the start (the SYN counts). Both
+	// only with keepalive.
+	pingEnd atomic.Uint64
+	ackBase uint64
 	// pingWritten (capacity 1) tells the keepalive goroutine that the
 	// write carrying its ping returned.
 	pingWritten chan struct{}
@@ -130,6 +136,7 @@ func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint
 	go c.writeLoop()
 	if c.keepalive != nil {
 		c.lastRead.Store(mono())
+		c.ackBase, _ = bytesAcked(nc)
 		c.pingWritten = make(chan struct{}, 1)
 		c.kaDone = make(chan struct{})
 		go c.keepaliveLoop(*c.keepalive)
@@ -274,6 +281,7 @@ func (c *conn) writeLoop() {
 	defer close(c.writeDone)
 	var spare []byte
 	var spareIDs []uint64
+	var written uint64 // bytes written so far
 	for {
 		select {
 		case <-c.wake:
@@ -300,7 +308,9 @@ func (c *conn) writeLoop() {
 			c.fail(fmt.Errorf("write: %w", err))
 			return
 		}
+		written += uint64(len(buf))
 		if ping {
+			c.pingEnd.Store(written)
 			select {
 			case c.pingWritten <- struct{}{}:
 			default:

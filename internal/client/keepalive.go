@@ -55,12 +55,15 @@ func (c *conn) keepaliveLoop(ka KeepaliveConfig) {
 			if read {
 				break
 			}
-			// Nothing read, but a peer whose host still acknowledges our
-			// bytes is there: the ping is queued behind them, a large
-			// request crossing a slow link, and its answer cannot come
-			// before they have crossed. Wait another Timeout for as long
-			// as they keep being acknowledged.
-			if now, ok := bytesAcked(c.nc); canTell && ok && now > acked {
+			// Nothing read, but a peer whose host still acknowledges the
+			// bytes before the ping is there: the ping is queued behind
+			// them, a large request crossing a slow link, and its answer
+			// cannot come before they have crossed. Wait another Timeout
+			// for as long as they keep being acknowledged and the ping's
+			// own bytes are not yet. Bytes written after the ping do not
+			// count: a hung peer's kernel acknowledges new requests for
+			// as long as its receive buffer has room.
+			if now, ok := bytesAcked(c.nc); canTell && ok && now > acked && now-c.ackBase < c.pingEnd.Load() {
 				acked = now
 				continue
 			}

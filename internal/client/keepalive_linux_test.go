@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"context"
 	"io"
 	"net"
@@ -84,4 +85,45 @@ func TestKeepaliveSlowLinkIsAlive(t *testing.T) {
 		t.Fatalf("the request crossed in %v: the peer was not slow, the test proves nothing", r.Elapsed)
 	}
 	t.Logf("answered after %v, %d pings", r.Elapsed, st.PingsSent)
+}
+
+// TestKeepaliveHungPeerWithTraffic: a peer whose process never reads
+// again, while calls keep coming. Its kernel acknowledges every new
+// request (and every cancel) while its receive buffer has room; those
+// acknowledgements come from bytes written after the ping and must not
+// keep the connection alive. It is declared dead, as an idle one would
+// be, instead of every call timing out on it.
+func TestKeepaliveHungPeerWithTraffic(t *testing.T) {
+	addr := fakeServer(t, func(nc net.Conn) { <-t.Context().Done() }) // never reads
+	lost := newLostLog()
+	cfg := servertest.ClientConfig()
+	cfg.Keepalive = &client.KeepaliveConfig{Time: 100 * time.Millisecond, Timeout: 300 * time.Millisecond}
+	cfg.OnConnLost, cfg.CancelAbandoned, cfg.MaxAttempts = lost.hook, true, 1
+	c, err := client.New(addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			c.Do(context.Background(), client.Call{Method: "get", Idempotent: true, Payload: []byte("account=a"), Timeout: 150 * time.Millisecond})
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	lc := lost.wait(t)
+	close(stop)
+	<-done
+	if !errors.Is(lc.err, client.ErrKeepaliveTimeout) {
+		t.Fatalf("connection lost to %v, want ErrKeepaliveTimeout", lc.err)
+	}
+	t.Logf("declared dead with calls flowing; %d pings", c.Stats().PingsSent)
 }
