@@ -1,8 +1,8 @@
 package client_test
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
