@@ -303,18 +303,32 @@ func (s *Server) worker() {
 			return
 		}
 		if j.canceled {
+			j.c.queued.Add(-1)
+			s.queue.release()
 			s.dropCanceled(&j)
-		} else {
-			req = request(&j, s.done)
-			if rf, ok := s.serve(&j, &req, scratch[:0]); ok {
-				j.c.sendFrame(&rf)
-				scratch = rf.Payload
-			}
+			continue
 		}
+		req = request(&j, s.done)
+		rf, ok := s.serve(&j, &req, scratch[:0])
+		// The slots go back before the answer goes out: a client that
+		// sends its next request the moment an answer arrives must find
+		// its share free, not held by the request just answered.
 		j.c.queued.Add(-1)
 		s.queue.release()
+		if ok {
+			j.c.sendFrame(&rf)
+			scratch = rf.Payload
+			if answerSent != nil {
+				answerSent()
+			}
+		}
 	}
 }
+
+// answerSent, when set (by tests only), is called by a worker right after
+// it hands an answer to its connection: a test widens the moment between
+// the answer and whatever the worker does next.
+var answerSent func()
 
 // cancelID decodes ctl.cancel's payload, "id=N" with N a request ID.
 func cancelID(payload []byte) (uint64, error) {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
@@ -53,5 +54,33 @@ func TestQueueSharePerConnection(t *testing.T) {
 	}
 	if got := servertest.Counter(t, srv, "exec.debit"); got != int64(ok) {
 		t.Errorf("exec.debit=%d, want %d: a turned-away debit executed", got, ok)
+	}
+}
+
+// TestShareFreeOnceAnswered: a client that keeps exactly its share in
+// flight, sending its next request the moment an answer arrives, is never
+// turned away. The worker gives the slots back before it sends the
+// answer; the other way round, the next request could find the slot
+// still held, a race that showed as a stray UNAVAILABLE or two per
+// benchmark round.
+func TestShareFreeOnceAnswered(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Workers, cfg.QueueSize, cfg.MaxQueuedPerConn = 2, 2, 1
+	// The worker lingers after each answer, as a descheduled one would:
+	// the next request arrives meanwhile.
+	// Restored after the server stops: cleanups run last first.
+	t.Cleanup(server.SetAnswerSent(func() { time.Sleep(2 * time.Millisecond) }))
+	srv, addr := servertest.Start(t, cfg)
+	rc := servertest.Dial(t, addr)
+	const n = 50
+	for i := range uint64(n) {
+		// sleep=0 sends it through the queue, where the share applies.
+		rc.Send(servertest.Request(i+1, bank.MethodGet, "account=a sleep=0"))
+		if f := rc.Recv(); f.Status != proto.StatusOK {
+			t.Fatalf("request %d of %d: %v %q, want OK: its share was still held by the answered one", i+1, n, f.Status, f.Payload)
+		}
+	}
+	if got := servertest.Counter(t, srv, "conn_queue_full"); got != 0 {
+		t.Errorf("conn_queue_full=%d, want 0", got)
 	}
 }
