@@ -63,6 +63,27 @@ func (t *T) setLink(h *nethost.Host, up bool) {
 	}
 }
 
+// openConn makes a get of account on c, so that c's connection is open
+// before the scenario changes the link; anything but OK fails it.
+func (t *T) openConn(c *client.Client, account string) {
+	if r := c.Do(t.ctx, getCall(account)); r.Status != proto.StatusOK {
+		t.Fatalf("opening get: %v %v", r.Status, r.Err)
+	}
+}
+
+// hold lets d pass, a span the scenario measures or keeps a fault for,
+// not a wait for an event; it stops the scenario if ctx ends first.
+func (t *T) hold(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	select {
+	case <-time.After(d):
+	case <-t.ctx.Done():
+		t.Fatalf("interrupted")
+	}
+}
+
 // killServer SIGKILLs s and waits until it is gone.
 func (t *T) killServer(s *server) {
 	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
@@ -162,9 +183,7 @@ func halfOpenPeer(t *T, h *nethost.Host, s *server, ka *client.KeepaliveConfig) 
 	cfg := client.DefaultConfig()
 	cfg.Keepalive, cfg.OnConnLost = ka, loss.hook
 	c := t.client(s.Addr, cfg)
-	if r := c.Do(t.ctx, getCall("acct-H")); r.Status != proto.StatusOK {
-		t.Fatalf("first get: %v %v", r.Status, r.Err)
-	}
+	t.openConn(c, "acct-H")
 	lastRead := time.Now()
 	d := sleepDebit("acct-H", debitSleep, "")
 	d.Timeout, d.AttemptTimeout = debitDeadline, debitDeadline
@@ -225,13 +244,7 @@ func negativeControlNoKeepalive(t *T) {
 	// As long as half_open_peer_detected gives keepalive, and more: a
 	// timer here is the measurement, not a wait for an event.
 	wait := keepaliveNet.Time + keepaliveNet.Timeout + slack
-	if rest := wait - time.Since(down); rest > 0 {
-		select {
-		case <-time.After(rest):
-		case <-t.ctx.Done():
-			t.Fatalf("interrupted")
-		}
-	}
+	t.hold(wait - time.Since(down))
 	t.Field("waitedAfterDown", ms(wait))
 	expectf(t, "connsLost", c.Stats().ConnsLost, 0, "the client noticed the silent host without keepalive")
 	expect(t, "lossesSeen", loss.count(), 0)
@@ -263,11 +276,7 @@ func partitionThenHealKeyedDebit(t *T) {
 	if !waitFor(10*time.Second, func() bool { return t.execLogged(s, bank.MethodDebit) >= 1 }) {
 		t.Fatalf("the server never executed the debit")
 	}
-	select {
-	case <-time.After(partition):
-	case <-t.ctx.Done():
-		t.Fatalf("interrupted")
-	}
+	t.hold(partition)
 	t.Field("partition", ms(partition))
 	t.setLink(h, true)
 	r := <-done
@@ -302,9 +311,7 @@ func serverHostRestart(t *T) {
 	cfg.AttemptTimeout, cfg.Deadline = time.Second, 10*time.Second
 	cfg.OnConnLost = loss.hook
 	c := t.client(s.Addr, cfg)
-	if r := c.Do(t.ctx, getCall("acct-R")); r.Status != proto.StatusOK {
-		t.Fatalf("first get: %v %v", r.Status, r.Err)
-	}
+	t.openConn(c, "acct-R")
 	// A keyless debit the old server holds when its host goes down.
 	d := sleepDebit("acct-R", debitSleep, "")
 	d.Timeout, d.AttemptTimeout = 8*time.Second, 8*time.Second
@@ -356,9 +363,7 @@ func unackedWriteUserTimeout(t *T) {
 	cfg := client.DefaultConfig()
 	cfg.UserTimeout, cfg.OnConnLost = userTimeout, loss.hook
 	c := t.client(s.Addr, cfg)
-	if r := c.Do(t.ctx, getCall("acct-U")); r.Status != proto.StatusOK {
-		t.Fatalf("first get: %v %v", r.Status, r.Err)
-	}
+	t.openConn(c, "acct-U")
 	t.Field("userTimeout", ms(userTimeout))
 	t.setLink(h, false)
 	d := debitCall("acct-U", 10, "")
@@ -410,11 +415,8 @@ func slowLinkHeadOfLine(t *T) {
 	cfg.Keepalive = &ka
 	shared := t.client(s.Addr, cfg)
 	second := t.client(s.Addr, cfg)
-	for _, c := range []*client.Client{shared, second} {
-		if r := c.Do(t.ctx, getCall("acct-W")); r.Status != proto.StatusOK {
-			t.Fatalf("warm-up get: %v %v", r.Status, r.Err)
-		}
-	}
+	t.openConn(shared, "acct-W")
+	t.openConn(second, "acct-W")
 	if err := h.Shape(nethost.ToHost, rate, burst, queue); err != nil {
 		t.Fatalf("shape: %v", err)
 	}

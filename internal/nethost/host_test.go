@@ -44,6 +44,21 @@ func startEcho(t *testing.T, h *Host, addr string) string {
 	return line
 }
 
+// dialEcho connects to the echo helper at addr, makes one round trip, and
+// closes the connection when the test ends.
+func dialEcho(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := roundTrip(c, "before", answerWait); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // roundTrip writes a line on c and reads it back within wait.
 func roundTrip(c net.Conn, msg string, wait time.Duration) error {
 	c.SetDeadline(time.Now().Add(wait))
@@ -102,18 +117,11 @@ func TestLinkDownIsSilent(t *testing.T) {
 	needHosts(t)
 	h := newHost(t)
 	addr := startEcho(t, h, h.Addr.String()+":0")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := roundTrip(c, "before", answerWait); err != nil {
-		t.Fatal(err)
-	}
+	c := dialEcho(t, addr)
 	if err := h.SetLink(false); err != nil {
 		t.Fatal(err)
 	}
-	err = roundTrip(c, "during", 300*time.Millisecond)
+	err := roundTrip(c, "during", 300*time.Millisecond)
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("round trip over a down link: got %v, want a timeout (no FIN, no RST)", err)
@@ -135,14 +143,7 @@ func TestRestartResets(t *testing.T) {
 	needHosts(t)
 	h := newHost(t)
 	addr := startEcho(t, h, h.Addr.String()+":0")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := roundTrip(c, "before", answerWait); err != nil {
-		t.Fatal(err)
-	}
+	c := dialEcho(t, addr)
 	if err := h.SetLink(false); err != nil {
 		t.Fatal(err)
 	}
@@ -156,18 +157,10 @@ func TestRestartResets(t *testing.T) {
 	if err := h.SetLink(true); err != nil {
 		t.Fatal(err)
 	}
-	err = roundTrip(c, "after", answerWait)
-	if !errors.Is(err, syscall.ECONNRESET) {
+	if err := roundTrip(c, "after", answerWait); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("old connection after restart: got %v, want ECONNRESET", err)
 	}
-	c2, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if err := roundTrip(c2, "new", answerWait); err != nil {
-		t.Fatalf("new connection after restart: %v", err)
-	}
+	dialEcho(t, addr) // a new connection is served
 }
 
 func TestShapeInstallsTBF(t *testing.T) {
