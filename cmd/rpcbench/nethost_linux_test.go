@@ -76,10 +76,12 @@ func TestNoHostsLeftAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd.Wait()
-		deadline := time.Now().Add(time.Second)
+		// The check is that it dies, not how fast: room for a loaded
+		// machine.
+		deadline := time.Now().Add(10 * time.Second)
 		for server.alive() {
 			if time.Now().After(deadline) {
-				t.Fatalf("server pid %d in the test host outlived the killed rpcbench by 1s", server.pid)
+				t.Fatalf("server pid %d in the test host outlived the killed rpcbench by 10s", server.pid)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -167,13 +169,7 @@ func TestNetworkSkipsWithoutRoot(t *testing.T) {
 		t.Fatalf("got %d CASE lines, want %d\n%s", len(lines), want, &out)
 	}
 	for _, l := range lines {
-		var why string
-		for _, f := range l.Fields {
-			if f.Key == "why" {
-				why = f.Value
-			}
-		}
-		if l.Verdict != report.Skipped || !strings.Contains(why, "root") {
+		if why := l.Why(); l.Verdict != report.Skipped || !strings.Contains(why, "root") {
 			t.Errorf("%s: got %v why=%q, want SKIP saying root is needed", l.Name, l.Verdict, why)
 		}
 	}

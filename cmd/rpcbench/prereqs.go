@@ -52,7 +52,7 @@ func (p prereqs) instead(c cases.Case) (report.Line, bool) {
 	if m.verdict == report.Skipped {
 		return report.Skip(c.Name, m.why), true
 	}
-	return report.Line{Name: c.Name, Verdict: m.verdict, Fields: []report.Field{{Key: "why", Value: m.why}}}, true
+	return report.Line{Name: c.Name, Verdict: m.verdict, Fields: []report.Field{{Key: report.WhyKey, Value: m.why}}}, true
 }
 
 // checkPrereqs checks, once, each prerequisite a scenario of r needs, and

@@ -217,10 +217,10 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	_, err = fmt.Fprintln(out, report.Summary(lines))
 	writeErr = errors.Join(writeErr, err)
 	complete := ctx.Err() == nil && writeErr == nil && len(lines) == count*per
-	skipped := report.Tally(lines).Skipped
+	totals := report.Tally(lines)
 	if ev != nil {
 		switch {
-		case complete && skipped == 0:
+		case complete && totals.Skipped == 0:
 			writeErr = errors.Join(writeErr, ev.Commit())
 		case complete:
 			// A run that skipped scenarios proves less than the evidence
@@ -228,7 +228,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			// they need must not give way to SKIP lines.
 			kept, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
-			fmt.Fprintf(status, "rpcbench: %d scenarios skipped on this machine; %s is left as it was, this run's output is in %s\n", skipped, b.Evidence, kept)
+			fmt.Fprintf(status, "rpcbench: %d scenarios skipped on this machine; %s is left as it was, this run's output is in %s\n", totals.Skipped, b.Evidence, kept)
 		default:
 			partial, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
@@ -261,7 +261,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			errInterrupted, context.Cause(ctx), where, count*per-len(lines), count*per)
 	case writeErr != nil:
 		return lines, writeErr
-	case report.Tally(lines).Failed > 0:
+	case totals.Failed > 0:
 		// Skipped scenarios do not fail a run; interrupted ones end it
 		// above.
 		return lines, errFailed

@@ -35,14 +35,14 @@ func runOne(ctx context.Context, c cases.Case, env cases.Env, timeout time.Durat
 	line.Verdict = report.Fail
 	why := fmt.Sprintf("timed out after %v (--timeout)", timeout)
 	for i, f := range line.Fields {
-		if f.Key == "why" {
+		if f.Key == report.WhyKey {
 			// What it had checked before the timeout, if anything.
 			rest := strings.TrimPrefix(f.Value, "interrupted: "+errScenarioTimeout.Error())
 			line.Fields[i].Value = why + strings.TrimPrefix(rest, ";")
 			return line, true
 		}
 	}
-	line.Fields = append(line.Fields, report.Field{Key: "why", Value: why})
+	line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: why})
 	return line, true
 }
 

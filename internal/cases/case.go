@@ -127,13 +127,13 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		t.failures = append([]string{"interrupted: " + context.Cause(ctx).Error()}, t.failures...)
 	}
 	if !line.Passed() {
-		line.Fields = append(line.Fields, report.Field{Key: "why", Value: strings.Join(t.failures, "; ")})
+		line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: strings.Join(t.failures, "; ")})
 	}
 	return line
 }
 
 func failLine(name, why string) report.Line {
-	return report.Line{Name: name, Fields: []report.Field{{Key: "why", Value: why}}}
+	return report.Line{Name: name, Fields: []report.Field{{Key: report.WhyKey, Value: why}}}
 }
 
 // T is a running scenario: it collects fields and failed checks, and owns

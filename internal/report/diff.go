@@ -249,7 +249,7 @@ func (c FieldChange) String() string {
 }
 
 // opValue returns f as Format writes it, without its key: "==3".
-func opValue(f Field) string { return f.Kind.op() + quote(f.Value) }
+func opValue(f Field) string { return f.Kind.Op() + quote(f.Value) }
 
 // String renders d for a person as plain text without a trailing newline,
 // the same bytes every time for the same d. Each change is one line that

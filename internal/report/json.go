@@ -48,16 +48,6 @@ func (r Result) Status() string {
 	return "fail"
 }
 
-// Why is the result's why field, "" when it has none.
-func (r Result) Why() string {
-	for _, f := range r.Fields {
-		if f.Key == "why" {
-			return f.Value
-		}
-	}
-	return ""
-}
-
 // RunInfo describes a whole run.
 type RunInfo struct {
 	// Command is the command line, program name first.
@@ -182,7 +172,7 @@ func WriteJSON(w io.Writer, info RunInfo, results []Result) error {
 		c := jsonCase{Name: res.Name, Group: res.Group, Start: stamp(res.Start), DurationMs: ms(res.Duration), PassIndex: res.PassIndex,
 			Verdict: res.Status(), Pass: res.Passed(), Why: res.Why(), Fields: []jsonField{}}
 		for _, f := range res.Fields {
-			if f.Key == "why" {
+			if f.Key == WhyKey {
 				continue
 			}
 			c.Fields = append(c.Fields, jsonField{Key: f.Key, Value: typed(f.Value), Text: f.Value, Kind: f.Kind.String(), Volatile: f.Kind == Volatile})

@@ -76,10 +76,10 @@ func (k Kind) String() string {
 	return fmt.Sprintf("UNKNOWN_KIND_%d", int(k))
 }
 
-// op returns the operator Format writes between a field's key and value.
+// Op returns the operator Format writes between a field's key and value.
 // An unknown Kind gets one that puts a '~' inside the key, which Parse
 // refuses, so that the field cannot pass for a known kind.
-func (k Kind) op() string {
+func (k Kind) Op() string {
 	if k >= 0 && int(k) < len(kinds) {
 		return kinds[k].op
 	}
@@ -143,7 +143,21 @@ type Line struct {
 // Skip returns the line of a scenario that was not run: CASE <name> SKIP
 // why=<why>. why names the missing prerequisite and how to get it.
 func Skip(name, why string) Line {
-	return Line{Name: name, Verdict: Skipped, Fields: []Field{{Key: "why", Value: why}}}
+	return Line{Name: name, Verdict: Skipped, Fields: []Field{{Key: WhyKey, Value: why}}}
+}
+
+// WhyKey is the key of the field that says why a scenario did not pass:
+// what failed, or what a skipped one lacked.
+const WhyKey = "why"
+
+// Why returns the line's why field, "" when it has none.
+func (l Line) Why() string {
+	for _, f := range l.Fields {
+		if f.Key == WhyKey {
+			return f.Value
+		}
+	}
+	return ""
 }
 
 // Passed reports whether the scenario passed. A skipped or interrupted
@@ -187,7 +201,7 @@ func Format(l Line) string {
 	for _, f := range l.Fields {
 		b.WriteByte(' ')
 		b.WriteString(f.Key)
-		b.WriteString(f.Kind.op())
+		b.WriteString(f.Kind.Op())
 		b.WriteString(quote(f.Value))
 	}
 	return b.String()
@@ -195,7 +209,7 @@ func Format(l Line) string {
 
 // FormatField renders one field as Format writes it: key, operator,
 // value.
-func FormatField(f Field) string { return f.Key + f.Kind.op() + quote(f.Value) }
+func FormatField(f Field) string { return f.Key + f.Kind.Op() + quote(f.Value) }
 
 func quote(v string) string {
 	v = strings.ReplaceAll(v, "\n", " ")

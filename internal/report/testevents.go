@@ -26,7 +26,6 @@ func EventPackage(group string) string { return "rpcbench/" + group }
 // EventStream writes a run as test events while it runs: each group is
 // a package, each scenario a test.
 type EventStream struct {
-	w       io.Writer
 	enc     *json.Encoder
 	started []string
 	results map[string][]Result
@@ -36,7 +35,7 @@ type EventStream struct {
 
 // NewEventStream returns a stream writing to w.
 func NewEventStream(w io.Writer) *EventStream {
-	return &EventStream{w: w, enc: json.NewEncoder(w), results: map[string][]Result{}, start: map[string]time.Time{}}
+	return &EventStream{enc: json.NewEncoder(w), results: map[string][]Result{}, start: map[string]time.Time{}}
 }
 
 func (s *EventStream) emit(e TestEvent) {

@@ -137,7 +137,7 @@ func newScenario(l report.Line, occurrence int) Scenario {
 		s.Anchor += "-" + strconv.Itoa(occurrence)
 	}
 	for _, f := range l.Fields {
-		if f.Key == "why" {
+		if f.Key == report.WhyKey {
 			s.Why = f.Value
 			continue
 		}
@@ -146,25 +146,9 @@ func newScenario(l report.Line, occurrence int) Scenario {
 				s.Crosstalk = n
 			}
 		}
-		s.Fields = append(s.Fields, Field{Key: f.Key, Value: f.Value, Op: op(f.Kind), Kind: f.Kind.String()})
+		s.Fields = append(s.Fields, Field{Key: f.Key, Value: f.Value, Op: f.Kind.Op(), Kind: f.Kind.String()})
 	}
 	return s
-}
-
-// op is the operator report.Format writes for k.
-func op(k report.Kind) string {
-	switch k {
-	case report.Asserted:
-		return "=="
-	case report.Bound:
-		return "<="
-	case report.LowerBound:
-		return ">="
-	case report.Volatile:
-		return "~="
-	default:
-		return "="
-	}
 }
 
 // anchorSafe keeps letters, digits, '_' and '-'; scenario names are

@@ -287,7 +287,8 @@ func TestAggregateRatios(t *testing.T) {
 
 func TestSampleMBPerSec(t *testing.T) {
 	s := Sample{Calls: 1000, Bytes: 1000 * 2 * 16384, Elapsed: 500 * time.Millisecond}
-	if got, want := s.MBPerSec(), 1000*2*16384/1e6/0.5; got != want {
+	// 32.768 MB in half a second.
+	if got, want := s.MBPerSec(), 65.536; got != want {
 		t.Errorf("got %v MB/s, want %v", got, want)
 	}
 	if got := (&Sample{Bytes: 10}).MBPerSec(); got != 0 {
