@@ -162,21 +162,21 @@ const inflightCap = 8
 
 // fillCap starts inflightCap slow gets and reports whether all of them
 // were admitted and a further call was refused CLIENT_BUSY while they ran.
-func fillCap(t *T, c *client.Client, do func(context.Context, client.Call) client.Result) (admitted int, extra proto.Status) {
+func fillCap(t *T, c *client.Client) (admitted int, extra proto.Status) {
 	var wg sync.WaitGroup
 	results := make(chan client.Result, inflightCap)
 	slow := getCall("acct-P")
 	slow.Payload = append(slow.Payload, " sleep=300"...)
 	slow.AttemptTimeout, slow.Timeout = 2*time.Second, 2*time.Second
 	for range inflightCap {
-		wg.Go(func() { results <- do(t.ctx, slow) })
+		wg.Go(func() { results <- c.Do(t.ctx, slow) })
 	}
 	busy := func() bool { return c.InFlight() >= inflightCap }
-	if c != nil && !waitFor(5*time.Second, busy) {
+	if !waitFor(5*time.Second, busy) {
 		wg.Wait()
 		return 0, proto.StatusOK
 	}
-	extra = do(t.ctx, getCall("acct-P")).Status
+	extra = c.Do(t.ctx, getCall("acct-P")).Status
 	wg.Wait()
 	close(results)
 	for r := range results {
@@ -245,7 +245,7 @@ func inflightPermitsReleased(t *T) {
 	}
 	atLeast(t, "connLost", lost, 1, "no call met a closed connection")
 	expect(t, "inFlightAfter", c.InFlight(), 0)
-	admitted, extra := fillCap(t, c, c.Do)
+	admitted, extra := fillCap(t, c)
 	expectf(t, "admittedAfter", admitted, inflightCap, "every permit must be back: the full cap is usable")
 	expect(t, "beyondCap", extra.String(), proto.StatusClientBusy.String())
 }

@@ -259,7 +259,7 @@ func TestMutants(t *testing.T) {
 	}
 	// Scenarios on test hosts need root: without it their mutants are
 	// left out, unless RPCBENCH_REQUIRE_NETNS=1.
-	netErr := nethost.Available()
+	netErr := netnsErr // asked once, in TestMain
 	if netErr != nil && nethost.Required() {
 		t.Fatalf("%v (%s=1)", netErr, nethost.EnvRequire)
 	}

@@ -321,10 +321,9 @@ func record(op *Op, r client.Result) {
 		op.Replayed = fs["replayed"] == "true"
 	case proto.StatusUnknown:
 		op.Outcome = OutcomeUnknown
-	case proto.StatusUnavailable, proto.StatusDeadlineExceeded, proto.StatusAppError:
-		op.Outcome = OutcomeFailed
 	default:
-		// INVALID_ARGUMENT and anything else: refused unexecuted.
+		// UNAVAILABLE, DEADLINE_EXCEEDED, APP_ERROR, INVALID_ARGUMENT and
+		// anything else: refused unexecuted.
 		op.Outcome = OutcomeFailed
 	}
 }
@@ -374,8 +373,9 @@ func nemesis(ctx context.Context, f *fleet, clients []*client.Client, sched []Ev
 			}
 			wait(KillSilence)
 			down := since()
-			syscall.Kill(p.PID, syscall.SIGKILL)
-			<-p.Exited()
+			if err := p.Kill(); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
+			}
 			wait(e.For) // even past the run's end: it must be restarted
 			err := f.start(context.WithoutCancel(ctx), e.Server, p.Addr)
 			f.mu.Lock()

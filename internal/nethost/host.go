@@ -22,6 +22,10 @@ const Prefix = "rpcbench-"
 // interface names are limited to 15 bytes, too short for Prefix.
 const linkPrefix = "rb"
 
+// linkName is the name of this namespace's end of host n's pair, made by
+// process pid.
+func linkName(pid int, n string) string { return fmt.Sprintf("%s%d-%s", linkPrefix, pid, n) }
+
 // hostLink is the name of the host's end of its pair, inside its
 // namespace.
 const hostLink = "eth0"
@@ -67,7 +71,7 @@ func New() (*Host, error) {
 	n := seq.Add(1) - 1
 	h := &Host{
 		Name: fmt.Sprintf("%s%d-%d-%d", Prefix, os.Getpid(), start, n),
-		link: fmt.Sprintf("%s%d-%d", linkPrefix, os.Getpid(), n),
+		link: linkName(os.Getpid(), strconv.FormatInt(n, 10)),
 	}
 	unlock, err := lockAlloc()
 	if err != nil {

@@ -274,7 +274,7 @@ func TestStaleHostsOfKilledProcessRemoved(t *testing.T) {
 	}
 	slices.Sort(theirs)
 	ns, _ := parseNamespace(name)
-	link := fmt.Sprintf("%s%d-%s", linkPrefix, ns.PID, ns.n)
+	link := linkName(ns.PID, ns.n)
 	if want := []string{link, name}; !slices.Equal(theirs, want) {
 		t.Fatalf("after SIGKILL: got leftovers %v, want %v (the check below would prove nothing)", theirs, want)
 	}

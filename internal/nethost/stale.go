@@ -162,7 +162,7 @@ func cleanStale() ([]Leftover, error) {
 				err = nil
 			}
 		default:
-			err = removeHost(l.Name, fmt.Sprintf("%s%d-%s", linkPrefix, l.PID, l.n))
+			err = removeHost(l.Name, linkName(l.PID, l.n))
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -147,6 +147,16 @@ func (p *Proc) ExitErr() error {
 	return p.err
 }
 
+// Kill sends SIGKILL, as a crash would, and returns once the process is
+// gone and reaped. A process that already exited is not an error.
+func (p *Proc) Kill() error {
+	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("serverproc: kill %d: %w", p.PID, err)
+	}
+	<-p.exited
+	return nil
+}
+
 // Stop ends the process, SIGTERM then SIGKILL after StopGrace, and
 // returns once it is gone. It may be called more than once.
 func (p *Proc) Stop() {
