@@ -264,17 +264,16 @@ func (s *SQLStore) Debit(account []byte, amount int64, h Hold, ans func(Account)
 	defer tx.Rollback() // a no-op after Commit
 	// Names and keys are bytes on the wire, bound as bytes: a BLOB in
 	// SQLite, a BYTEA in PostgreSQL, whatever their encoding.
-	name := account
 	var a Account
-	err = tx.QueryRowContext(ctx, s.q.debit, amount, name, amount).Scan(&a.Balance, &a.Debits)
+	err = tx.QueryRowContext(ctx, s.q.debit, amount, account, amount).Scan(&a.Balance, &a.Debits)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The account is new, or its balance is too low.
-		if _, err = tx.ExecContext(ctx, s.q.insertAccount, name, int64(DefaultBalance)); err == nil {
-			err = tx.QueryRowContext(ctx, s.q.debit, amount, name, amount).Scan(&a.Balance, &a.Debits)
+		if _, err = tx.ExecContext(ctx, s.q.insertAccount, account, int64(DefaultBalance)); err == nil {
+			err = tx.QueryRowContext(ctx, s.q.debit, amount, account, amount).Scan(&a.Balance, &a.Debits)
 		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		if err = tx.QueryRowContext(ctx, s.q.getAccount, name).Scan(&a.Balance, &a.Debits); err == nil {
+		if err = tx.QueryRowContext(ctx, s.q.getAccount, account).Scan(&a.Balance, &a.Debits); err == nil {
 			return a, ErrInsufficientFunds
 		}
 	}

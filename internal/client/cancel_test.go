@@ -43,7 +43,7 @@ func TestCancelAbandonedQueued(t *testing.T) {
 			c := servertest.NewClient(t, addr, ccfg)
 
 			slow := make(chan client.Result, 1)
-			go func() { slow <- c.Do(context.Background(), servertest.Get("a", "sleep=300")) }()
+			go func() { slow <- c.Do(context.Background(), servertest.Get("a", "sleep=1000")) }()
 			servertest.WaitCounter(t, srv, "requests.get", 1)
 
 			call := servertest.Debit("a", 10)

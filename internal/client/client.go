@@ -207,8 +207,6 @@ type Client struct {
 	stats  clientStats
 	// gov is the opt-in governance; nil when Config asks for none.
 	gov *governance
-	// hedge is Config.Hedge with MaxHedges resolved; nil without hedging.
-	hedge *HedgeConfig
 	// control is the dialer's socket hook: it sets Config.UserTimeout;
 	// nil when there is nothing to set.
 	control func(network, address string, rc syscall.RawConn) error
@@ -248,8 +246,8 @@ func NewMulti(addrs []string, cfg Config) (*Client, error) {
 	}
 	c := &Client{addrs: r, cfg: cfg, gov: newGovernance(&cfg), dialSem: make(chan struct{}, 1), own: make(map[*conn]struct{})}
 	if h := cfg.Hedge; h != nil {
-		c.hedge = &HedgeConfig{Delay: h.Delay, MaxHedges: max(h.MaxHedges, 1)}
-		c.cfg.Hedge = c.hedge
+		// A copy of the caller's, with MaxHedges resolved.
+		c.cfg.Hedge = &HedgeConfig{Delay: h.Delay, MaxHedges: max(h.MaxHedges, 1)}
 	}
 	if ka := cfg.Keepalive; ka != nil {
 		c.cfg.Keepalive = &KeepaliveConfig{Time: ka.Time, Timeout: ka.Timeout}
@@ -499,7 +497,7 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		}
 		var a Attempt
 		var r reply
-		if h := c.hedge; h != nil && call.Idempotent && hedges < h.MaxHedges {
+		if h := c.cfg.Hedge; h != nil && call.Idempotent && hedges < h.MaxHedges {
 			var sent int
 			a, r, sent = c.hedgeRound(ctx, &call, tk, now, deadline, attemptTimeout, h.MaxHedges-hedges, &res.Log, &spans)
 			hedges += sent
@@ -720,7 +718,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		case r = <-w.ch:
 		case <-done:
 			cause := ctx.Err()
-			if c.hedge != nil && errors.Is(context.Cause(ctx), errAbandoned) {
+			if c.cfg.Hedge != nil && errors.Is(context.Cause(ctx), errAbandoned) {
 				cause = errAbandoned
 			}
 			if r, ok := c.abandon(cn, a.ID, &a, cause); !ok {

@@ -54,7 +54,7 @@ func (c *Client) hedgeRound(ctx context.Context, call *Call, tk ticket, now, dea
 	}
 	launch(now, tk)
 
-	timer := time.NewTimer(c.hedge.Delay)
+	timer := time.NewTimer(c.cfg.Hedge.Delay)
 	defer timer.Stop()
 	ended := make([]hedgeDone, n+1)
 	win, lastEnd := -1, -1
@@ -77,7 +77,7 @@ func (c *Client) hedgeRound(ctx context.Context, call *Call, tk ticket, now, dea
 				abandon(errAbandoned)
 			}
 		case <-timer.C:
-			if win >= 0 || pushed || len(starts) > n {
+			if win >= 0 || pushed {
 				continue
 			}
 			at := time.Now()
@@ -89,7 +89,7 @@ func (c *Client) hedgeRound(ctx context.Context, call *Call, tk ticket, now, dea
 			running++
 			c.stats.hedges.Add(1)
 			if len(starts) <= n {
-				timer.Reset(c.hedge.Delay)
+				timer.Reset(c.cfg.Hedge.Delay)
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func hedgeClient(t *testing.T, addr string, h client.HedgeConfig, mutate func(*c
 // winning and every earlier attempt abandoned, and the server executes
 // them all, the slow ones answering late.
 func TestHedgeWins(t *testing.T) {
-	const delay, slow = 50 * time.Millisecond, 300 * time.Millisecond
+	const delay, slow = 50 * time.Millisecond, time.Second
 	tests := []struct {
 		name      string
 		maxHedges int

@@ -31,7 +31,7 @@ func TestCancelQueuedRequest(t *testing.T) {
 	srv, addr := servertest.Start(t, oneWorker())
 	rc := servertest.Dial(t, addr)
 
-	rc.Send(servertest.Request(1, bank.MethodGet, "account=a sleep=300"))
+	rc.Send(servertest.Request(1, bank.MethodGet, "account=a sleep=1000"))
 	rc.Send(servertest.Request(2, bank.MethodDebit, "account=a amount=10"))
 	rc.Send(cancelReq(3, "id=2"))
 	got := rc.RecvByID(1, 2, 3)
@@ -64,7 +64,7 @@ func TestCancelOtherConnection(t *testing.T) {
 	srv, addr := servertest.Start(t, oneWorker())
 	a, b := servertest.Dial(t, addr), servertest.Dial(t, addr)
 
-	a.Send(servertest.Request(1, bank.MethodGet, "account=a sleep=300"))
+	a.Send(servertest.Request(1, bank.MethodGet, "account=a sleep=1000"))
 	a.Send(servertest.Request(2, bank.MethodDebit, "account=a amount=10"))
 	servertest.WaitCounter(t, srv, "requests.debit", 1)
 	b.Send(cancelReq(1, "id=2"))

@@ -159,6 +159,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 		return
 	}
 	c.queued.Add(1)
+	j.queued = true
 	if !s.queue.push(j) {
 		c.queued.Add(-1)
 		s.counters.queueFull.Add(1)

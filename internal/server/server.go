@@ -51,6 +51,23 @@ type job struct {
 	// canceled is set by ctl.cancel while the job waits in the queue;
 	// the worker that takes it drops it unexecuted.
 	canceled bool
+	// queued is set while the job holds a slot of the queue and of its
+	// connection's share; free gives them back.
+	queued bool
+}
+
+// free gives back the slots a queued job holds, once, and does nothing
+// for a job the reader runs itself. It is called before the job's answer
+// goes out, whatever the answer: a client that sends its next request
+// the moment an answer arrives must find its share free, not held by the
+// request just answered.
+func (s *Server) free(j *job) {
+	if !j.queued {
+		return
+	}
+	j.queued = false
+	j.c.queued.Add(-1)
+	s.queue.release()
 }
 
 type counters struct {
@@ -303,18 +320,13 @@ func (s *Server) worker() {
 			return
 		}
 		if j.canceled {
-			j.c.queued.Add(-1)
-			s.queue.release()
+			s.free(&j)
 			s.dropCanceled(&j)
 			continue
 		}
 		req = request(&j, s.done)
 		rf, ok := s.serve(&j, &req, scratch[:0])
-		// The slots go back before the answer goes out: a client that
-		// sends its next request the moment an answer arrives must find
-		// its share free, not held by the request just answered.
-		j.c.queued.Add(-1)
-		s.queue.release()
+		s.free(&j) // if serve has not, having sent nothing
 		if ok {
 			j.c.sendFrame(&rf)
 			scratch = rf.Payload
@@ -364,7 +376,8 @@ func (s *Server) dropCanceled(j *job) {
 // reader. The budget rule is the same on both paths: a request whose
 // budget ran out before it was taken is answered DEADLINE_EXCEEDED
 // unexecuted. When a fault fires or the request expired, serve sends
-// whatever the connection gets itself and returns false. Otherwise it
+// whatever the connection gets itself, after freeing the job's slots,
+// and returns false. Otherwise it
 // returns the answer for the caller to send, true; its payload is scratch,
 // which the caller lends, maybe grown.
 func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool) {
@@ -374,6 +387,7 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 		s.counters.expired.Add(1)
 		s.log.Warn(serverapi.EventExpired, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method,
 			serverapi.KeyBudget, f.BudgetMs, serverapi.KeyWaited, waited.Milliseconds())
+		s.free(j)
 		j.c.send(respond(f, proto.StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
 		return proto.Frame{}, false
 	}
@@ -384,10 +398,12 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 		switch fault.Kind {
 		case FaultUnavailable:
 			s.counters.unavailable.Add(1)
+			s.free(j)
 			j.c.send(respond(f, proto.StatusUnavailable, fault.unavailableText()))
 			return proto.Frame{}, false
 		case FaultSleep:
 			if !s.pause(fault.Delay) {
+				s.free(j)
 				j.c.send(respond(f, proto.StatusUnavailable, "server closing"))
 				return proto.Frame{}, false
 			}
@@ -404,6 +420,7 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 		return rf, true
 	}
 	out := encodeResponse(&rf)
+	s.free(j)
 	switch fault.Kind {
 	case FaultLate:
 		j.c.sendAt(out, req.Expiry.Add(fault.Delay))
