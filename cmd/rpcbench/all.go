@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -98,40 +97,45 @@ failed_runs. Any failure in any pass exits 1.`,
 
 // defaultEvidence is the evidence directory of a group when --evidence is
 // not given: each group has its own, so that running one group never
-// replaces another's evidence.
+// replaces another's evidence. "all" spans the groups, whose evidence
+// lives apart, and writes none.
 func defaultEvidence(group string) string {
-	if group == cases.GroupEvidence {
+	switch group {
+	case cases.GroupEvidence:
 		return "evidence"
+	case cases.GroupAll:
+		return ""
 	}
 	return filepath.Join("evidence", group)
 }
 
 func runAll(ctx context.Context, o *allOptions) error {
-	list, err := selectGroup(o.Scenarios, o.Group)
+	group, err := selectGroup(o.Scenarios, o.Group)
 	if err != nil {
 		return err
 	}
-	if list, err = o.filter(list, o.Scenarios); err != nil {
+	list, err := o.filter(group, o.Scenarios)
+	if err != nil {
 		return err
 	}
 	count := max(o.Count, 1)
-	if count > 1 && !o.EvidenceSet && o.Evidence != "" {
-		return usageErrorf("", "--count %d would replace %s/ with %d runs; name the directory with --evidence DIR, or --evidence \"\" to write none",
-			count, o.Evidence, count)
+	if !o.EvidenceSet && o.Evidence != "" {
+		// What is written by default is the group's evidence: a run that
+		// is not that, one pass of the whole group, must be sent
+		// somewhere by name.
+		switch {
+		case count > 1:
+			return usageErrorf("", "--count %d would replace %s/ with %d runs; name the directory with --evidence DIR, or --evidence \"\" to write none",
+				count, o.Evidence, count)
+		case len(list) < len(group):
+			return usageErrorf("", "--run/--skip select %s of the %d in group %s, which would replace %s/ with part of it; name the directory with --evidence DIR, or --evidence \"\" to write none",
+				plural(len(list), "scenario"), len(group), o.Group, o.Evidence)
+		}
 	}
 	bin, err := resolveServer(o.Server, o.Executable)
 	if err != nil {
 		return err
 	}
-	where := "no evidence written"
-	if o.Evidence != "" {
-		where = "evidence to " + o.Evidence
-	}
-	times := ""
-	if count > 1 {
-		times = fmt.Sprintf(" %d times", count)
-	}
-	fmt.Fprintf(o.Err, "rpcbench: running %d scenarios of group %s%s, %s\n", len(list), o.Group, times, where)
 	_, err = runBatch(ctx, batch{
 		Scenarios: list,
 		Count:     count,
@@ -146,6 +150,7 @@ func runAll(ctx context.Context, o *allOptions) error {
 		Verbose:   o.Verbose,
 		JUnit:     o.JUnit,
 		Events:    o.Events,
+		Announce:  " of group " + o.Group,
 	})
 	return err
 }

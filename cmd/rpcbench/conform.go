@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/internal/conform"
+	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -100,15 +101,15 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("", "--timeout %v, ADDR %q: %v", o.Timeout, o.Addr, err)
 	}
-	var junit *pendingFile
+	var junit *outfile.File
 	if o.JUnit != "" {
 		// Opened before the first check, so that an unwritable path is an
 		// error up front rather than after the run.
 		var err error
-		if junit, err = createPending(o.JUnit); err != nil {
-			return usageErrorf("", "--junit %s: %v", o.JUnit, err)
+		if junit, err = outfile.Create(o.JUnit); err != nil {
+			return usageErrorf("", "--junit %v", err)
 		}
-		defer junit.abort()
+		defer junit.Abort()
 	}
 	verdicts := verdictColors(o.Out, o.Color)
 	res, err := conform.Run(ctx, cfg, func(c conform.Check) {
@@ -129,7 +130,7 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		if err := conform.WriteJUnit(junit, res); err != nil {
 			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
 		}
-		if err := junit.commit(); err != nil {
+		if err := junit.Commit(); err != nil {
 			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,5 +135,93 @@ func writeTree(t *testing.T, files map[string]string) {
 		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestAllSelectionKeepsEvidence: --run or --skip that leaves part of the
+// group must not replace the group's evidence unless --evidence names
+// where it goes; a selection that leaves the whole group may.
+func TestAllSelectionKeepsEvidence(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		ran     []string
+		written string // the evidence directory the run wrote, "" for none
+	}{
+		{"run selects part", []string{"all", "--run", "^late"}, exitError, nil, ""},
+		{"skip leaves part", []string{"all", "--skip", "late"}, exitError, nil, ""},
+		{"part, no evidence", []string{"all", "--run", "^late", "--evidence", ""}, exitOK, []string{"late_a"}, ""},
+		{"part, named evidence", []string{"all", "--run", "^late", "--evidence", "ev"}, exitOK, []string{"late_a"}, "ev"},
+		{"selection of the whole group", []string{"all", "--run", "_"}, exitOK, []string{"late_a", "normal_b"}, "evidence"},
+		{"group all writes none by default", []string{"all", "--group", "all", "--run", "^late"}, exitOK, []string{"late_a"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r fakeRuns
+			a, _, _ := testApp(t, r.fake("late_a", cases.GroupEvidence, true), r.fake("normal_b", cases.GroupEvidence, true), r.fake("h", cases.GroupRobustness, true))
+			old := "an earlier run of the whole group\n"
+			writeTree(t, map[string]string{"evidence/output.txt": old})
+			code, errText := command(a, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d; stderr %s", code, tt.code, errText)
+			}
+			if code == exitError && !strings.Contains(errText, "--evidence DIR") {
+				t.Errorf("stderr %q does not say how to run it", errText)
+			}
+			if got := r.names(); !slices.Equal(got, tt.ran) {
+				t.Errorf("ran %v, want %v", got, tt.ran)
+			}
+			if got := readFile(t, "evidence/output.txt"); (got != old) != (tt.written == "evidence") {
+				t.Errorf("evidence/output.txt = %q, want it replaced: %v", got, tt.written == "evidence")
+			}
+			_, err := os.Stat(filepath.Join("ev", report.OutputFile))
+			if (err == nil) != (tt.written == "ev") {
+				t.Errorf("ev/output.txt: %v, want it written: %v", err, tt.written == "ev")
+			}
+			if _, err := os.Stat(filepath.Join("evidence", cases.GroupAll)); err == nil {
+				t.Errorf("evidence/all was written")
+			}
+		})
+	}
+}
+
+// TestEvidencePrunesEarlierRuns: the temporary directory an interrupted
+// run left in the evidence directory is removed by the next run there.
+func TestEvidencePrunesEarlierRuns(t *testing.T) {
+	var r fakeRuns
+	a, _, _ := testApp(t, r.fake("one", cases.GroupEvidence, true))
+	writeTree(t, map[string]string{"evidence/" + report.RunPrefix + "123/output.txt": "CASE one INTERRUPTED\n"})
+	if code, errText := command(a, "all"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errText)
+	}
+	if left, _ := filepath.Glob(filepath.Join("evidence", report.RunPrefix+"*")); len(left) > 0 {
+		t.Errorf("left behind %v", left)
+	}
+}
+
+// TestEvidenceErrorsSayWhatToDo: an evidence directory that cannot be
+// written is named, with the flag that sends the evidence elsewhere, in
+// words of the command rather than of an inner package.
+func TestEvidenceErrorsSayWhatToDo(t *testing.T) {
+	var r fakeRuns
+	a, _, _ := testApp(t, r.fake("one", cases.GroupEvidence, true))
+	held, err := report.CreateEvidence("evidence", report.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Discard()
+	code, errText := command(a, "all")
+	want := `rpcbench: evidence directory evidence is in use by another run; wait for it to finish, or name another with --evidence DIR, or --evidence "" to write none`
+	if code != exitError || strings.TrimSpace(errText) != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, errText, exitError, want)
+	}
+	if err := os.WriteFile("file", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.Err.(*bytes.Buffer).Reset()
+	code, errText = command(a, "all", "--evidence", "file/ev")
+	if code != exitError || !strings.Contains(errText, "evidence directory file/ev cannot be written") || !strings.Contains(errText, "--evidence DIR") {
+		t.Errorf("exit %d, stderr %q", code, errText)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // Exit codes. exitCode is the only place that maps errors to them.
@@ -83,4 +86,29 @@ func printError(w io.Writer, err error) {
 	if errors.As(err, &ue) && ue.choices != "" {
 		fmt.Fprintln(w, ue.choices)
 	}
+}
+
+// setupError is an error that kept a command from starting, said the way
+// a user needs it: what failed and what to do, without the inner
+// package's wording. It wraps the error it explains.
+type setupError struct {
+	msg string
+	err error
+}
+
+func (e *setupError) Error() string { return e.msg }
+func (e *setupError) Unwrap() error { return e.err }
+
+// evidenceError explains why the evidence directory dir cannot be
+// written.
+func evidenceError(dir string, err error) error {
+	const hint = `name another with --evidence DIR, or --evidence "" to write none`
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, report.ErrLocked):
+		return &setupError{fmt.Sprintf("evidence directory %s is in use by another run; wait for it to finish, or %s", dir, hint), err}
+	case errors.As(err, &pe):
+		return &setupError{fmt.Sprintf("evidence directory %s cannot be written (%s %s: %v); %s", dir, pe.Op, pe.Path, pe.Err, hint), err}
+	}
+	return &setupError{fmt.Sprintf("evidence directory %s: %v; %s", dir, err, hint), err}
 }

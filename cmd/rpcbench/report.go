@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/timeline"
 )
@@ -77,6 +76,16 @@ func runReport(o *reportOptions) error {
 	if o.Output == "" {
 		return usageErrorf("", `--output is empty: name a file, or "-" for stdout`)
 	}
+	var out *outfile.File
+	if o.Output != "-" {
+		// Before the evidence is read: a page that cannot be written is
+		// said at once, naming the path as given.
+		var err error
+		if out, err = outfile.Create(o.Output); err != nil {
+			return usageErrorf("", "-o %v", err)
+		}
+		defer out.Abort()
+	}
 	page, err := timeline.Load(o.Evidence, timeline.DefaultOptions())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -89,10 +98,10 @@ func runReport(o *reportOptions) error {
 	for _, w := range page.Warnings {
 		fmt.Fprintf(o.Err, "rpcbench: report: %s\n", w)
 	}
-	if o.Output == "-" {
+	if out == nil {
 		return timeline.Render(o.Out, page)
 	}
-	if err := writePage(o.Output, page); err != nil {
+	if err := writePage(out, page); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Err, "rpcbench: wrote %s: %d scenarios (%d did not pass), %d timelines\n",
@@ -100,30 +109,15 @@ func runReport(o *reportOptions) error {
 	return nil
 }
 
-// writePage writes the page to a temporary file beside path and renames
-// it into place, so that path never holds half a page.
-func writePage(path string, page *timeline.Page) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+// writePage writes the page to a file beside path and renames it into
+// place, so that path never holds half a page.
+func writePage(f *outfile.File, page *timeline.Page) error {
+	defer f.Abort()
 	if err := timeline.Render(f, page); err != nil {
 		return err
 	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("report: %w", err)
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("-o %w", err)
 	}
 	return nil
 }

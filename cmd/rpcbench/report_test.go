@@ -43,7 +43,7 @@ func TestReportUsage(t *testing.T) {
 		{"two directories", []string{"report", "a", "b"}, nil, []string{"accepts at most 1 arg(s), received 2", "rpcbench report [EVIDENCE_DIR]"}},
 		{"empty output", []string{"report", fixture, "-o", ""}, nil, []string{`--output is empty: name a file, or "-" for stdout`}},
 		{"output flag without a value", []string{"report", fixture, "-o"}, nil, []string{"flag needs an argument: 'o' in -o"}},
-		{"output in a missing directory", []string{"report", fixture, "-o", "no/such/dir/r.html"}, nil, []string{"rpcbench: report: open no/such/dir/", "no such file or directory"}},
+		{"output in a missing directory", []string{"report", fixture, "-o", "no/such/dir/r.html"}, nil, []string{"rpcbench: -o no/such/dir/r.html: directory no/such/dir does not exist"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -46,8 +47,13 @@ type batch struct {
 	// JUnit is the file for JUnit XML; "" writes none.
 	JUnit string
 	// Events is the file for the go test -json event stream, "-" for
-	// stdout; "" writes none.
+	// stdout; "" writes none. With "-", nothing but errors goes to
+	// Status or Out besides the stream.
 	Events string
+	// Announce, when set, has the batch say on Status what it runs once
+	// it is set up: "running 26 scenarios" followed by Announce (" of
+	// group evidence"), the count and where the evidence goes.
+	Announce string
 }
 
 // maxRuns bounds Count × len(Scenarios): what a batch could never finish
@@ -78,72 +84,28 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	if per > 0 && count > maxRuns/per {
 		return nil, usageErrorf("", "--count %d runs %d scenarios %d times: more than %d runs", count, per, count, maxRuns)
 	}
-	if b.JSON == "-" && b.Events == "-" {
-		return nil, usageErrorf("", "--json - and --json-events - would both write to stdout; name a file for one of them")
+	if b.Timeout < 0 {
+		return nil, usageErrorf("", "--timeout %v: want a duration above 0, or 0 for no bound", b.Timeout)
 	}
-	pre, err := checkPrereqs(ctx, b.Scenarios, status)
-	defer pre.Stop()
+	if b.Events == "-" {
+		// gotestsum and its kind count every line on stderr as an error:
+		// with the events on stdout, stderr gets errors only.
+		status = io.Discard
+	}
+	outs, err := openOutputs(b)
 	if err != nil {
 		return nil, err
 	}
-	out := b.Out
-	// Each machine-readable output goes to stdout for "-", the CASE
-	// lines then to the status stream, or to a file that appears only
-	// once it is whole.
-	var pending []*pendingFile
-	defer func() {
-		for _, p := range pending {
-			p.abort()
-		}
-	}()
-	open := func(flag, path string) (io.Writer, *pendingFile, error) {
-		switch path {
-		case "":
-			return nil, nil, nil
-		case "-":
-			out = b.Status
-			return b.Out, nil, nil
-		}
-		p, err := createPending(path)
-		if err != nil {
-			return nil, nil, usageErrorf("", "--%s %s: %v", flag, path, err)
-		}
-		pending = append(pending, p)
-		return p, p, nil
-	}
-	jsonOut, jsonFile, err := open("json", b.JSON)
-	if err != nil {
-		return nil, err
-	}
-	junitOut, junitFile, err := open("junit", b.JUnit)
-	if err != nil {
-		return nil, err
-	}
-	eventsOut, eventsFile, err := open("json-events", b.Events)
-	if err != nil {
-		return nil, err
-	}
-	var events *report.EventStream
-	if eventsOut != nil {
-		events = report.NewEventStream(eventsOut)
-	}
-	if out == nil {
-		out = io.Discard
-	}
-	info := report.RunInfo{Command: os.Args, Version: report.Version(), Start: time.Now()}
-	var results []report.Result
+	defer outs.abort()
 
 	var ev *report.Evidence
 	var logDir string
 	if b.Evidence != "" {
-		var err error
 		if ev, err = report.CreateEvidence(b.Evidence, report.CollectEnv(ctx)); err != nil {
-			if errors.Is(err, report.ErrLocked) {
-				return nil, fmt.Errorf("%w; wait for it to finish, or name another directory with --evidence", err)
-			}
-			return nil, err
+			return nil, evidenceError(b.Evidence, err)
 		}
 		logDir = ev.LogDir()
+		defer ev.Discard() // a no-op once committed or abandoned
 	} else {
 		// One directory for the whole batch, made now: a temporary
 		// directory that cannot be made is a set-up error, not a failure
@@ -155,6 +117,31 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		defer os.RemoveAll(dir)
 		logDir = dir
 	}
+	pre, err := checkPrereqs(ctx, b.Scenarios, status)
+	defer pre.Stop()
+	if err != nil {
+		return nil, err
+	}
+	if b.Announce != "" {
+		where := "no evidence written"
+		if ev != nil {
+			where = "evidence to " + b.Evidence
+		}
+		times := ""
+		if count > 1 {
+			times = fmt.Sprintf(" %d times", count)
+		}
+		fmt.Fprintf(status, "rpcbench: running %s%s%s, %s\n", plural(per, "scenario"), b.Announce, times, where)
+	}
+	out := outs.human
+	jsonOut, junitOut := outs.json, outs.junit
+	var events *report.EventStream
+	if outs.events != nil {
+		events = report.NewEventStream(outs.events)
+	}
+	info := report.RunInfo{Command: os.Args, Version: report.Version(), Start: time.Now()}
+	var results []report.Result
+
 	p := report.NewPrinter(out, b.Color)
 	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres}
 
@@ -245,10 +232,8 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	if events != nil {
 		writeErr = errors.Join(writeErr, events.Close(info.End))
 	}
-	for _, p := range []*pendingFile{jsonFile, junitFile, eventsFile} {
-		if p != nil && writeErr == nil {
-			writeErr = p.commit()
-		}
+	if writeErr == nil {
+		writeErr = outs.commit()
 	}
 
 	switch {
@@ -269,40 +254,90 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	return lines, nil
 }
 
-// pendingFile is an output file written to a temporary file next to its
-// path and renamed into place by commit, so that a failed run never
-// leaves a half-written one and a path that cannot be written is found
-// before anything runs.
-type pendingFile struct {
-	*os.File
-	path string
-	done bool
+// outputs are where a batch writes, opened before anything runs.
+type outputs struct {
+	// human receives the CASE lines: b.Out, or the status stream when a
+	// machine-readable output takes stdout, or nothing when the event
+	// stream does (a reader of it counts every other line on stderr as an
+	// error, and the stream holds the CASE lines already).
+	human io.Writer
+	// json, junit and events are nil when not asked for.
+	json, junit, events io.Writer
+	files               []*outfile.File
 }
 
-func createPending(path string) (*pendingFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return nil, err
+// openOutputs checks every output path of b and opens those that are
+// files. Each machine-readable output goes to stdout for "-" or to a
+// file that appears only once it is whole (outfile). A path that cannot
+// be written, two outputs on one file, or one on a file the evidence
+// directory holds, is a usage error.
+func openOutputs(b batch) (_ *outputs, err error) {
+	o := &outputs{human: b.Out}
+	defer func() {
+		if err != nil {
+			o.abort()
+		}
+	}()
+	type output struct {
+		flag, path string
+		w          *io.Writer
 	}
-	return &pendingFile{File: f, path: path}, nil
+	outs := []output{{"json", b.JSON, &o.json}, {"junit", b.JUnit, &o.junit}, {"json-events", b.Events, &o.events}}
+	for i, x := range outs {
+		if x.path == "" {
+			continue
+		}
+		for _, y := range outs[:i] {
+			switch {
+			case y.path == "":
+			case x.path == "-" && y.path == "-":
+				return nil, usageErrorf("", "--%s - and --%s - would both write to stdout; name a file for one of them", y.flag, x.flag)
+			case x.path != "-" && y.path != "-" && outfile.Same(x.path, y.path):
+				return nil, usageErrorf("", "--%s and --%s both name %s; give each its own file", y.flag, x.flag, filepath.Clean(x.path))
+			}
+		}
+		if x.path != "-" && b.Evidence != "" && report.InEvidence(b.Evidence, x.path) {
+			return nil, usageErrorf("", "--%s %s: inside the evidence directory %s, whose %s, %s and %s/ the run replaces; name a file elsewhere",
+				x.flag, x.path, b.Evidence, report.OutputFile, report.EnvFile, report.LogsDir)
+		}
+	}
+	for _, x := range outs {
+		switch x.path {
+		case "":
+		case "-":
+			*x.w = b.Out
+			o.human = b.Status
+			if x.flag == "json-events" {
+				o.human = nil
+			}
+		default:
+			f, err := outfile.Create(x.path)
+			if err != nil {
+				return nil, usageErrorf("", "--%s %v", x.flag, err)
+			}
+			o.files = append(o.files, f)
+			*x.w = f
+		}
+	}
+	if o.human == nil {
+		o.human = io.Discard
+	}
+	return o, nil
 }
 
-func (p *pendingFile) commit() error {
-	err := p.Sync()
-	if cerr := p.Close(); err == nil {
-		err = cerr
+// commit moves every output file into place.
+func (o *outputs) commit() error {
+	for _, f := range o.files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		err = os.Rename(p.Name(), p.path)
-	}
-	p.done = err == nil
-	return err
+	return nil
 }
 
-// abort removes the temporary file unless commit renamed it.
-func (p *pendingFile) abort() {
-	if !p.done {
-		p.Close()
-		os.Remove(p.Name())
+// abort removes the output files that commit did not move into place.
+func (o *outputs) abort() {
+	for _, f := range o.files {
+		f.Abort()
 	}
 }

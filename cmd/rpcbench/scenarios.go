@@ -81,3 +81,11 @@ func resolveServer(flag string, executable func() (string, error)) (string, erro
 	}
 	return path, nil
 }
+
+// plural is n and noun, with an s unless n is 1: "1 scenario", "2 scenarios".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

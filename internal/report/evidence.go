@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Names inside an evidence directory.
@@ -79,11 +80,16 @@ type Evidence struct {
 	lock *os.File
 	file *os.File
 	out  *OutputWriter
+	// ended is set by Commit, Abandon and Discard, after which the others
+	// do nothing.
+	ended bool
 }
 
 // CreateEvidence locks dir (creating it if need be) and starts a run's
 // evidence in a fresh temporary directory inside it, with env.txt
-// written. Its error wraps ErrLocked when another run holds dir.
+// written. Holding the lock, it removes the temporary directories of
+// earlier runs, which are over: the lock is theirs while they run. Its
+// error wraps ErrLocked when another run holds dir.
 func CreateEvidence(dir string, env Env) (ev *Evidence, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: evidence: %w", err)
@@ -97,6 +103,12 @@ func CreateEvidence(dir string, env Env) (ev *Evidence, err error) {
 			lock.Close()
 		}
 	}()
+	stale, _ := filepath.Glob(filepath.Join(dir, RunPrefix+"*"))
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("report: evidence: remove an earlier run's %s: %w", d, err)
+		}
+	}
 	tmp, err := os.MkdirTemp(dir, RunPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("report: evidence: %w", err)
@@ -158,6 +170,10 @@ func (e *Evidence) finish() error {
 // Dir's output.txt is always a complete one. It releases the lock. If it
 // fails, the run's files stay in the temporary directory its error names.
 func (e *Evidence) Commit() error {
+	if e.ended {
+		return nil
+	}
+	e.ended = true
 	defer e.lock.Close()
 	if err := e.finish(); err != nil {
 		return fmt.Errorf("%w (partial run in %s)", err, e.tmp)
@@ -182,8 +198,43 @@ func (e *Evidence) Commit() error {
 
 // Abandon writes the summary of what did run, leaves Dir's previous
 // evidence untouched and releases the lock. It returns the directory that
-// holds the partial run, which the caller reports and may remove.
+// holds the partial run, which the caller reports; the next run in Dir
+// removes it.
 func (e *Evidence) Abandon() (string, error) {
+	if e.ended {
+		return e.tmp, nil
+	}
+	e.ended = true
 	defer e.lock.Close()
 	return e.tmp, e.finish()
+}
+
+// Discard removes the run's temporary directory and releases the lock,
+// for a run that ends before its first scenario. After Commit or Abandon
+// it does nothing.
+func (e *Evidence) Discard() {
+	if e.ended {
+		return
+	}
+	e.ended = true
+	e.file.Close()
+	os.RemoveAll(e.tmp)
+	e.lock.Close()
+}
+
+// InEvidence reports whether path is one of the files a run replaces in
+// the evidence directory dir: its output.txt, its env.txt, or anything in
+// its logs/.
+func InEvidence(dir, path string) bool {
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return rel == OutputFile || rel == EnvFile || first == LogsDir
 }

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"gotest.tools/gotestsum/testjson"
+)
+
+// TestGotestsumPipeline runs the README's pipeline as written,
+// `gotestsum --raw-command -- bin/rpcbench all --json-events -`, on the
+// real binaries: gotestsum reads the command's stdout as the event
+// stream and counts every line of its stderr as an error, so a green run
+// must end with every scenario passed and no error.
+func TestGotestsumPipeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the evidence group: not with -short")
+	}
+	rpcbench, _ := buildBinaries(t)
+	t.Chdir(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), rpcbench, "all", "--json-events", "-")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	exec, err := testjson.ScanTestOutput(testjson.ScanConfig{Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		t.Fatalf("gotestsum cannot read the stream: %v", err)
+	}
+	if runErr != nil || len(exec.Failed()) > 0 {
+		t.Fatalf("rpcbench all: %v, %d tests failed: %v", runErr, len(exec.Failed()), exec.Failed())
+	}
+	if n := exec.Total(); n < 20 {
+		t.Errorf("gotestsum counted %d tests, want the evidence group's", n)
+	}
+	if errs := exec.Errors(); len(errs) > 0 {
+		t.Errorf("gotestsum counted %d errors on a green run, want 0:\n%s", len(errs), strings.Join(errs, "\n"))
+	}
+}
