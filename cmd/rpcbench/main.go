@@ -25,12 +25,25 @@ func main() {
 			return
 		}
 		signal.Stop(sigs)
-		fmt.Fprintln(os.Stderr, "rpcbench: interrupted; stopping once the current scenario has cleaned up (interrupt again to quit at once)")
+		fmt.Fprintln(os.Stderr, "rpcbench: interrupted; stopping once what runs has cleaned up (interrupt again to quit at once)")
 		cancel(&signalError{s})
+	}()
+	// A write to a closed stdout must not kill the process before it has
+	// stopped its servers and removed its temporary files: with SIGPIPE
+	// notified (and the notifications dropped) the write fails with
+	// EPIPE instead, and stdout's writer ends the run (closedPipe). A
+	// handler, unlike SIG_IGN, is not inherited by rpcserver.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	go func() {
+		for range pipes {
+		}
 	}()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	signal.Stop(sigs)
 	close(sigs)
+	signal.Stop(pipes)
+	close(pipes)
 	cancel(nil)
 	os.Exit(code)
 }

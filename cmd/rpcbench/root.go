@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -37,8 +38,13 @@ type app struct {
 }
 
 // execute runs rpcbench with args and returns the process exit code. It
-// is main without os.Exit.
+// is main without os.Exit. A write to stdout that fails because its
+// reader has gone (EPIPE, as `rpcbench all | head -2` does) ends the
+// command as SIGPIPE would, but only once it has cleaned up.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout = &closedPipe{w: stdout, cancel: cancel}
 	a := &app{Out: stdout, Err: stderr, Scenarios: cases.Default(), Executable: os.Executable}
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -167,4 +173,28 @@ func completeGroups(a *app) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return append(a.Scenarios.Groups(), cases.GroupAll), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// closedPipe is stdout's writer: the first write that fails with EPIPE
+// cancels the command's context, its cause a SIGPIPE signalError, so that
+// a run whose reader has gone stops as if interrupted and exits 141.
+type closedPipe struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+}
+
+func (p *closedPipe) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.cancel(&signalError{syscall.SIGPIPE})
+	}
+	return n, err
+}
+
+// Fd lets report.UseColor see whether stdout is a terminal.
+func (p *closedPipe) Fd() uintptr {
+	if f, ok := p.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
 }

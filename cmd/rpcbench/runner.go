@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
@@ -208,18 +210,25 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	if ev != nil {
 		switch {
 		case complete && totals.Skipped == 0:
-			writeErr = errors.Join(writeErr, ev.Commit())
+			if err := ev.Commit(); err != nil {
+				writeErr = errors.Join(writeErr, err)
+			} else {
+				fmt.Fprintf(status, "rpcbench: evidence written to %s (%s, %s, %s/)\n", b.Evidence, report.OutputFile, report.EnvFile, report.LogsDir)
+			}
+		case stdoutClosed(ctx):
+			// Nobody is left to read it.
+			ev.Discard()
 		case complete:
 			// A run that skipped scenarios proves less than the evidence
 			// it would replace: evidence from a machine that had what
 			// they need must not give way to SKIP lines.
 			kept, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
-			fmt.Fprintf(status, "rpcbench: %d scenarios skipped on this machine; %s is left as it was, this run's output is in %s\n", totals.Skipped, b.Evidence, kept)
+			fmt.Fprintf(status, "rpcbench: %d scenarios skipped on this machine; %s is left as it was, this run's output is in %s until the next run there\n", totals.Skipped, b.Evidence, kept)
 		default:
 			partial, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
-			fmt.Fprintf(status, "rpcbench: the run did not complete; %s is left as it was, this run's partial output is in %s\n", b.Evidence, partial)
+			fmt.Fprintf(status, "rpcbench: the run did not complete; %s is left as it was, this run's partial output is in %s until the next run there\n", b.Evidence, partial)
 		}
 	}
 	info.End = time.Now()
@@ -234,6 +243,9 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	}
 	if writeErr == nil {
 		writeErr = outs.commit()
+		if writeErr == nil && len(outs.files) > 0 {
+			fmt.Fprintf(status, "rpcbench: wrote %s\n", outs.paths())
+		}
 	}
 
 	switch {
@@ -335,9 +347,25 @@ func (o *outputs) commit() error {
 	return nil
 }
 
+// paths lists the output files, as given.
+func (o *outputs) paths() string {
+	var ps []string
+	for _, f := range o.files {
+		ps = append(ps, f.Path())
+	}
+	return strings.Join(ps, ", ")
+}
+
 // abort removes the output files that commit did not move into place.
 func (o *outputs) abort() {
 	for _, f := range o.files {
 		f.Abort()
 	}
+}
+
+// stdoutClosed reports whether ctx ended because stdout's reader went
+// away (closedPipe).
+func stdoutClosed(ctx context.Context) bool {
+	var se *signalError
+	return errors.As(context.Cause(ctx), &se) && se.sig == syscall.SIGPIPE
 }
