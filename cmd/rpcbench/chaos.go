@@ -11,9 +11,12 @@ import (
 	"github.com/rpcbench/rpcbench/internal/chaos"
 )
 
+// chaosDefaultOut is where chaos writes by default; .gitignore names it.
+const chaosDefaultOut = "chaos-out"
+
 func newChaosCmd(a *app) *cobra.Command {
 	o := chaos.DefaultOptions()
-	o.Out = "chaos-out"
+	o.Out = chaosDefaultOut
 	var faults string
 	cmd := &cobra.Command{
 		Use: "chaos",

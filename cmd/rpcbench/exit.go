@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -27,6 +29,48 @@ const (
 	// request may or may not have executed).
 	exitUnknown = 3
 )
+
+// exitCodes is the one table of exit codes: root's --help prints it, and
+// the README's table is checked against it (TestReadmeExitCodes).
+var exitCodes = []struct {
+	Code    string
+	Meaning string
+}{
+	{strconv.Itoa(exitOK), "nothing failed (skips allowed), or diff found no differences"},
+	{strconv.Itoa(exitFailed), "a scenario or check failed, or diff found differences"},
+	{strconv.Itoa(exitError), "usage error (a bad flag, argument, command, group or scenario name), or the command could not start its work: rpcserver missing, an output path that cannot be written, no usable temporary directory, an evidence directory another run holds, an input diff or report cannot read"},
+	{strconv.Itoa(exitUnknown), "`rpcbench call` ended with its outcome unknown: the request may or may not have executed"},
+	{strconv.Itoa(exitInterrupted), "interrupted by SIGINT; 128 plus the signal for another: 143 for SIGTERM, 141 when stdout's reader went away (SIGPIPE)"},
+}
+
+// exitCodeTable renders exitCodes as a Markdown table.
+func exitCodeTable() string {
+	var b strings.Builder
+	b.WriteString("| exit code | meaning |\n|---|---|\n")
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "| %s | %s |\n", c.Code, c.Meaning)
+	}
+	return b.String()
+}
+
+// exitCodeHelp renders exitCodes for --help, wrapped to 80 columns.
+func exitCodeHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit status:")
+	for _, c := range exitCodes {
+		fmt.Fprintf(&b, "\n  %-4s", c.Code)
+		col := 7
+		for _, w := range strings.Fields(strings.ReplaceAll(c.Meaning, "`", "'")) {
+			if col+1+len(w) > 80 {
+				b.WriteString("\n       ")
+				col = 7
+			}
+			b.WriteString(" " + w)
+			col += 1 + len(w)
+		}
+	}
+	return b.String()
+}
 
 // errFailed reports that a scenario failed or that diff found a
 // difference. The command's output already says which, so it is not

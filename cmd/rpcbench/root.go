@@ -62,10 +62,7 @@ func newRootCmd(a *app) *cobra.Command {
 		Long: `rpcbench runs named scenarios, each against its own rpcserver process, and
 prints one CASE line per scenario followed by "N passed, M failed".
 
-Exit status: 0 all passed (or no differences), 1 a scenario failed (or the
-runs differ), 2 usage error or the command could not run, 3 'rpcbench call'
-ended with its outcome unknown, 130 interrupted (143 for SIGTERM: 128 plus
-the signal).`,
+` + exitCodeHelp(),
 		// Cobra prints neither errors nor usage: execute does, once.
 		SilenceErrors:              true,
 		SilenceUsage:               true,

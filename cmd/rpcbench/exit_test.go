@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+
+const readme = "../../README.md"
+
+// TestReadmeExitCodes: the README's exit code table is exit.go's, the
+// one place exit codes are decided.
+func TestReadmeExitCodes(t *testing.T) {
+	const begin, end = "<!-- exit codes: from cmd/rpcbench/exit.go -->\n", "<!-- end of exit codes -->\n"
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no table between %q and %q", begin, end)
+	}
+	got, want := text[i+len(begin):j], exitCodeTable()
+	if got == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(readme, []byte(text[:i+len(begin)]+want+text[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's exit code table differs from exit.go's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeExitCodes -update", cmp.Diff(want, got))
+}
+
+// TestExitCodesTable: every exit code exitCode can return is in the
+// table, once, in order.
+func TestExitCodesTable(t *testing.T) {
+	var got []string
+	for _, c := range exitCodes {
+		got = append(got, c.Code)
+	}
+	want := []string{"0", "1", "2", "3", "130"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("exit codes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(exitCodeHelp(), "141 when stdout") {
+		t.Errorf("--help does not name SIGPIPE's 141:\n%s", exitCodeHelp())
+	}
+	for _, l := range strings.Split(exitCodeHelp(), "\n") {
+		if len(l) > 80 {
+			t.Errorf("--help line longer than 80 columns: %q", l)
+		}
+	}
+}
