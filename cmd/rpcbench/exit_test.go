@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-
 const readme = "../../README.md"
 
 // TestReadmeExitCodes: the README's exit code table is exit.go's, the
