@@ -23,7 +23,8 @@ func selectGroup(r cases.Registry, g string) (cases.Registry, error) {
 }
 
 // selectNames returns the named scenarios in the order given, each once.
-// Unknown names are a usage error listing every valid name.
+// Unknown names are a usage error that suggests the near names, or lists
+// every valid one when none is near.
 func selectNames(r cases.Registry, names []string) (cases.Registry, error) {
 	var out cases.Registry
 	var unknown []string
@@ -38,13 +39,15 @@ func selectNames(r cases.Registry, names []string) (cases.Registry, error) {
 	}
 	if len(unknown) > 0 {
 		msg := fmt.Sprintf("unknown scenario %s", strings.Join(unknown, ", "))
+		choices := validScenarios(r)
 		if s := suggest(r, unknown[0]); len(s) > 0 {
 			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s[:min(len(s), 3)], " or "))
+			choices = listHint
 		}
 		if strings.ContainsAny(strings.Join(unknown, ""), `.*+?^$[]()|\`) {
 			msg += " (to select by pattern, use --run REGEX)"
 		}
-		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(r.Names(), "\n  "), "%s", msg)
+		return nil, usageErrorf(choices, "%s", msg)
 	}
 	return out, nil
 }

@@ -58,20 +58,31 @@ func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, 
 	if err != nil {
 		return nil, err
 	}
-	out := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool {
-		return (run != nil && !run.MatchString(s.Name)) || (skip != nil && skip.MatchString(s.Name))
-	})
-	if len(out) == 0 {
-		msg := "no scenario matches"
-		if c.Run != "" {
-			msg += fmt.Sprintf(" --run %q", c.Run)
+	matched := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool { return run != nil && !run.MatchString(s.Name) })
+	out := slices.DeleteFunc(slices.Clone(matched), func(s cases.Case) bool { return skip != nil && skip.MatchString(s.Name) })
+	switch {
+	case len(matched) == 0:
+		msg := fmt.Sprintf("no scenario matches --run %q", c.Run)
+		if s := suggest(all, c.Run); len(s) > 0 {
+			return nil, usageErrorf(listHint, "%s; did you mean %s?", msg, strings.Join(s[:min(len(s), 3)], " or "))
 		}
-		if c.Skip != "" {
-			msg += fmt.Sprintf(" and --skip %q leaves none", c.Skip)
-		}
-		return nil, usageErrorf("valid scenarios:\n  "+strings.Join(all.Names(), "\n  "), "%s", msg)
+		return nil, usageErrorf(validScenarios(all), "%s", msg)
+	case len(out) == 0 && c.Run != "":
+		return nil, usageErrorf(listHint, "--run %q selects %s and --skip %q leaves none of them", c.Run, plural(len(matched), "scenario"), c.Skip)
+	case len(out) == 0:
+		return nil, usageErrorf(listHint, "--skip %q leaves none of the %s", c.Skip, plural(len(matched), "scenario"))
 	}
 	return out, nil
+}
+
+// listHint points to the full list where a message has already named
+// what was probably meant.
+const listHint = "'rpcbench list' shows every scenario"
+
+// validScenarios lists every scenario's name, for a usage error that
+// could suggest none.
+func validScenarios(r cases.Registry) string {
+	return "valid scenarios:\n  " + strings.Join(r.Names(), "\n  ")
 }
 
 // suggest returns the scenario names close to name: those it is a part

@@ -41,8 +41,10 @@ func TestRunAndSkip(t *testing.T) {
 		{"all with run", []string{"all", "--evidence", "", "--group", "robustness", "--run", "slow"}, []string{"hostile_slow_sender"}, exitOK, nil},
 		{"bad expression", []string{"run", "--run", "late_("}, nil, exitError, []string{"--run: error parsing regexp"}},
 		{"nothing matches", []string{"run", "--run", "^nope"}, nil, exitError, []string{`no scenario matches --run "^nope"`, "valid scenarios:", "normal_multiplex"}},
-		{"skip leaves none", []string{"all", "--evidence", "", "--skip", "."}, nil, exitError, []string{`and --skip "." leaves none`}},
-		{"typo", []string{"run", "normal_multiplx"}, nil, exitError, []string{"unknown scenario normal_multiplx; did you mean normal_multiplex?"}},
+		{"skip leaves none", []string{"all", "--evidence", "", "--skip", "."}, nil, exitError, []string{`--skip "." leaves none of the 3 scenarios`}},
+		{"run and skip cancel out", []string{"run", "--run", "late", "--skip", "late"}, nil, exitError, []string{`--run "late" selects 2 scenarios and --skip "late" leaves none of them`}},
+		{"typo in --run", []string{"run", "--run", "normal_multiplx"}, nil, exitError, []string{`no scenario matches --run "normal_multiplx"; did you mean normal_multiplex?`}},
+		{"typo", []string{"run", "normal_multiplx"}, nil, exitError, []string{"unknown scenario normal_multiplx; did you mean normal_multiplex?\n'rpcbench list' shows every scenario\n"}},
 		{"part of a name", []string{"run", "late"}, nil, exitError, []string{"did you mean late_response_dropped_by_id or late_then_retry_new_request_id?"}},
 		{"a pattern as a name", []string{"run", "late_.*"}, nil, exitError, []string{"use --run REGEX"}},
 		{"neither names nor --run", []string{"run"}, nil, exitError, []string{"at least one scenario name, or --run REGEX"}},
@@ -131,6 +133,19 @@ func TestVerbose(t *testing.T) {
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("-v output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestSuggestionWithoutList: a name or --run with a near scenario gets
+// the suggestion and a pointer to 'rpcbench list', not every name.
+func TestSuggestionWithoutList(t *testing.T) {
+	var runs fakeRuns
+	for _, args := range [][]string{{"run", "normal_multiplx"}, {"run", "--run", "normal_multiplx"}} {
+		a, _, _ := testApp(t, runs.fake("normal_multiplex", "evidence", true), runs.fake("late_response_dropped_by_id", "evidence", true))
+		code, errText := command(a, args...)
+		if code != exitError || !strings.Contains(errText, "did you mean normal_multiplex?") || strings.Contains(errText, "late_response_dropped_by_id") {
+			t.Errorf("%v: exit %d, stderr %q; want %d, the suggestion and no list", args, code, errText, exitError)
 		}
 	}
 }
