@@ -132,7 +132,7 @@ func runAll(ctx context.Context, o *allOptions) error {
 				plural(len(list), "scenario"), len(group), o.Group, o.Evidence)
 		}
 	}
-	bin, err := resolveServer(o.Server, o.Executable)
+	bin, err := serverFor(list, o.Server, o.Executable)
 	if err != nil {
 		return err
 	}

@@ -467,3 +467,24 @@ func TestRunAllCountInterrupted(t *testing.T) {
 	}
 	checkPartial(t, "ev", errText, want)
 }
+
+// TestNoServerRunsWithoutBinary: scenarios that start no server run
+// without an rpcserver binary; one more that does start one is refused
+// as before.
+func TestNoServerRunsWithoutBinary(t *testing.T) {
+	var r fakeRuns
+	inProcess := r.fake("model", cases.GroupEvidence, true)
+	inProcess.NoServer = true
+	a, _, stderr := testApp(t, inProcess, r.fake("served", cases.GroupEvidence, true))
+	empty := t.TempDir()
+	a.Executable = func() (string, error) { return filepath.Join(empty, "rpcbench"), nil }
+	if code, errText := outcome(runRun(context.Background(), &runOptions{app: a, Names: []string{"model"}}), stderr); code != exitOK {
+		t.Fatalf("run model: exit %d, %s", code, errText)
+	}
+	if code, errText := outcome(runRun(context.Background(), &runOptions{app: a, Names: []string{"model", "served"}}), stderr); code != exitError || !strings.Contains(errText, "rpcserver not found") {
+		t.Errorf("run model served: exit %d, %s; want %d, rpcserver not found", code, errText, exitError)
+	}
+	if got := r.names(); !slices.Equal(got, []string{"model"}) {
+		t.Errorf("ran %v, want [model]", got)
+	}
+}

@@ -84,7 +84,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	bin, err := resolveServer(o.Server, o.Executable)
+	bin, err := serverFor(list, o.Server, o.Executable)
 	if err != nil {
 		return err
 	}

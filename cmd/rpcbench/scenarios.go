@@ -92,3 +92,12 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// serverFor is resolveServer for the scenarios of r: "" and no error
+// when none of them starts a server, so that those run without one.
+func serverFor(r cases.Registry, flag string, executable func() (string, error)) (string, error) {
+	if flag == "" && !slices.ContainsFunc(r, func(c cases.Case) bool { return !c.NoServer }) {
+		return "", nil
+	}
+	return resolveServer(flag, executable)
+}

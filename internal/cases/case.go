@@ -50,7 +50,11 @@ type Case struct {
 	// (RPCBENCH_REQUIRE_PG=1, RPCBENCH_REQUIRE_NETNS=1); go test
 	// (TestCases) skips the subtest, or fails it when required.
 	Needs string
-	run   func(t *T)
+	// NoServer marks a scenario that starts no rpcserver (it runs
+	// in-process, or against an address nothing listens on), so that it
+	// runs without the binary. TestNoServerScenarios holds it to that.
+	NoServer bool
+	run      func(t *T)
 	// fake, when set, is what Run does instead (see Fake).
 	fake func(ctx context.Context, env Env) report.Line
 }
@@ -117,6 +121,9 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 	}()
 	if t.servers == 0 && env.LogDir != "" {
 		t.noServerNote()
+	}
+	if c.NoServer && t.servers > 0 {
+		t.failures = append(t.failures, "registered NoServer, but started a server: rpcbench would run it without the rpcserver binary")
 	}
 
 	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}

@@ -239,3 +239,33 @@ func TestNoServerNote(t *testing.T) {
 		}
 	}
 }
+
+// TestNoServerScenarios: a scenario registered NoServer passes with no
+// rpcserver binary at all, and the committed evidence has a no-server
+// note for exactly the scenarios so registered.
+func TestNoServerScenarios(t *testing.T) {
+	var noServer []string
+	for _, c := range Default() {
+		if !c.NoServer {
+			continue
+		}
+		noServer = append(noServer, c.Name)
+		if line := c.Run(context.Background(), Env{ServerBin: "/nonexistent/rpcserver", LogDir: t.TempDir()}); !line.Passed() {
+			t.Errorf("%s without an rpcserver binary: %s", c.Name, report.Format(line))
+		}
+	}
+	notes, err := filepath.Glob(filepath.Join("..", "..", "evidence", "*", "logs", "*"+NoServerSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, _ := filepath.Glob(filepath.Join("..", "..", "evidence", "logs", "*"+NoServerSuffix))
+	var noted []string
+	for _, n := range append(notes, top...) {
+		noted = append(noted, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "server-"), NoServerSuffix))
+	}
+	slices.Sort(noted)
+	slices.Sort(noServer)
+	if !slices.Equal(noted, noServer) {
+		t.Errorf("evidence notes no server for %v; registered NoServer: %v", noted, noServer)
+	}
+}

@@ -5,7 +5,7 @@ import "slices"
 // registry lists every scenario in run order.
 var registry = []Case{
 	{Name: "normal_multiplex", Group: GroupEvidence, Doc: "8 goroutines share one connection for 400 gets and debits; no result reaches the wrong caller", run: normalMultiplex},
-	{Name: "decoder_split_model", Group: GroupEvidence, Doc: "in-process: 500 random frames decode identically when fed 1 byte at a time and in random pieces; the 64 KiB limit holds at the prefix", run: decoderSplitModel},
+	{Name: "decoder_split_model", Group: GroupEvidence, NoServer: true, Doc: "in-process: 500 random frames decode identically when fed 1 byte at a time and in random pieces; the 64 KiB limit holds at the prefix", run: decoderSplitModel},
 	{Name: "half_packet_sticky_real", Group: GroupEvidence, Doc: "the server writes responses in random 1-13 byte pieces; 400 calls still get their own results", run: halfPacketStickyReal},
 	{Name: "server_split_and_invalid_request", Group: GroupEvidence, Doc: "a request sent byte by byte is served; a bad magic and a 2^31-1 length each close only their connection", run: serverSplitAndInvalidRequest},
 	{Name: "client_oversize_rejected_locally", Group: GroupEvidence, Doc: "a request over 64 KiB fails INVALID_ARGUMENT before anything is sent", run: clientOversizeRejectedLocally},
@@ -21,7 +21,7 @@ var registry = []Case{
 	{Name: "close_after_exec", Group: GroupEvidence, Doc: "the server executes then closes: the get is retried on a new connection, the keyless debit is UNKNOWN", run: closeAfterExec},
 	{Name: "half_written_response_discarded", Group: GroupEvidence, Doc: "half a response frame then close: the partial bytes are never delivered", run: halfWrittenResponseDiscarded},
 	{Name: "invalid_frame_from_server", Group: GroupEvidence, Doc: "a bad-magic answer drops the connection; the get is retried, the keyless debit is UNKNOWN", run: invalidFrameFromServer},
-	{Name: "connect_refused_bounded_retry", Group: GroupEvidence, Doc: "nothing listens: retries stop at 4 attempts, or earlier when the next pause would cross the deadline", run: connectRefusedBoundedRetry},
+	{Name: "connect_refused_bounded_retry", Group: GroupEvidence, NoServer: true, Doc: "nothing listens: retries stop at 4 attempts, or earlier when the next pause would cross the deadline", run: connectRefusedBoundedRetry},
 	{Name: "server_starts_late_recovery", Group: GroupEvidence, Doc: "the server binds late: refused attempts are retried and the keyless debit executes once", run: serverStartsLateRecovery},
 	{Name: "compare_per_request_vs_multiplex", Group: GroupEvidence, Doc: "400 calls over a connection each versus one shared connection: connections and TIME_WAIT sockets", run: comparePerRequestVsMultiplex},
 	{Name: "budget_sent_is_time_left", Group: GroupEvidence, Doc: "each attempt sends what is left of it: under 300 ms after a dial, 300 ms on an open connection, at most 100 ms under a 100 ms call timeout or context deadline", run: budgetSentIsTimeLeft},
