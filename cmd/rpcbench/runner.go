@@ -135,7 +135,18 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		}
 		fmt.Fprintf(status, "rpcbench: running %s%s%s, %s\n", plural(per, "scenario"), b.Announce, times, where)
 	}
-	out := outs.human
+	// On a terminal a person reads: a short line per scenario (without
+	// -v) and a live status line, as go test prints; files and pipes get
+	// the CASE lines.
+	short := !b.Verbose && report.IsTerminal(outs.human)
+	prog := newProgress(status, report.IsTerminal(status))
+	defer prog.close()
+	status = prog.wrap(status)
+	out := prog.wrap(outs.human)
+	width, nameWidth := report.TerminalWidth(outs.human), 0
+	for _, c := range b.Scenarios {
+		nameWidth = min(max(nameWidth, len(c.Name)), 40)
+	}
 	jsonOut, junitOut := outs.json, outs.junit
 	var events *report.EventStream
 	if outs.events != nil {
@@ -161,6 +172,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if b.Verbose {
 			before = logSizes(logDir, c.Name)
 		}
+		prog.begin(i+1, count*per, c.Name)
 		started := time.Now()
 		if events != nil {
 			events.Begin(c.Group, c.Name, started)
@@ -176,12 +188,21 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if events != nil {
 			events.End(res)
 		}
-		if err := p.Print(line); err != nil {
+		if short {
+			err = p.PrintShort(line, res.Duration, nameWidth, width)
+		} else {
+			err = p.Print(line)
+		}
+		if err != nil {
 			writeErr = fmt.Errorf("print result: %w", err)
 			break
 		}
 		if b.Verbose && !skipped {
-			printVerbose(out, line, logDir, c.Name, before)
+			keep := "the whole log: --evidence DIR keeps it"
+			if ev != nil {
+				keep = "the whole log is in " + filepath.Join(b.Evidence, report.LogsDir)
+			}
+			printVerbose(out, line, logDir, c.Name, before, keep)
 		}
 		if ev != nil {
 			if writeErr = ev.Add(line); writeErr != nil {
@@ -196,6 +217,8 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		}
 	}
 
+	prog.close()
+
 	// Whatever happened, leave a consistent record of what did run.
 	if count > 1 {
 		writeErr = errors.Join(writeErr, report.WriteCounts(out, report.CountByCase(lines)))
@@ -205,6 +228,9 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	}
 	_, err = fmt.Fprintln(out, report.Summary(lines))
 	writeErr = errors.Join(writeErr, err)
+	if short && ev == nil && len(lines) > 0 {
+		fmt.Fprintln(status, "rpcbench: lines shortened for the terminal; -v, a pipe or --json - give the CASE lines whole")
+	}
 	complete := ctx.Err() == nil && writeErr == nil && len(lines) == count*per
 	totals := report.Tally(lines)
 	if ev != nil {

@@ -70,9 +70,10 @@ func logSizes(dir, name string) map[string]int64 {
 }
 
 // printVerbose writes, indented under a CASE line, its volatile fields
-// that hold attempt logs and every event the scenario's servers logged
-// during it.
-func printVerbose(w io.Writer, line report.Line, dir, name string, before map[string]int64) {
+// that hold attempt logs and the events the scenario's servers logged
+// during it, the middle of a long log summarized (printEvents). keep
+// says where the whole logs are, or how to keep them.
+func printVerbose(w io.Writer, line report.Line, dir, name string, before map[string]int64, keep string) {
 	for _, f := range line.Fields {
 		if f.Kind == report.Volatile && strings.Contains(f.Value, "class=") {
 			fmt.Fprintf(w, "    %s:\n", f.Key)
@@ -93,11 +94,44 @@ func printVerbose(w io.Writer, line report.Line, dir, name string, before map[st
 		evs, err := serverapi.ReadEvents(fh)
 		fh.Close()
 		fmt.Fprintf(w, "    %s:\n", filepath.Base(p))
-		for _, e := range evs {
-			fmt.Fprintf(w, "      %s %s\n", e.Time.Format("15:04:05.000000"), e)
-		}
+		printEvents(w, evs, keep)
 		if err != nil {
 			fmt.Fprintf(w, "      (%v)\n", err)
 		}
+	}
+}
+
+// verboseEvents bounds the events -v prints of one log: the first and
+// last half of it, and between them a count per event name. A scenario
+// such as hostile_connect_churn logs thousands.
+const verboseEvents = 60
+
+func printEvents(w io.Writer, evs []serverapi.Event, keep string) {
+	line := func(e serverapi.Event) { fmt.Fprintf(w, "      %s %s\n", e.Time.Format("15:04:05.000000"), e) }
+	if len(evs) <= verboseEvents {
+		for _, e := range evs {
+			line(e)
+		}
+		return
+	}
+	head, tail := evs[:verboseEvents/2], evs[len(evs)-verboseEvents/2:]
+	for _, e := range head {
+		line(e)
+	}
+	counts := map[string]int{}
+	var names []string
+	for _, e := range evs[len(head) : len(evs)-len(tail)] {
+		if counts[e.Name] == 0 {
+			names = append(names, e.Name)
+		}
+		counts[e.Name]++
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[n], n))
+	}
+	fmt.Fprintf(w, "      … %d events more: %s (%s)\n", len(evs)-len(head)-len(tail), strings.Join(parts, ", "), keep)
+	for _, e := range tail {
+		line(e)
 	}
 }

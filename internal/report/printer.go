@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
+	"golang.org/x/term"
 )
 
 // ColorMode says when a Printer colours verdicts.
@@ -61,6 +63,23 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
+// IsTerminal reports whether w is a terminal a person reads, one that is
+// not TERM=dumb: there, Short lines and a live progress line replace the
+// CASE lines that files and pipes get.
+func IsTerminal(w io.Writer) bool {
+	return os.Getenv("TERM") != "dumb" && isTerminal(w)
+}
+
+// TerminalWidth is w's width in columns when it is a terminal, else 100.
+func TerminalWidth(w io.Writer) int {
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return 100
+}
+
 // Printer prints CASE lines for a person: Format's text, with PASS in
 // green, FAIL in red, INTERRUPTED in yellow and SKIP in faint yellow when
 // colour is on. It is not safe for concurrent use.
@@ -87,6 +106,18 @@ func NewPrinter(w io.Writer, m ColorMode) *Printer {
 		}
 	}
 	return p
+}
+
+// PrintShort writes Short(l, d, nameWidth, width) and a newline in one
+// Write, the verdict coloured as Print colours it.
+func (p *Printer) PrintShort(l Line, d time.Duration, nameWidth, width int) error {
+	s := Short(l, d, nameWidth, width)
+	verdict := l.Verdict.String()
+	if l.Verdict >= 0 && int(l.Verdict) < len(p.colors) {
+		verdict = p.colors[l.Verdict].Sprint(verdict)
+	}
+	_, err := io.WriteString(p.w, verdict+strings.TrimPrefix(s, l.Verdict.String())+"\n")
+	return err
 }
 
 // Print writes l and a newline in one Write.
