@@ -46,24 +46,43 @@ type options struct {
 	cfg        server.Config
 }
 
-type faultFlags []server.Fault
+// faultList prints fault rules as the LISTEN event reports them.
+type faultList []server.Fault
 
-func (f *faultFlags) String() string {
-	s := make([]string, len(*f))
-	for i, ft := range *f {
+func (l faultList) String() string {
+	s := make([]string, len(l))
+	for i, ft := range l {
 		s[i] = ft.String()
 	}
 	return strings.Join(s, "; ")
 }
+
+// faultFlags is the -fault flag: it refuses a rule the handler's methods
+// would never match, so that a typo is a usage error, not a fault that
+// silently never fires.
+type faultFlags struct {
+	methods []string // the handler's business methods
+	rules   faultList
+}
+
+func (f *faultFlags) String() string { return f.rules.String() }
 
 func (f *faultFlags) Set(v string) error {
 	ft, err := server.ParseFault(v)
 	if err != nil {
 		return err
 	}
-	*f = append(*f, ft)
+	if err := ft.CheckMethod(f.methods); err != nil {
+		return err
+	}
+	f.rules = append(f.rules, ft)
 	return nil
 }
+
+// businessMethods are the methods of the handler rpcserver serves. The
+// handler declares them, and a Bank's do not depend on its store, so a
+// throwaway one answers before the real store is opened.
+func businessMethods() []string { return bank.New(bank.NewMemory(), nil).Methods() }
 
 // configFlags names the flag of each server.Config field it sets, so
 // that a value out of range is reported by the flag the user typed.
@@ -104,7 +123,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	def := server.DefaultConfig()
 	o := options{cfg: def}
-	var faults faultFlags
+	faults := faultFlags{methods: businessMethods()}
 	fs.StringVar(&o.addr, serverapi.FlagAddr, "127.0.0.1:0", "address to listen on; port 0 picks a free port")
 	fs.StringVar(&o.logPath, serverapi.FlagLog, "", "file to append JSON event lines to (default: stderr)")
 	fs.DurationVar(&o.startDelay, serverapi.FlagStartDelay, 0, "wait this long before binding (fault: delayed start)")
@@ -139,7 +158,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		fs.Usage()
 		return o, errUsage
 	}
-	o.cfg.Faults = faults
+	o.cfg.Faults = faults.rules
 	switch o.crash {
 	case "", serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit:
 	default:
@@ -244,7 +263,7 @@ func serve(o options, stdout, stderr io.Writer) error {
 	}
 	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, fmt.Sprintf(
 		"workers=%d queue=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, (*faultFlags)(&o.cfg.Faults)))
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults)))
 	fmt.Fprintln(stdout, serverapi.Announce(ln.Addr().String()))
 
 	errc := make(chan error, 1)

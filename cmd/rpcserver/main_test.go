@@ -37,11 +37,16 @@ func TestUsageErrors(t *testing.T) {
 		{"TTL within the lease", []string{"-dedup-ttl", "1s", "-dedup-lease", "2s"}, "longer than it"},
 		{"percent in a sqlite path", []string{"-store", "sqlite:/tmp/x%41.db"}, "without ?, # or %"},
 		{"unknown store", []string{"-store", "mysql://x"}, "want memory | sqlite:PATH"},
+		{"fault for an unknown method", []string{"-fault", "kind=late method=nosuch"}, `server: fault "kind=late method=nosuch": unknown method "nosuch" (want get, debit or echo)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if got := run(tt.args, &stdout, &stderr); got != 2 {
+			// An address that cannot be bound, so that arguments wrongly
+			// accepted make run fail at once, with exit 1, instead of
+			// serving until the test times out.
+			args := append([]string{"-addr", "127.0.0.1:-1"}, tt.args...)
+			if got := run(args, &stdout, &stderr); got != 2 {
 				t.Errorf("exit code = %d, want 2", got)
 			}
 			if !strings.Contains(stderr.String(), tt.want) {
