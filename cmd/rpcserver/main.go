@@ -165,6 +165,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(stderr, "rpcserver: -%s %q: want %s or %s\n", serverapi.FlagCrash, o.crash, serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit)
 		return o, errUsage
 	}
+	if o.startDelay < 0 {
+		fmt.Fprintf(stderr, "rpcserver: -%s %v must not be negative (0 binds at once)\n", serverapi.FlagStartDelay, o.startDelay)
+		return o, errUsage
+	}
 	if o.sqlOpts.Lease < time.Millisecond || o.sqlOpts.TTL <= o.sqlOpts.Lease {
 		fmt.Fprintf(stderr, "rpcserver: -%s %v must be at least 1ms, and -%s %v longer than it\n",
 			serverapi.FlagDedupLease, o.sqlOpts.Lease, serverapi.FlagDedupTTL, o.sqlOpts.TTL)

@@ -38,6 +38,13 @@ func TestUsageErrors(t *testing.T) {
 		{"percent in a sqlite path", []string{"-store", "sqlite:/tmp/x%41.db"}, "without ?, # or %"},
 		{"unknown store", []string{"-store", "mysql://x"}, "want memory | sqlite:PATH"},
 		{"fault for an unknown method", []string{"-fault", "kind=late method=nosuch"}, `server: fault "kind=late method=nosuch": unknown method "nosuch" (want get, debit or echo)`},
+		{"negative chunk window", []string{"-chunk-window", "-1s"}, "rpcserver: -chunk-window -1s must not be negative"},
+		{"negative chunk window in chunk mode", []string{"-chunk", "-chunk-window", "-1s"}, "rpcserver: -chunk-window -1s must not be negative"},
+		{"zero chunk window in chunk mode", []string{"-chunk", "-chunk-window", "0s"}, "rpcserver: -chunk-window 0s must be positive in chunk mode"},
+		{"negative start delay", []string{"-start-delay", "-1s"}, "rpcserver: -start-delay -1s must not be negative (0 binds at once)"},
+		{"negative write timeout", []string{"-write-timeout", "-1s"}, "rpcserver: -write-timeout -1s must be positive"},
+		{"negative lease", []string{"-dedup-lease", "-1s"}, "must be at least 1ms"},
+		{"negative TTL", []string{"-dedup-ttl", "-1s"}, "longer than it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
