@@ -46,24 +46,43 @@ type options struct {
 	cfg        server.Config
 }
 
-type faultFlags []server.Fault
+// faultList prints fault rules as the LISTEN event reports them.
+type faultList []server.Fault
 
-func (f *faultFlags) String() string {
-	s := make([]string, len(*f))
-	for i, ft := range *f {
+func (l faultList) String() string {
+	s := make([]string, len(l))
+	for i, ft := range l {
 		s[i] = ft.String()
 	}
 	return strings.Join(s, "; ")
 }
+
+// faultFlags is the -fault flag: it refuses a rule the handler's methods
+// would never match, so that a typo is a usage error, not a fault that
+// silently never fires.
+type faultFlags struct {
+	methods []string // the handler's business methods
+	rules   faultList
+}
+
+func (f *faultFlags) String() string { return f.rules.String() }
 
 func (f *faultFlags) Set(v string) error {
 	ft, err := server.ParseFault(v)
 	if err != nil {
 		return err
 	}
-	*f = append(*f, ft)
+	if err := ft.CheckMethod(f.methods); err != nil {
+		return err
+	}
+	f.rules = append(f.rules, ft)
 	return nil
 }
+
+// businessMethods are the methods of the handler rpcserver serves. The
+// handler declares them, and a Bank's do not depend on its store, so a
+// throwaway one answers before the real store is opened.
+func businessMethods() []string { return bank.New(bank.NewMemory(), nil).Methods() }
 
 // configFlags names the flag of each server.Config field it sets, so
 // that a value out of range is reported by the flag the user typed.
@@ -77,8 +96,10 @@ var configFlags = map[string]string{
 	"WriteTimeout":     serverapi.FlagWriteTimeout,
 }
 
-// faultHelp is the -h section on fault rules.
-const faultHelp = `
+// faultHelp is the -h section on fault rules, for a handler serving
+// methods.
+func faultHelp(methods []string) string {
+	return `
 Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated key=value
   kind=KIND     required: one of
                   late         execute, answer after the budget plus delay
@@ -88,7 +109,7 @@ Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated ke
                   close        execute, close the connection unanswered
                   partial      execute, write half the answer, close
                   badmagic     execute, answer with a bad-magic frame
-  method=NAME   only requests for this method (default: every business method)
+  method=NAME   only requests for this method, one of ` + strings.Join(methods, ", ") + ` (default: every one)
   count=N       fire on N matching requests, then stop (default 0: every one)
   delay=D       late's extra lateness, sleep's pause (Go duration, e.g. 150ms)
   retry_after=D unavailable only: answer with the hint retry_after_ms=N, asking clients
@@ -97,68 +118,68 @@ Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated ke
 Examples: -fault "kind=late method=get count=1 delay=150ms"
           -fault "kind=unavailable count=1 retry_after=200ms"
 `
+}
 
-// parse reads the command line; a usage error has already been printed.
+// parse reads the command line. It prints the -h text itself, to stderr,
+// and returns every other error for run to print.
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("rpcserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package would print an error followed by the whole -h
+	// text; run prints the error alone, with a hint.
+	fs.SetOutput(io.Discard)
 	def := server.DefaultConfig()
 	o := options{cfg: def}
-	var faults faultFlags
-	fs.StringVar(&o.addr, serverapi.FlagAddr, "127.0.0.1:0", "address to listen on; port 0 picks a free port")
-	fs.StringVar(&o.logPath, serverapi.FlagLog, "", "file to append JSON event lines to (default: stderr)")
+	faults := faultFlags{methods: businessMethods()}
+	fs.StringVar(&o.addr, serverapi.FlagAddr, "127.0.0.1:0", "`address` to listen on; port 0 picks a free port")
+	fs.StringVar(&o.logPath, serverapi.FlagLog, "", "`file` to append JSON event lines to (default: stderr)")
 	fs.DurationVar(&o.startDelay, serverapi.FlagStartDelay, 0, "wait this long before binding (fault: delayed start)")
-	fs.StringVar(&o.cpuProfile, serverapi.FlagCPUProfile, "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.cpuProfile, serverapi.FlagCPUProfile, "", "write a CPU profile of the whole run to this `file`")
 	fs.BoolVar(&o.logExec, serverapi.FlagLogExec, true, "log an EXEC event for every business request that reaches the store, and a CLAIM event for every key taken")
 	fs.IntVar(&o.cfg.Workers, serverapi.FlagWorkers, def.Workers, "goroutines executing business requests")
 	fs.IntVar(&o.cfg.QueueSize, serverapi.FlagQueue, def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
 	fs.IntVar(&o.cfg.MaxQueuedPerConn, serverapi.FlagQueuePerConn, def.MaxQueuedPerConn, "business requests one connection may have queued or executing; more are answered UNAVAILABLE")
 	fs.BoolVar(&o.cfg.Chunk, serverapi.FlagChunk, false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
-	fs.DurationVar(&o.cfg.ChunkWindow, serverapi.FlagChunkWindow, def.ChunkWindow, "how long chunk mode gathers responses")
+	fs.DurationVar(&o.cfg.ChunkWindow, serverapi.FlagChunkWindow, def.ChunkWindow, "how long chunk mode gathers responses; positive with -"+serverapi.FlagChunk)
 	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept")
 	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
 	fs.DurationVar(&o.cfg.WriteTimeout, serverapi.FlagWriteTimeout, def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
-	fs.StringVar(&o.store, serverapi.FlagStore, bank.KindMemory, "where accounts and idempotency records live: "+bank.StoreSyntax)
+	fs.StringVar(&o.store, serverapi.FlagStore, bank.KindMemory, "where accounts and idempotency records live, a `spec`: "+bank.StoreSyntax)
 	fs.DurationVar(&o.sqlOpts.TTL, serverapi.FlagDedupTTL, bank.DefaultTTL, "how long a SQL store keeps an idempotency record; must exceed the longest client retry window")
-	fs.DurationVar(&o.sqlOpts.Lease, serverapi.FlagDedupLease, bank.DefaultLease, "how long a SQL store's claim holds a running key before a retry may take it over")
-	fs.StringVar(&o.crash, serverapi.FlagCrash, "", "fault: SIGKILL this process at the first keyed debit that reaches "+serverapi.CrashBeforeCommit+" or "+serverapi.CrashAfterCommit)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage of rpcserver:\n")
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), faultHelp)
-	}
-	fs.Var(&faults, serverapi.FlagFault, `fault rule, repeatable, e.g. "kind=late method=get count=1 delay=150ms"`)
+	fs.DurationVar(&o.sqlOpts.Lease, serverapi.FlagDedupLease, bank.DefaultLease, "how long a SQL store's claim holds a running key before a retry may take it over; at least 1ms")
+	fs.StringVar(&o.crash, serverapi.FlagCrash, "", "fault: SIGKILL this process when the first keyed debit reaches this `point`: "+serverapi.CrashBeforeCommit+" or "+serverapi.CrashAfterCommit)
+	fs.Var(&faults, serverapi.FlagFault, "fault `rule`, repeatable, e.g. \"kind=late method=get count=1 delay=150ms\"")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintf(stderr, "Usage of rpcserver:\n")
+			fs.PrintDefaults()
+			fmt.Fprint(stderr, faultHelp(faults.methods))
 			return o, err
 		}
-		return o, fmt.Errorf("%w: %w", errUsage, err)
+		return o, usageError{err}
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rpcserver: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return o, errUsage
+		return o, usagef("unexpected arguments %q", fs.Args())
 	}
-	o.cfg.Faults = faults
+	o.cfg.Faults = faults.rules
 	switch o.crash {
 	case "", serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit:
 	default:
-		fmt.Fprintf(stderr, "rpcserver: -%s %q: want %s or %s\n", serverapi.FlagCrash, o.crash, serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit)
-		return o, errUsage
+		return o, usagef("-%s %q: want %s or %s", serverapi.FlagCrash, o.crash, serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit)
+	}
+	if o.startDelay < 0 {
+		return o, usagef("-%s %v must not be negative (0 binds at once)", serverapi.FlagStartDelay, o.startDelay)
 	}
 	if o.sqlOpts.Lease < time.Millisecond || o.sqlOpts.TTL <= o.sqlOpts.Lease {
-		fmt.Fprintf(stderr, "rpcserver: -%s %v must be at least 1ms, and -%s %v longer than it\n",
+		return o, usagef("-%s %v must be at least 1ms, and -%s %v longer than it",
 			serverapi.FlagDedupLease, o.sqlOpts.Lease, serverapi.FlagDedupTTL, o.sqlOpts.TTL)
-		return o, errUsage
 	}
 	if err := o.cfg.Validate(); err != nil {
 		var fe *server.FieldError
 		if errors.As(err, &fe) && configFlags[fe.Field] != "" {
-			fmt.Fprintf(stderr, "rpcserver: -%s %v %s\n", configFlags[fe.Field], fe.Value, fe.Rule)
-		} else {
-			fmt.Fprintf(stderr, "rpcserver: %v\n", err)
+			return o, usagef("-%s %v %s", configFlags[fe.Field], fe.Value, fe.Rule)
 		}
-		return o, errUsage
+		return o, usageError{err}
 	}
 	return o, nil
 }
@@ -166,13 +187,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 // run is rpcserver's whole life; its result is the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
-	if err != nil {
-		return exitCode(err)
+	if err == nil {
+		err = serve(o, stdout, stderr)
 	}
-	err = serve(o, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "rpcserver: %v\n", err)
-	}
+	report(stderr, err)
 	return exitCode(err)
 }
 
@@ -182,7 +200,7 @@ func serve(o options, stdout, stderr io.Writer) error {
 	if o.logPath != "" {
 		f, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return err
+			return fmt.Errorf("-%s: %w", serverapi.FlagLog, err)
 		}
 		defer f.Close()
 		logOut = f
@@ -197,7 +215,7 @@ func serve(o options, stdout, stderr io.Writer) error {
 	if o.cpuProfile != "" {
 		stop, err := startProfile(o.cpuProfile)
 		if err != nil {
-			return err
+			return fmt.Errorf("-%s: %w", serverapi.FlagCPUProfile, err)
 		}
 		defer stop()
 	}
@@ -212,7 +230,7 @@ func serve(o options, stdout, stderr io.Writer) error {
 	}
 	st, err := bank.Open(o.store, o.sqlOpts)
 	if errors.Is(err, bank.ErrStoreSpec) {
-		return fmt.Errorf("%w: -%s: %w", errUsage, serverapi.FlagStore, err)
+		return usageError{fmt.Errorf("-%s: %w", serverapi.FlagStore, err)}
 	}
 	if err != nil {
 		return fmt.Errorf("-%s: %w", serverapi.FlagStore, err)
@@ -240,11 +258,11 @@ func serve(o options, stdout, stderr io.Writer) error {
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("-%s: %w", serverapi.FlagAddr, err)
 	}
 	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, fmt.Sprintf(
 		"workers=%d queue=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, (*faultFlags)(&o.cfg.Faults)))
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults)))
 	fmt.Fprintln(stdout, serverapi.Announce(ln.Addr().String()))
 
 	errc := make(chan error, 1)

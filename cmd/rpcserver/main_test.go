@@ -37,20 +37,100 @@ func TestUsageErrors(t *testing.T) {
 		{"TTL within the lease", []string{"-dedup-ttl", "1s", "-dedup-lease", "2s"}, "longer than it"},
 		{"percent in a sqlite path", []string{"-store", "sqlite:/tmp/x%41.db"}, "without ?, # or %"},
 		{"unknown store", []string{"-store", "mysql://x"}, "want memory | sqlite:PATH"},
+		{"fault for an unknown method", []string{"-fault", "kind=late method=nosuch"}, `server: fault "kind=late method=nosuch": unknown method "nosuch" (want get, debit or echo)`},
+		{"negative chunk window", []string{"-chunk-window", "-1s"}, "rpcserver: -chunk-window -1s must not be negative"},
+		{"negative chunk window in chunk mode", []string{"-chunk", "-chunk-window", "-1s"}, "rpcserver: -chunk-window -1s must not be negative"},
+		{"zero chunk window in chunk mode", []string{"-chunk", "-chunk-window", "0s"}, "rpcserver: -chunk-window 0s must be positive in chunk mode"},
+		{"negative start delay", []string{"-start-delay", "-1s"}, "rpcserver: -start-delay -1s must not be negative (0 binds at once)"},
+		{"negative write timeout", []string{"-write-timeout", "-1s"}, "rpcserver: -write-timeout -1s must be positive"},
+		{"negative lease", []string{"-dedup-lease", "-1s"}, "must be at least 1ms"},
+		{"negative TTL", []string{"-dedup-ttl", "-1s"}, "longer than it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if got := run(tt.args, &stdout, &stderr); got != 2 {
+			// An address that cannot be bound, so that arguments wrongly
+			// accepted make run fail at once, with exit 1, instead of
+			// serving until the test times out.
+			args := append([]string{"-addr", "127.0.0.1:-1"}, tt.args...)
+			if got := run(args, &stdout, &stderr); got != 2 {
 				t.Errorf("exit code = %d, want 2", got)
 			}
-			if !strings.Contains(stderr.String(), tt.want) {
-				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.want)
+			// One line saying what is wrong, then where to read more: the
+			// whole -h text would bury the error, which a program that
+			// started rpcserver quotes from the end of its stderr.
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "rpcserver: ") || strings.HasPrefix(lines[0], "rpcserver: usage") ||
+				!strings.Contains(lines[0], tt.want) || lines[1] != usageHint {
+				t.Errorf("stderr got %q, want \"rpcserver: ...%s...\\n%s\\n\"", stderr.String(), tt.want, usageHint)
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout = %q, want nothing", stdout.String())
 			}
 		})
+	}
+}
+
+// TestRunFailures: what stops rpcserver before it listens is reported in
+// one line, naming the flag, saying once what failed, with exit 1.
+func TestRunFailures(t *testing.T) {
+	dir := t.TempDir()
+	missing := dir + "/missing-dir"
+	tests := []struct {
+		name string
+		args []string
+		want string // all of stderr
+	}{
+		{"store in a missing directory", []string{"-store", "sqlite:" + missing + "/bank.db"},
+			"rpcserver: -store: bank: sqlite " + missing + "/bank.db: unable to open database file (14); the directory " + missing + " does not exist, create it first\n"},
+		{"log in a missing directory", []string{"-log", missing + "/server.log"},
+			"rpcserver: -log: open " + missing + "/server.log: no such file or directory\n"},
+		{"profile in a missing directory", []string{"-log", dir + "/server.log", "-cpuprofile", missing + "/cpu.pprof"},
+			"rpcserver: -cpuprofile: open " + missing + "/cpu.pprof: no such file or directory\n"},
+		{"address that cannot be bound", []string{"-log", dir + "/server.log", "-addr", "127.0.0.1:-1"},
+			"rpcserver: -addr: listen tcp: address -1: invalid port\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if got := run(tt.args, &stdout, &stderr); got != 1 {
+				t.Errorf("exit code: got %d, want 1", got)
+			}
+			if got := stderr.String(); got != tt.want || stdout.Len() != 0 {
+				t.Errorf("got stdout %q, stderr %q; want no stdout, stderr %q", stdout.String(), got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHelpText: the -h text has no slips such as an unmatched bracket or
+// quote, line by line.
+func TestHelpText(t *testing.T) {
+	var stderr bytes.Buffer
+	if got := run([]string{"-h"}, io.Discard, &stderr); got != 0 {
+		t.Errorf("exit code: got %d, want 0", got)
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		depth := map[rune]int{}
+		for _, r := range line {
+			switch r {
+			case '(', '[', '{':
+				depth[r]++
+			case ')':
+				depth['(']--
+			case ']':
+				depth['[']--
+			case '}':
+				depth['{']--
+			case '"':
+				depth['"'] ^= 1
+			}
+		}
+		for r, n := range depth {
+			if n != 0 {
+				t.Errorf("%q: unmatched %c", line, r)
+			}
+		}
 	}
 }
 
@@ -61,23 +141,10 @@ func TestHelpListsFaults(t *testing.T) {
 	if got := run([]string{"-h"}, &stdout, &stderr); got != 0 {
 		t.Errorf("exit code = %d, want 0", got)
 	}
-	for _, want := range []string{"-workers", "kind=KIND", "late", "sleep", "unavailable", "noreply", "close", "partial", "badmagic", "method=NAME", "count=N", "delay=D", "retry_after=D", "never"} {
+	for _, want := range []string{"-workers", "kind=KIND", "late", "sleep", "unavailable", "noreply", "close", "partial", "badmagic", "method=NAME", "one of get, debit, echo", "count=N", "delay=D", "retry_after=D", "never"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("-h does not mention %q:\n%s", want, stderr.String())
 		}
-	}
-}
-
-// TestStoreThatCannotOpen: a store that cannot be opened stops the server
-// before it listens, with exit 1 and a message naming the store.
-func TestStoreThatCannotOpen(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	path := t.TempDir() + "/missing-dir/bank.db"
-	if got := run([]string{"-store", "sqlite:" + path}, &stdout, &stderr); got != 1 {
-		t.Errorf("exit code = %d, want 1", got)
-	}
-	if !strings.Contains(stderr.String(), path) || stdout.Len() != 0 {
-		t.Errorf("stdout %q, stderr %q: want no announce and an error naming %s", stdout.String(), stderr.String(), path)
 	}
 }
 

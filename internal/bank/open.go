@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -20,7 +23,7 @@ const (
 )
 
 // StoreSyntax says what Open accepts, for usage messages.
-const StoreSyntax = "memory | sqlite:PATH | postgres://USER@HOST/DB?...)"
+const StoreSyntax = "memory | sqlite:PATH | postgres://USER@HOST/DB?..."
 
 // ErrStoreSpec is wrapped by Open's errors about the spec itself.
 var ErrStoreSpec = errors.New("bank: bad store")
@@ -87,12 +90,33 @@ func OpenSQLite(path string, opts SQLOptions) (*SQLStore, error) {
 		return nil, fmt.Errorf("bank: sqlite %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
+	// Opened here, not by the first statement, so that a file that cannot
+	// be opened is reported with its path, and only once.
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("bank: sqlite %s: %w%s", path, err, sqliteHint(path))
+	}
 	s, err := newSQLStore(db, dialect{name: KindSQLite, rebind: keepRebind, schema: schemaStatements("BLOB")}, opts)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("bank: sqlite %s: %w", path, err)
+		// newSQLStore's errors already say "bank: sqlite".
+		return nil, fmt.Errorf("%w (database %s)", err, path)
 	}
 	return s, nil
+}
+
+// sqliteHint says how to fix a path SQLite could not open, in the two
+// cases its "unable to open database file" does not explain; "" in any
+// other.
+func sqliteHint(path string) string {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return "; " + path + " is a directory, name a file in it"
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return "; the directory " + dir + " does not exist, create it first"
+	}
+	return ""
 }
 
 // OpenPostgres connects to the PostgreSQL database dsn names, a URL or a
@@ -115,7 +139,7 @@ func OpenPostgres(dsn string, opts SQLOptions) (*SQLStore, error) {
 	s, err := newSQLStore(db, dialect{name: KindPostgres, rebind: dollarRebind, schema: schema}, opts)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("bank: postgres: %w", err)
+		return nil, err // newSQLStore's errors already say "bank: postgres"
 	}
 	return s, nil
 }

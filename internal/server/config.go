@@ -34,7 +34,9 @@ type Config struct {
 	// write call each.
 	Chunk bool
 	// ChunkWindow is how long the writer gathers responses in chunk mode.
-	// Must be positive when Chunk is set. Default 2ms.
+	// Must not be negative, even while Chunk is off (a negative window is
+	// a mistake whether or not it is used yet), and must be positive when
+	// Chunk is set. Default 2ms.
 	ChunkWindow time.Duration
 	// MaxConns bounds the connections open at once; one accepted beyond it
 	// is closed at once (counted as conns_rejected). Must be at least 1.
@@ -103,7 +105,9 @@ func (c *Config) Validate() error {
 		return bad("QueueSize", c.QueueSize, "must be at least 1")
 	case c.MaxQueuedPerConn < 1:
 		return bad("MaxQueuedPerConn", c.MaxQueuedPerConn, "must be at least 1")
-	case c.Chunk && c.ChunkWindow <= 0:
+	case c.ChunkWindow < 0:
+		return bad("ChunkWindow", c.ChunkWindow, "must not be negative")
+	case c.Chunk && c.ChunkWindow == 0:
 		return bad("ChunkWindow", c.ChunkWindow, "must be positive in chunk mode")
 	case c.MaxConns < 1:
 		return bad("MaxConns", c.MaxConns, "must be at least 1")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,6 +172,44 @@ func ParseFault(s string) (Fault, error) {
 		return f, fmt.Errorf("server: fault %q: retry_after is only for kind=unavailable", s)
 	}
 	return f, nil
+}
+
+// MethodError is the error for a fault rule naming a method the handler
+// does not serve: the rule could never fire, which is almost always a
+// typo the user would otherwise not hear of.
+type MethodError struct {
+	Fault Fault
+	// Methods are the handler's business methods, the ones a rule may
+	// name.
+	Methods []string
+}
+
+func (e *MethodError) Error() string {
+	return fmt.Sprintf("server: fault %q: unknown method %q (want %s)", e.Fault.String(), e.Fault.Method, orList(e.Methods))
+}
+
+// CheckMethod returns a *MethodError if f names a method that is not
+// among methods, the business methods of the handler it is meant for
+// (Handler.Methods). ParseFault cannot tell, knowing no handler; New,
+// AddFault and ctl.fault check their rules against their handler's
+// methods, and a program that parses rules before it has a handler
+// checks them here.
+func (f Fault) CheckMethod(methods []string) error {
+	if f.Method == "" || slices.Contains(methods, f.Method) {
+		return nil
+	}
+	return &MethodError{Fault: f, Methods: slices.Clone(methods)}
+}
+
+// orList returns "a, b or c".
+func orList(words []string) string {
+	switch len(words) {
+	case 0:
+		return "none"
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // faultTable holds the active rules; the first unspent matching rule fires.

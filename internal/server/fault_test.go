@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/servertest"
 )
 
@@ -134,6 +136,85 @@ func TestFaultKindString(t *testing.T) {
 			if got := tt.k.String(); got != tt.want {
 				t.Errorf("FaultKind(%d).String() = %q, want %q", uint8(tt.k), got, tt.want)
 			}
+		})
+	}
+}
+
+// TestFaultUnknownMethod: a rule whose method the handler does not serve
+// would never fire, so every way of installing one refuses it and names
+// the methods there are. Control methods are not among them: no fault
+// fires on those.
+func TestFaultUnknownMethod(t *testing.T) {
+	tests := []struct {
+		rule string
+		want string // the error, and ctl.fault's INVALID_ARGUMENT text; empty if accepted
+	}{
+		{"kind=noreply method=debt", `server: fault "kind=noreply method=debt": unknown method "debt" (want get, debit or echo)`},
+		{"kind=late method=GET", `server: fault "kind=late method=GET": unknown method "GET" (want get, debit or echo)`},
+		{"kind=close method=ctl.stats", `server: fault "kind=close method=ctl.stats": unknown method "ctl.stats" (want get, debit or echo)`},
+		{"kind=late method=echo", ""},
+		{"kind=noreply", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			f, err := server.ParseFault(tt.rule)
+			if err != nil {
+				t.Fatalf("ParseFault(%q): %v", tt.rule, err)
+			}
+			check := func(t *testing.T, where string, err error) {
+				t.Helper()
+				if tt.want == "" {
+					if err != nil {
+						t.Errorf("%s: got error %v, want none", where, err)
+					}
+					return
+				}
+				var me *server.MethodError
+				if !errors.As(err, &me) || err.Error() != tt.want {
+					t.Errorf("%s: got error %v, want a *server.MethodError %s", where, err, tt.want)
+					return
+				}
+				if me.Fault != f {
+					t.Errorf("%s: MethodError.Fault got %+v, want %+v", where, me.Fault, f)
+				}
+			}
+			t.Run("Config.Faults", func(t *testing.T) {
+				cfg := server.DefaultConfig()
+				cfg.Faults = []server.Fault{f}
+				srv, err := server.New(cfg, bank.New(bank.NewMemory(), nil))
+				if err == nil {
+					srv.Close()
+				}
+				check(t, "server.New", err)
+			})
+			t.Run("AddFault", func(t *testing.T) {
+				srv := servertest.New(t, server.DefaultConfig())
+				defer srv.Close()
+				check(t, "AddFault", srv.AddFault(f))
+			})
+			t.Run("ctl.fault", func(t *testing.T) {
+				_, addr := servertest.Start(t, server.DefaultConfig())
+				c := servertest.Dial(t, addr)
+				c.Send(servertest.Request(1, serverapi.MethodFault, tt.rule))
+				got := c.Recv()
+				if tt.want == "" {
+					if got.Status != proto.StatusOK {
+						t.Errorf("ctl.fault %q: got %v %q, want OK", tt.rule, got.Status, got.Payload)
+					}
+					return
+				}
+				if got.Status != proto.StatusInvalidArgument || string(got.Payload) != tt.want {
+					t.Errorf("ctl.fault %q: got %v %q, want INVALID_ARGUMENT %q", tt.rule, got.Status, got.Payload, tt.want)
+				}
+				// Nothing was installed: every business method is served
+				// unfaulted.
+				for id, m := range []string{bank.MethodGet, bank.MethodDebit, bank.MethodEcho} {
+					c.Send(servertest.Request(uint64(id+2), m, "account=a amount=1"))
+					if got := c.Recv(); got.Status != proto.StatusOK {
+						t.Errorf("%s after the refused rule: got %v %q, want OK", m, got.Status, got.Payload)
+					}
+				}
+			})
 		})
 	}
 }

@@ -80,16 +80,23 @@ type counters struct {
 	canceled                                     atomic.Int64
 }
 
-// New validates cfg and starts the worker pool, which serves h.
+// New validates cfg and starts the worker pool, which serves h. A rule in
+// cfg.Faults naming a method h does not serve is refused with a
+// *MethodError.
 func New(cfg Config, h Handler) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	methods := append([]string(nil), h.Methods()...)
+	for _, f := range cfg.Faults {
+		if err := f.CheckMethod(methods); err != nil {
+			return nil, err
+		}
 	}
 	lg := cfg.Log
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	methods := append([]string(nil), h.Methods()...)
 	s := &Server{
 		cfg:     cfg,
 		h:       h,
@@ -110,10 +117,15 @@ func New(cfg Config, h Handler) (*Server, error) {
 	return s, nil
 }
 
-// AddFault activates a fault rule.
-func (s *Server) AddFault(f Fault) {
+// AddFault activates a fault rule. A rule naming a method the handler
+// does not serve is refused with a *MethodError.
+func (s *Server) AddFault(f Fault) error {
+	if err := f.CheckMethod(s.methods); err != nil {
+		return err
+	}
 	s.faults.add(f)
 	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
+	return nil
 }
 
 // ErrClosed is returned by Serve after Close.
@@ -291,10 +303,12 @@ func (s *Server) control(c *conn, f *proto.Frame) []byte {
 		return respond(f, proto.StatusOK, s.Counters().String())
 	case serverapi.MethodFault:
 		ft, err := ParseFault(string(f.Payload))
+		if err == nil {
+			err = s.AddFault(ft)
+		}
 		if err != nil {
 			return respond(f, proto.StatusInvalidArgument, err.Error())
 		}
-		s.AddFault(ft)
 		return respond(f, proto.StatusOK, ft.String())
 	case serverapi.MethodClear:
 		s.faults.clear()

@@ -290,6 +290,8 @@ func TestServerConfigValidate(t *testing.T) {
 		{"workers_0", func(c *server.Config) { c.Workers = 0 }},
 		{"queue_0", func(c *server.Config) { c.QueueSize = 0 }},
 		{"chunk_without_window", func(c *server.Config) { c.Chunk, c.ChunkWindow = true, 0 }},
+		{"chunk_window_negative", func(c *server.Config) { c.ChunkWindow = -time.Millisecond }},
+		{"write_timeout_negative", func(c *server.Config) { c.WriteTimeout = -time.Second }},
 	}
 	def := server.DefaultConfig()
 	if err := def.Validate(); err != nil {

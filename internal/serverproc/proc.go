@@ -11,6 +11,8 @@ import (
 	"io"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,8 +34,13 @@ type Spec struct {
 	// Announce turns the first stdout line into the address the process
 	// listens on, or says why the line is not an announcement.
 	Announce func(line string) (string, error)
-	// Stderr receives the process's stderr; nil discards it.
+	// Stderr receives the process's stderr; nil discards it. Its last
+	// lines are also kept, to explain an exit before the announcement.
 	Stderr io.Writer
+	// Want says what Bin is meant to be, with its article, such as "an
+	// rpcserver": a process that exits before announcing itself and says
+	// nothing on stderr is asked whether it is one. Empty asks nothing.
+	Want string
 }
 
 // Proc is a running process.
@@ -47,6 +54,7 @@ type Proc struct {
 	first  chan string   // the first stdout line; closed without one at EOF
 	exited chan struct{} // closed when Wait returns
 	err    error         // Wait's error; read after exited is closed
+	stderr tail          // the end of the process's stderr
 }
 
 // Start starts the process without waiting for its announcement. It is
@@ -58,11 +66,14 @@ func Start(ctx context.Context, spec Spec) (*Proc, error) {
 		spec.Stderr = io.Discard
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	p := &Proc{spec: spec, cancel: cancel, first: make(chan string, 1), exited: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, spec.Bin, spec.Args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = StopGrace
 	cmd.SysProcAttr = childAttr()
-	cmd.Stderr = spec.Stderr
+	// Wait returns only once stderr is copied, so p.stderr is complete
+	// by the time exited is closed.
+	cmd.Stderr = io.MultiWriter(spec.Stderr, &p.stderr)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
@@ -72,7 +83,7 @@ func Start(ctx context.Context, spec Spec) (*Proc, error) {
 		cancel()
 		return nil, fmt.Errorf("serverproc: start %s: %w", spec.Bin, err)
 	}
-	p := &Proc{PID: cmd.Process.Pid, spec: spec, cancel: cancel, first: make(chan string, 1), exited: make(chan struct{})}
+	p.PID = cmd.Process.Pid
 	go func() {
 		// Wait only once stdout is drained: Wait closes the pipe.
 		sc := bufio.NewScanner(stdout)
@@ -95,7 +106,7 @@ func (p *Proc) Await(ctx context.Context, timeout time.Duration) error {
 	case line, ok := <-p.first:
 		if !ok {
 			<-p.exited
-			return fmt.Errorf("serverproc: %s exited before announcing its address: %v", p.spec.Bin, p.err)
+			return p.earlyExit()
 		}
 		addr, err := p.spec.Announce(line)
 		if err != nil {
@@ -108,6 +119,49 @@ func (p *Proc) Await(ctx context.Context, timeout time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// earlyExit is Await's error for a process that exited without
+// announcing its address: how it ended, and what it said on stderr or,
+// if nothing, what it was meant to be. Call it after exited is closed.
+func (p *Proc) earlyExit() error {
+	msg := fmt.Sprintf("serverproc: %s %s before announcing its address", p.spec.Bin, howEnded(p.err))
+	if last := p.stderr.lines(stderrLines); last != "" {
+		msg += fmt.Sprintf("; its stderr ended: %q", last)
+	} else if p.spec.Want != "" {
+		msg += fmt.Sprintf(" (is %s %s?)", p.spec.Bin, p.spec.Want)
+	}
+	return &exitError{msg: msg, err: p.err}
+}
+
+// howEnded says how a process whose Wait returned err ended.
+func howEnded(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "exited with status 0"
+	case errors.As(err, &ee) && ee.Exited():
+		return "exited with status " + strconv.Itoa(ee.ExitCode())
+	case errors.As(err, &ee):
+		return "was killed (" + ee.ProcessState.String() + ")"
+	}
+	return fmt.Sprintf("exited (%v)", err)
+}
+
+// exitError is an error about a process that exited: it wraps ErrExited
+// and Wait's error, if any.
+type exitError struct {
+	msg string
+	err error
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func (e *exitError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrExited}
+	}
+	return []error{ErrExited, e.err}
 }
 
 // StartAwait starts the process and waits for its announcement; on any
@@ -124,7 +178,8 @@ func StartAwait(ctx context.Context, spec Spec, timeout time.Duration) (*Proc, e
 	return p, nil
 }
 
-// ErrExited is wrapped by Alive's error.
+// ErrExited is wrapped by Alive's error, and by Await's when the process
+// exited before announcing its address.
 var ErrExited = errors.New("serverproc: process exited")
 
 // Alive returns an error wrapping ErrExited if the process has exited.
@@ -247,5 +302,50 @@ func (o RPCServer) Spec() Spec {
 	if o.Exec != nil {
 		bin, args = o.Exec(bin, args...)
 	}
-	return Spec{Bin: bin, Args: args, Announce: serverapi.ParseAnnounce, Stderr: o.Stderr}
+	return Spec{Bin: bin, Args: args, Announce: serverapi.ParseAnnounce, Stderr: o.Stderr, Want: "an rpcserver"}
+}
+
+// stderrLines is how many of its last stderr lines an early exit quotes:
+// enough for rpcserver's usage error and the line that follows it.
+const stderrLines = 5
+
+// tailMax bounds the stderr a Proc keeps: more than stderrLines lines of
+// any reasonable length, and a fixed cost for a process that writes
+// without end.
+const tailMax = 4 << 10
+
+// tail keeps the last tailMax bytes written to it.
+type tail struct {
+	mu  sync.Mutex // guards buf
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(p) >= tailMax {
+		t.buf = append(t.buf[:0], p[len(p)-tailMax:]...)
+		return len(p), nil
+	}
+	if over := len(t.buf) + len(p) - tailMax; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return len(p), nil
+}
+
+// lines returns the last n lines kept, without the final newline; the
+// first may be cut short.
+func (t *tail) lines(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimRight(string(t.buf), "\n")
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			if n--; n == 0 {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
 }

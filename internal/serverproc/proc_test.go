@@ -3,7 +3,9 @@ package serverproc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,11 @@ func TestStartAwaitFailures(t *testing.T) {
 		script string
 		want   string
 	}{
-		{"exits silently", "exit 3", "exited before announcing"},
+		{"exits silently", "exit 3", "serverproc: /bin/sh exited with status 3 before announcing its address"},
+		{"exits cleanly", "exit 0", "serverproc: /bin/sh exited with status 0 before announcing its address"},
+		{"exits complaining", "echo first >&2; echo 'rpcserver: bad flag' >&2; exit 2",
+			`serverproc: /bin/sh exited with status 2 before announcing its address; its stderr ended: "first\nrpcserver: bad flag"`},
+		{"killed", "kill -KILL $$", "serverproc: /bin/sh was killed (signal: killed) before announcing its address"},
 		{"wrong line", "echo hello; exec sleep 10", `printed "hello"`},
 		{"silent", "exec sleep 10", "did not announce within"},
 	}
@@ -41,6 +47,40 @@ func TestStartAwaitFailures(t *testing.T) {
 			// killed, not waited for.
 			if d := time.Since(start); d > serverproc.StopGrace+5*time.Second {
 				t.Errorf("StartAwait took %v", d)
+			}
+		})
+	}
+}
+
+// TestNotAnRPCServer: a --server that exits saying nothing, such as
+// /bin/true, is named as the likely mistake; one that complains on stderr
+// has its last lines quoted instead, while all of its stderr still
+// reaches the caller's Stderr.
+func TestNotAnRPCServer(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "rpcserver")
+	script := "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do echo line $i >&2; done\nexit 2\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		bin  string
+		want string
+	}{
+		{"/bin/true", "serverproc: /bin/true exited with status 0 before announcing its address (is /bin/true an rpcserver?)"},
+		{fake, "serverproc: " + fake + ` exited with status 2 before announcing its address; its stderr ended: "line 4\nline 5\nline 6\nline 7\nline 8"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bin, func(t *testing.T) {
+			if _, err := os.Stat(tt.bin); err != nil {
+				t.Skip(err)
+			}
+			var stderr strings.Builder
+			_, err := serverproc.StartAwait(context.Background(), serverproc.RPCServer{Bin: tt.bin, Stderr: &stderr}.Spec(), 10*time.Second)
+			if got := fmt.Sprint(err); got != tt.want {
+				t.Errorf("got %s\nwant %s", got, tt.want)
+			}
+			if tt.bin == fake && !strings.HasPrefix(stderr.String(), "line 1\n") {
+				t.Errorf("Stderr got %q, want all of the fake's stderr", stderr.String())
 			}
 		})
 	}
