@@ -51,6 +51,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if stdoutClosed(ctx) {
+		// As a process killed by SIGPIPE would: silently, and 141. What
+		// it started has been stopped and cleaned up by now.
+		return 128 + int(syscall.SIGPIPE)
+	}
 	printError(stderr, err)
 	return exitCode(err)
 }

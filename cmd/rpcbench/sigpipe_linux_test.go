@@ -66,3 +66,19 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedStdoutIsSilent: a command whose stdout's reader has gone
+// exits 141 and says nothing about it, as `list | head -1` would from a
+// process that SIGPIPE killed.
+func TestClosedStdoutIsSilent(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	var stderr bytes.Buffer
+	if code := execute(t.Context(), []string{"list"}, w, &stderr); code != 141 || stderr.Len() > 0 {
+		t.Errorf("exit %d, stderr %q; want 141 and nothing", code, &stderr)
+	}
+}
