@@ -43,7 +43,7 @@ missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED,
 SKIP), when a stable field (key=value recorded, key==value asserted,
 key<=value bound) changed, appeared or disappeared, or when a field
 changed its kind (recorded to asserted, stable to volatile, ...). Volatile
-fields (key~=value) are shown but not compared, and the order of the
+fields (key~=value) are neither compared nor shown, and the order of the
 cases does not matter. Each difference is one plain line, "case: what
 changed", the same bytes for the same inputs.
 

@@ -42,7 +42,7 @@ func TestRunDiffFiles(t *testing.T) {
 			"CASE beta PASS status=[OK balance=990] log~=[a1]\nCASE alpha PASS calls=400 elapsed~=1ms\n", exitOK, []string{"no differences"}},
 		{"tampered stable value",
 			strings.Replace(goodOutput, "calls=400", "calls=401", 1), exitFailed,
-			[]string{"\nalpha: calls 400 -> 401\n    volatile, not compared: elapsed 12ms -> 12ms\n1 of 2 cases differ\n"}},
+			[]string{"\nalpha: calls 400 -> 401\n1 of 2 cases differ\n"}},
 		{"tampered bracketed value",
 			strings.Replace(goodOutput, "balance=990", "balance=980", 1), exitFailed,
 			[]string{"\nbeta: status [OK balance=990] -> [OK balance=980]\n"}},
@@ -95,6 +95,26 @@ func TestRunDiffFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunDiffVolatileNotShown: a changed case prints what changed among
+// the compared fields and nothing else; its volatile fields, changed or
+// not, are not repeated.
+func TestRunDiffVolatileNotShown(t *testing.T) {
+	a, stdout, stderr := testApp(t)
+	old := writeFile(t, "old.txt", goodOutput)
+	new := writeFile(t, "new.txt", strings.NewReplacer("calls=400", "calls=401", "balance=990", "balance=980", "23ms", "1ms").Replace(goodOutput))
+	err := runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new})
+	if code, errText := outcome(err, stderr); code != exitFailed {
+		t.Errorf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+	}
+	want := "--- old: old.txt\n+++ new: new.txt\n" +
+		"alpha: calls 400 -> 401\n" +
+		"beta: status [OK balance=990] -> [OK balance=980]\n" +
+		"2 of 2 cases differ\n"
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("stdout mismatch (-want +got):\n%s", diff)
 	}
 }
 

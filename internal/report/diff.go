@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,8 +64,9 @@ func (d Difference) VerdictChanged() bool {
 //     value change does.
 //
 // A field volatile in both lines is never compared, and one volatile in
-// the only line that has it is not a difference; String shows their
-// values for context.
+// the only line that has it is not a difference; neither is in Fields or
+// in String's text, whose reader wants what changed among the values the
+// evidence stands by, not times that differ on every run.
 //
 // Fields are matched by key and by their position among the fields of the
 // same key in the line. A bound is matched only with bounds of the same
@@ -257,12 +257,10 @@ func opValue(f Field) string { return f.Kind.Op() + quote(f.Value) }
 //
 //	beta: verdict PASS -> FAIL
 //	beta: status [OK balance=990] -> [OK balance=980]
-//	    volatile, not compared: elapsed 12ms -> 15ms
 //	gamma: missing from new run
 //	    old: CASE gamma FAIL why=[known failure]
 //
-// Indented lines give context: the volatile fields of a changed case, or
-// the line of a case that is in one run only.
+// The indented line gives the line of a case that is in one run only.
 func (d Difference) String() string {
 	name := d.Name
 	if d.Occurrence > 1 {
@@ -283,36 +281,5 @@ func (d Difference) String() string {
 	for _, c := range d.Fields {
 		fmt.Fprintf(&b, "%s: %s\n", name, c)
 	}
-	if v := volatileSummary(*d.Old, *d.New, d.Fields); v != "" {
-		b.WriteString("    volatile, not compared: " + v + "\n")
-	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// volatileSummary lists the fields volatile in either line, other than
-// those in changes (a kind change to or from volatile), with both values:
-// "elapsed 12ms -> 15ms, chunks 3 -> (absent)".
-func volatileSummary(old, new Line, changes []FieldChange) string {
-	var parts []string
-	seen := map[string]bool{}
-	for _, c := range changes {
-		if c.Old != nil && c.Old.Kind == Volatile || c.New != nil && c.New.Kind == Volatile {
-			seen[c.Key] = true
-		}
-	}
-	value := func(l Line, k string) string {
-		for _, f := range l.Fields {
-			if f.Key == k && f.Kind == Volatile {
-				return quote(f.Value)
-			}
-		}
-		return "(absent)"
-	}
-	for _, f := range slices.Concat(old.Fields, new.Fields) {
-		if f.Kind == Volatile && !seen[f.Key] {
-			seen[f.Key] = true
-			parts = append(parts, fmt.Sprintf("%s %s -> %s", f.Key, value(old, f.Key), value(new, f.Key)))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

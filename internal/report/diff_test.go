@@ -61,7 +61,19 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[1].Value = "15ms"
 				return o, n
 			},
-			want: []string{"alpha: calls 100 -> 99\n    volatile, not compared: elapsed 12ms -> 15ms"},
+			want: []string{"alpha: calls 100 -> 99"},
+		},
+		{
+			// Volatile values, changed or not, are noise beside a stable
+			// change: only the stable change is printed.
+			name: "volatile fields beside a stable change",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[1].Fields = append(o[1].Fields, Field{Key: "elapsed", Value: "3ms", Kind: Volatile})
+				n[1].Fields = append(n[1].Fields, Field{Key: "elapsed", Value: "4ms", Kind: Volatile})
+				n[1].Fields[0].Value = "DEGRADED"
+				return o, n
+			},
+			want: []string{"beta: status OK -> DEGRADED"},
 		},
 		{
 			// The case: serverDebitExec=200 -> serverDebitExec~=999
@@ -71,7 +83,7 @@ func TestDiff(t *testing.T) {
 				n[1].Fields[0] = Field{Key: "status", Value: "OTHER", Kind: Volatile}
 				return o, n
 			},
-			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OTHER)\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OTHER)"},
 		},
 		{
 			name: "stable field turned volatile, same value",
@@ -79,7 +91,7 @@ func TestDiff(t *testing.T) {
 				n[1].Fields[0].Kind = Volatile
 				return o, n
 			},
-			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OK)\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OK)"},
 		},
 		{
 			name: "volatile field turned asserted",
@@ -95,7 +107,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[0].Kind = Asserted
 				return o, n
 			},
-			want: []string{"alpha: field calls recorded -> asserted (=100 -> ==100)\n    volatile, not compared: elapsed 12ms -> 12ms"},
+			want: []string{"alpha: field calls recorded -> asserted (=100 -> ==100)"},
 		},
 		{
 			name: "asserted field turned recorded",
@@ -112,7 +124,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[0] = Field{Key: "calls", Value: "99", Kind: Asserted}
 				return o, n
 			},
-			want: []string{"alpha: calls ==100 -> ==99\n    volatile, not compared: elapsed 12ms -> 12ms"},
+			want: []string{"alpha: calls ==100 -> ==99"},
 		},
 		{
 			name: "bound appeared beside its volatile measurement",
@@ -120,7 +132,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields = append(n[0].Fields, Field{Key: "elapsed", Value: "100ms", Kind: Bound})
 				return o, n
 			},
-			want: []string{"alpha: field elapsed appeared (<=100ms)\n    volatile, not compared: elapsed 12ms -> 12ms"},
+			want: []string{"alpha: field elapsed appeared (<=100ms)"},
 		},
 		{
 			name: "bound loosened",
@@ -130,7 +142,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[1].Value = "250ms"
 				return o, n
 			},
-			want: []string{"alpha: elapsed <=100ms -> <=300ms\n    volatile, not compared: elapsed 12ms -> 250ms"},
+			want: []string{"alpha: elapsed <=100ms -> <=300ms"},
 		},
 		{
 			name: "bound and measurement swap places",
@@ -146,7 +158,7 @@ func TestDiff(t *testing.T) {
 				n[1].Verdict = Fail
 				return o, n
 			},
-			want: []string{"beta: verdict PASS -> FAIL\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: verdict PASS -> FAIL"},
 		},
 		{
 			name: "interrupted",
@@ -164,7 +176,7 @@ func TestDiff(t *testing.T) {
 				n[1].Verdict = Skipped
 				return o, n
 			},
-			want: []string{"beta: verdict PASS -> SKIP\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: verdict PASS -> SKIP"},
 		},
 		{
 			name: "skipped, then passed",
@@ -173,7 +185,7 @@ func TestDiff(t *testing.T) {
 				return o, n
 			},
 			want: []string{"alpha: verdict SKIP -> PASS\nalpha: field why disappeared (was =[nethost: test hosts unavailable])\n" +
-				"alpha: field calls appeared (=100)\n    volatile, not compared: elapsed (absent) -> 12ms"},
+				"alpha: field calls appeared (=100)"},
 		},
 		{
 			name: "skipped in both, same reason",
@@ -190,7 +202,7 @@ func TestDiff(t *testing.T) {
 				n[1].Fields = append(n[1].Fields, Field{Key: "why", Value: "broke down"})
 				return o, n
 			},
-			want: []string{"beta: verdict PASS -> FAIL\nbeta: field why appeared (=[broke down])\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: verdict PASS -> FAIL\nbeta: field why appeared (=[broke down])"},
 		},
 		{
 			name: "stable field removed",
@@ -232,8 +244,8 @@ func TestDiff(t *testing.T) {
 				return o, []Line{n[1], n[0], {Name: "delta", Verdict: Pass}}
 			},
 			want: []string{
-				"alpha: calls 100 -> 101\n    volatile, not compared: elapsed 12ms -> 12ms",
-				"beta: verdict PASS -> FAIL\n    volatile, not compared: chunks 7 -> 7",
+				"alpha: calls 100 -> 101",
+				"beta: verdict PASS -> FAIL",
 				"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]",
 				"delta: only in new run\n    new: CASE delta PASS",
 			},
