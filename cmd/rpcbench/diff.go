@@ -40,7 +40,8 @@ func newDiffCmd(a *app) *cobra.Command {
 		Short: "Compare two runs' output files, or the evidence with a fresh run",
 		Long: `Compare two output.txt files case by case. A case differs when it is
 missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED,
-SKIP), when a stable field (key=value recorded, key==value asserted,
+SKIP; a change to or from SKIP names the skip's why and compares no
+fields, since a skipped case ran nothing), when a stable field (key=value recorded, key==value asserted,
 key<=value bound) changed, appeared or disappeared, or when a field
 changed its kind (recorded to asserted, stable to volatile, ...). Volatile
 fields (key~=value) are neither compared nor shown, and the order of the
@@ -198,8 +199,11 @@ func readOutputFile(path string) (string, []report.Line, error) {
 
 // writeDiffJSON writes the differences as one JSON object:
 // {"old": ..., "new": ..., "compared": N, "differences": [{"case", "occurrence",
-// "change": "missing|added|changed", "text": the line diff prints,
-// "fields": [{"key", "old", "new"}]}]}; an absent side is null.
+// "change": "missing|added|changed", "text": the lines diff prints,
+// "fields": [{"key", "old", "new"}]}]}; an absent side is null. compared
+// is the number of CASE lines in old. fields holds the compared fields
+// that differ, as report.Difference.Fields does: it is empty for a case
+// missing or added, and for a verdict change to or from SKIP.
 func writeDiffJSON(w io.Writer, oldPath, newName string, compared int, diffs []report.Difference) error {
 	type field struct {
 		Key string  `json:"key"`

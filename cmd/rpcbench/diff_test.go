@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -56,8 +57,7 @@ func TestRunDiffFiles(t *testing.T) {
 		{"skipped",
 			strings.NewReplacer("CASE beta PASS status=[OK balance=990] log~=[a1 TIMEOUT backoff=23ms]", "CASE beta SKIP why=[nethost: not root]",
 				"2 passed, 0 failed", "1 passed, 0 failed, 1 skipped").Replace(goodOutput), exitFailed,
-			[]string{"\nbeta: verdict PASS -> SKIP\nbeta: field status disappeared (was =[OK balance=990])\nbeta: field why appeared (=[nethost: not root])\n",
-				"1 of 2 cases differ"}},
+			[]string{"\nbeta: verdict PASS -> SKIP (why=[nethost: not root])\n1 of 2 cases differ"}},
 		// The case: serverDebitExec=200 -> serverDebitExec~=999
 		// was "no differences".
 		{"stable field turned volatile",
@@ -115,6 +115,41 @@ func TestRunDiffVolatileNotShown(t *testing.T) {
 		"2 of 2 cases differ\n"
 	if diff := cmp.Diff(want, stdout.String()); diff != "" {
 		t.Errorf("stdout mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunDiffJSONSkip: diff --json agrees with the text on a verdict
+// change to SKIP: no fields, and the text names the reason.
+func TestRunDiffJSONSkip(t *testing.T) {
+	a, stdout, stderr := testApp(t)
+	old := writeFile(t, "old.txt", goodOutput)
+	new := writeFile(t, "new.txt", strings.NewReplacer("CASE beta PASS status=[OK balance=990] log~=[a1 TIMEOUT backoff=23ms]", "CASE beta SKIP why=[nethost: not root]",
+		"2 passed, 0 failed", "1 passed, 0 failed, 1 skipped").Replace(goodOutput))
+	err := runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new, JSON: true})
+	if code, errText := outcome(err, stderr); code != exitFailed {
+		t.Errorf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+	}
+	type field struct {
+		Key      string
+		Old, New *string
+	}
+	type difference struct {
+		Case       string
+		Occurrence int
+		Change     string
+		Text       string
+		Fields     []field
+	}
+	var got struct {
+		Compared    int
+		Differences []difference
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	want := []difference{{Case: "beta", Occurrence: 1, Change: "changed", Text: "beta: verdict PASS -> SKIP (why=[nethost: not root])", Fields: []field{}}}
+	if diff := cmp.Diff(want, got.Differences); diff != "" {
+		t.Errorf("differences (-want +got):\n%s", diff)
 	}
 }
 

@@ -18,7 +18,9 @@ type Difference struct {
 	Old, New *Line
 	// Fields lists the fields that differ, in the order they appear in
 	// Old, then those only in New. It is empty when the case is missing
-	// or added.
+	// or added, and when its verdict changed to or from SKIP: a skipped
+	// case ran nothing, so its fields (a why, normally) say nothing
+	// about those of a case that ran.
 	Fields []FieldChange
 }
 
@@ -45,6 +47,12 @@ func (d Difference) VerdictChanged() bool {
 	return d.Old != nil && d.New != nil && d.Old.Verdict != d.New.Verdict
 }
 
+// skipChanged reports whether the case is in both runs and skipped in
+// exactly one of them.
+func (d Difference) skipChanged() bool {
+	return d.VerdictChanged() && (d.Old.Verdict == Skipped || d.New.Verdict == Skipped)
+}
+
 // Diff compares two runs case by case and returns one Difference per case
 // that differs, old run order first, then the cases only in new.
 //
@@ -53,7 +61,8 @@ func (d Difference) VerdictChanged() bool {
 // differs when
 //   - it is missing from either run;
 //   - its verdict changed, SKIP included: a scenario that passed in one
-//     run and was skipped in the other proved nothing in the second;
+//     run and was skipped in the other proved nothing in the second, and
+//     its fields are then not compared;
 //   - a stable field (recorded, asserted, or an upper or lower bound)
 //     changed its value,
 //     appeared or disappeared;
@@ -96,7 +105,7 @@ func Diff(old, new []Line) []Difference {
 	var out []Difference
 	for _, k := range oldKeys {
 		d := Difference{Name: k.name, Occurrence: k.n, Old: oldByKey[k], New: newByKey[k]}
-		if d.New != nil {
+		if d.New != nil && !d.skipChanged() {
 			d.Fields = diffFields(*d.Old, *d.New)
 			if len(d.Fields) == 0 && !d.VerdictChanged() {
 				continue
@@ -257,6 +266,7 @@ func opValue(f Field) string { return f.Kind.Op() + quote(f.Value) }
 //
 //	beta: verdict PASS -> FAIL
 //	beta: status [OK balance=990] -> [OK balance=980]
+//	delta: verdict PASS -> SKIP (why=[nethost: not root])
 //	gamma: missing from new run
 //	    old: CASE gamma FAIL why=[known failure]
 //
@@ -276,10 +286,19 @@ func (d Difference) String() string {
 	}
 	var b strings.Builder
 	if d.VerdictChanged() {
-		fmt.Fprintf(&b, "%s: verdict %s -> %s\n", name, d.Old.Verdict, d.New.Verdict)
+		fmt.Fprintf(&b, "%s: verdict %s -> %s\n", name, verdictWhy(*d.Old, d.skipChanged()), verdictWhy(*d.New, d.skipChanged()))
 	}
 	for _, c := range d.Fields {
 		fmt.Fprintf(&b, "%s: %s\n", name, c)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// verdictWhy returns l's verdict, followed by its why field when withWhy
+// and it has one: "SKIP (why=[no root])".
+func verdictWhy(l Line, withWhy bool) string {
+	if why := l.Why(); withWhy && why != "" {
+		return fmt.Sprintf("%s (%s=%s)", l.Verdict, WhyKey, quote(why))
+	}
+	return l.Verdict.String()
 }

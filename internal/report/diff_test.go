@@ -179,13 +179,39 @@ func TestDiff(t *testing.T) {
 			want: []string{"beta: verdict PASS -> SKIP"},
 		},
 		{
+			// A skipped case ran nothing: its fields are not compared
+			// with those of a run, and the reason it gives is shown.
+			name: "passed, then skipped with a reason",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[1] = Skip("beta", "nethost: not root")
+				return o, n
+			},
+			want: []string{"beta: verdict PASS -> SKIP (why=[nethost: not root])"},
+		},
+		{
+			name: "failed, then skipped",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[2] = Skip("gamma", "no root")
+				return o, n
+			},
+			want: []string{"gamma: verdict FAIL (why=[known failure]) -> SKIP (why=[no root])"},
+		},
+		{
+			name: "skipped for another reason",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0] = Skip("alpha", "no root")
+				n[0] = Skip("alpha", "no PostgreSQL")
+				return o, n
+			},
+			want: []string{"alpha: why [no root] -> [no PostgreSQL]"},
+		},
+		{
 			name: "skipped, then passed",
 			edit: func(o, n []Line) ([]Line, []Line) {
 				o[0] = Skip("alpha", "nethost: test hosts unavailable")
 				return o, n
 			},
-			want: []string{"alpha: verdict SKIP -> PASS\nalpha: field why disappeared (was =[nethost: test hosts unavailable])\n" +
-				"alpha: field calls appeared (=100)"},
+			want: []string{"alpha: verdict SKIP (why=[nethost: test hosts unavailable]) -> PASS"},
 		},
 		{
 			name: "skipped in both, same reason",
@@ -271,13 +297,16 @@ func TestDiffStructure(t *testing.T) {
 	new[0].Fields[0].Value = "99"
 	new[1].Fields[0].Kind = Volatile
 	new[1].Verdict = Interrupted
-	new = append(new[:2], Line{Name: "delta"})
+	new = append(new[:2], Line{Name: "delta"}, Skip("epsilon", "no root"))
+	old = append(old, Line{Name: "epsilon", Verdict: Pass, Fields: []Field{{Key: "calls", Value: "3"}}})
 	want := []Difference{
 		{Name: "alpha", Occurrence: 1, Old: &old[0], New: &new[0], Fields: []FieldChange{
 			{Key: "calls", Old: &Field{Key: "calls", Value: "100"}, New: &Field{Key: "calls", Value: "99"}}}},
 		{Name: "beta", Occurrence: 1, Old: &old[1], New: &new[1], Fields: []FieldChange{
 			{Key: "status", Old: &Field{Key: "status", Value: "OK"}, New: &Field{Key: "status", Value: "OK", Kind: Volatile}}}},
 		{Name: "gamma", Occurrence: 1, Old: &old[2]},
+		// Skipped: no fields compared.
+		{Name: "epsilon", Occurrence: 1, Old: &old[3], New: &new[3]},
 		{Name: "delta", Occurrence: 1, New: &new[2]},
 	}
 	got := Diff(old, new)
@@ -285,7 +314,7 @@ func TestDiffStructure(t *testing.T) {
 		t.Fatalf("Diff mismatch (-want +got):\n%s", diff)
 	}
 	for i, w := range []struct{ missing, added, verdict bool }{
-		{false, false, false}, {false, false, true}, {true, false, false}, {false, true, false},
+		{false, false, false}, {false, false, true}, {true, false, false}, {false, false, true}, {false, true, false},
 	} {
 		d := got[i]
 		if d.Missing() != w.missing || d.Added() != w.added || d.VerdictChanged() != w.verdict {
