@@ -71,9 +71,9 @@ func TestRunDiffFiles(t *testing.T) {
 			[]string{"\nalpha: field elapsed appeared (<=100ms)\n"}},
 		{"missing case",
 			"CASE alpha PASS calls=400 elapsed~=12ms\n1 passed, 0 failed\n", exitFailed,
-			[]string{"beta: missing from new run"}},
+			[]string{"\nbeta: only in old run (PASS)\n"}},
 		{"added case",
-			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"gamma: only in new run", "1 of 3 cases differ"}},
+			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"\ngamma: only in new run (PASS)\n", "1 of 3 cases differ"}},
 		{"captured with --color always",
 			strings.NewReplacer(" PASS ", " \x1b[32mPASS\x1b[0m ").Replace(goodOutput), exitOK, []string{"no differences (2 cases compared)"}},
 		{"malformed case line",
@@ -349,7 +349,7 @@ func TestRunDiffFreshRunUnknownCase(t *testing.T) {
 	if code != exitFailed {
 		t.Errorf("exit code %d, want %d", code, exitFailed)
 	}
-	if !strings.Contains(errText, "beta is not a scenario any more") || !strings.Contains(stdout.String(), "beta: missing from new run") {
+	if !strings.Contains(errText, "beta is not a scenario any more") || !strings.Contains(stdout.String(), "\nbeta: only in old run (PASS)\n") {
 		t.Errorf("stdout %s\nstderr %s\nwant beta reported as gone", stdout, errText)
 	}
 }

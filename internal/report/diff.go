@@ -267,10 +267,11 @@ func opValue(f Field) string { return f.Kind.Op() + quote(f.Value) }
 //	beta: verdict PASS -> FAIL
 //	beta: status [OK balance=990] -> [OK balance=980]
 //	delta: verdict PASS -> SKIP (why=[nethost: not root])
-//	gamma: missing from new run
-//	    old: CASE gamma FAIL why=[known failure]
+//	gamma: only in old run (FAIL)
+//	epsilon: only in new run (PASS)
 //
-// The indented line gives the line of a case that is in one run only.
+// A case in one run only is named with its verdict, not printed whole:
+// its fields are compared with nothing.
 func (d Difference) String() string {
 	name := d.Name
 	if d.Occurrence > 1 {
@@ -280,9 +281,9 @@ func (d Difference) String() string {
 	case d.Missing() && d.Added():
 		return name + ": absent from both runs"
 	case d.Missing():
-		return fmt.Sprintf("%s: missing from new run\n    old: %s", name, Format(*d.Old))
+		return fmt.Sprintf("%s: only in old run (%s)", name, d.Old.Verdict)
 	case d.Added():
-		return fmt.Sprintf("%s: only in new run\n    new: %s", name, Format(*d.New))
+		return fmt.Sprintf("%s: only in new run (%s)", name, d.New.Verdict)
 	}
 	var b strings.Builder
 	if d.VerdictChanged() {

@@ -241,17 +241,17 @@ func TestDiff(t *testing.T) {
 		{
 			name: "missing case",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, n[:2] },
-			want: []string{"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]"},
+			want: []string{"gamma: only in old run (FAIL)"},
 		},
 		{
 			name: "added case",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, Line{Name: "delta", Verdict: Pass}) },
-			want: []string{"delta: only in new run\n    new: CASE delta PASS"},
+			want: []string{"delta: only in new run (PASS)"},
 		},
 		{
 			name: "case run twice in new",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, n[0]) },
-			want: []string{"alpha (#2): only in new run\n    new: CASE alpha PASS calls=100 elapsed~=12ms"},
+			want: []string{"alpha (#2): only in new run (PASS)"},
 		},
 		{
 			name: "repeated key",
@@ -272,8 +272,8 @@ func TestDiff(t *testing.T) {
 			want: []string{
 				"alpha: calls 100 -> 101",
 				"beta: verdict PASS -> FAIL",
-				"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]",
-				"delta: only in new run\n    new: CASE delta PASS",
+				"gamma: only in old run (FAIL)",
+				"delta: only in new run (PASS)",
 			},
 		},
 	}
