@@ -125,10 +125,14 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 		if tmp != "" {
 			os.RemoveAll(tmp)
 		}
-		_, err := fmt.Fprintf(o.Out, "no differences (%d cases compared)\n", len(old))
+		_, err := fmt.Fprintf(o.Out, "no differences (%s compared)\n", plural(len(old), "case"))
 		return err
 	}
-	fmt.Fprintf(o.Out, "%d of %d cases differ\n", len(diffs), len(old)+added)
+	verb := "differ"
+	if len(diffs) == 1 {
+		verb = "differs"
+	}
+	fmt.Fprintf(o.Out, "%d of %s %s\n", len(diffs), plural(len(old)+added, "case"), verb)
 	if tmp != "" {
 		fmt.Fprintf(o.Err, "rpcbench: the fresh run's output.txt, env.txt and logs are kept in %s\n", tmp)
 	}
@@ -156,7 +160,7 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 	if err != nil {
 		return nil, "", err
 	}
-	fmt.Fprintf(o.Err, "rpcbench: running %d scenarios into %s to compare with\n", len(list), dir)
+	fmt.Fprintf(o.Err, "rpcbench: running %s into %s to compare with\n", plural(len(list), "scenario"), dir)
 	lines, err := runBatch(ctx, batch{
 		Scenarios: list,
 		ServerBin: bin,
@@ -171,6 +175,14 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 		return nil, "", err
 	}
 	return lines, dir, nil
+}
+
+// plural returns n and noun, with an s unless n is 1: "1 case", "2 cases".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // readOutputFile reads the CASE lines of path, or of path/output.txt when

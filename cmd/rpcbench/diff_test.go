@@ -43,7 +43,7 @@ func TestRunDiffFiles(t *testing.T) {
 			"CASE beta PASS status=[OK balance=990] log~=[a1]\nCASE alpha PASS calls=400 elapsed~=1ms\n", exitOK, []string{"no differences"}},
 		{"tampered stable value",
 			strings.Replace(goodOutput, "calls=400", "calls=401", 1), exitFailed,
-			[]string{"\nalpha: calls 400 -> 401\n1 of 2 cases differ\n"}},
+			[]string{"\nalpha: calls 400 -> 401\n1 of 2 cases differs\n"}},
 		{"tampered bracketed value",
 			strings.Replace(goodOutput, "balance=990", "balance=980", 1), exitFailed,
 			[]string{"\nbeta: status [OK balance=990] -> [OK balance=980]\n"}},
@@ -57,7 +57,7 @@ func TestRunDiffFiles(t *testing.T) {
 		{"skipped",
 			strings.NewReplacer("CASE beta PASS status=[OK balance=990] log~=[a1 TIMEOUT backoff=23ms]", "CASE beta SKIP why=[nethost: not root]",
 				"2 passed, 0 failed", "1 passed, 0 failed, 1 skipped").Replace(goodOutput), exitFailed,
-			[]string{"\nbeta: verdict PASS -> SKIP (why=[nethost: not root])\n1 of 2 cases differ"}},
+			[]string{"\nbeta: verdict PASS -> SKIP (why=[nethost: not root])\n1 of 2 cases differs\n"}},
 		// The case: serverDebitExec=200 -> serverDebitExec~=999
 		// was "no differences".
 		{"stable field turned volatile",
@@ -73,7 +73,7 @@ func TestRunDiffFiles(t *testing.T) {
 			"CASE alpha PASS calls=400 elapsed~=12ms\n1 passed, 0 failed\n", exitFailed,
 			[]string{"\nbeta: only in old run (PASS)\n"}},
 		{"added case",
-			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"\ngamma: only in new run (PASS)\n", "1 of 3 cases differ"}},
+			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"\ngamma: only in new run (PASS)\n", "1 of 3 cases differs\n"}},
 		{"captured with --color always",
 			strings.NewReplacer(" PASS ", " \x1b[32mPASS\x1b[0m ").Replace(goodOutput), exitOK, []string{"no differences (2 cases compared)"}},
 		{"malformed case line",
@@ -115,6 +115,33 @@ func TestRunDiffVolatileNotShown(t *testing.T) {
 		"2 of 2 cases differ\n"
 	if diff := cmp.Diff(want, stdout.String()); diff != "" {
 		t.Errorf("stdout mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunDiffCounts: the closing line agrees with its counts.
+func TestRunDiffCounts(t *testing.T) {
+	const one = "CASE alpha PASS n=1\n"
+	tests := []struct {
+		name, old, new string
+		want           string // the last line of stdout
+	}{
+		{"one case, same", one, one, "no differences (1 case compared)"},
+		{"two cases, same", one + "CASE beta PASS\n", one + "CASE beta PASS\n", "no differences (2 cases compared)"},
+		{"one case, differs", one, "CASE alpha PASS n=2\n", "1 of 1 case differs"},
+		{"one of two differs", one + "CASE beta PASS\n", "CASE alpha PASS n=2\nCASE beta PASS\n", "1 of 2 cases differs"},
+		{"two of two differ", one + "CASE beta PASS\n", "CASE alpha PASS n=2\nCASE beta FAIL\n", "2 of 2 cases differ"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, stdout, _ := testApp(t)
+			old := writeFile(t, "old.txt", tt.old)
+			new := writeFile(t, "new.txt", tt.new)
+			_ = runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new})
+			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+			if got := lines[len(lines)-1]; got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -351,5 +378,8 @@ func TestRunDiffFreshRunUnknownCase(t *testing.T) {
 	}
 	if !strings.Contains(errText, "beta is not a scenario any more") || !strings.Contains(stdout.String(), "\nbeta: only in old run (PASS)\n") {
 		t.Errorf("stdout %s\nstderr %s\nwant beta reported as gone", stdout, errText)
+	}
+	if !strings.Contains(errText, "rpcbench: running 1 scenario into ") {
+		t.Errorf("stderr %s\nwant it to announce running 1 scenario", errText)
 	}
 }
