@@ -40,10 +40,11 @@ func newDiffCmd(a *app) *cobra.Command {
 		Short: "Compare two runs' output files, or the evidence with a fresh run",
 		Long: `Compare two output.txt files case by case. A case differs when it is
 missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED,
-SKIP), when a stable field (key=value recorded, key==value asserted,
+SKIP; a change to or from SKIP names the skip's why and compares no
+fields, since a skipped case ran nothing), when a stable field (key=value recorded, key==value asserted,
 key<=value bound) changed, appeared or disappeared, or when a field
 changed its kind (recorded to asserted, stable to volatile, ...). Volatile
-fields (key~=value) are shown but not compared, and the order of the
+fields (key~=value) are neither compared nor shown, and the order of the
 cases does not matter. Each difference is one plain line, "case: what
 changed", the same bytes for the same inputs.
 
@@ -124,10 +125,14 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 		if tmp != "" {
 			os.RemoveAll(tmp)
 		}
-		_, err := fmt.Fprintf(o.Out, "no differences (%d cases compared)\n", len(old))
+		_, err := fmt.Fprintf(o.Out, "no differences (%s compared)\n", plural(len(old), "case"))
 		return err
 	}
-	fmt.Fprintf(o.Out, "%d of %d cases differ\n", len(diffs), len(old)+added)
+	verb := "differ"
+	if len(diffs) == 1 {
+		verb = "differs"
+	}
+	fmt.Fprintf(o.Out, "%d of %s %s\n", len(diffs), plural(len(old)+added, "case"), verb)
 	if tmp != "" {
 		fmt.Fprintf(o.Err, "rpcbench: the fresh run's output.txt, env.txt and logs are kept in %s\n", tmp)
 	}
@@ -155,7 +160,7 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 	if err != nil {
 		return nil, "", err
 	}
-	fmt.Fprintf(o.Err, "rpcbench: running %d scenarios into %s to compare with\n", len(list), dir)
+	fmt.Fprintf(o.Err, "rpcbench: running %s into %s to compare with\n", plural(len(list), "scenario"), dir)
 	lines, err := runBatch(ctx, batch{
 		Scenarios: list,
 		ServerBin: bin,
@@ -170,6 +175,14 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 		return nil, "", err
 	}
 	return lines, dir, nil
+}
+
+// plural returns n and noun, with an s unless n is 1: "1 case", "2 cases".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // readOutputFile reads the CASE lines of path, or of path/output.txt when
@@ -198,8 +211,11 @@ func readOutputFile(path string) (string, []report.Line, error) {
 
 // writeDiffJSON writes the differences as one JSON object:
 // {"old": ..., "new": ..., "compared": N, "differences": [{"case", "occurrence",
-// "change": "missing|added|changed", "text": the line diff prints,
-// "fields": [{"key", "old", "new"}]}]}; an absent side is null.
+// "change": "missing|added|changed", "text": the lines diff prints,
+// "fields": [{"key", "old", "new"}]}]}; an absent side is null. compared
+// is the number of CASE lines in old. fields holds the compared fields
+// that differ, as report.Difference.Fields does: it is empty for a case
+// missing or added, and for a verdict change to or from SKIP.
 func writeDiffJSON(w io.Writer, oldPath, newName string, compared int, diffs []report.Difference) error {
 	type field struct {
 		Key string  `json:"key"`

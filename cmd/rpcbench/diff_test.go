@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestRunDiffFiles(t *testing.T) {
 			"CASE beta PASS status=[OK balance=990] log~=[a1]\nCASE alpha PASS calls=400 elapsed~=1ms\n", exitOK, []string{"no differences"}},
 		{"tampered stable value",
 			strings.Replace(goodOutput, "calls=400", "calls=401", 1), exitFailed,
-			[]string{"\nalpha: calls 400 -> 401\n    volatile, not compared: elapsed 12ms -> 12ms\n1 of 2 cases differ\n"}},
+			[]string{"\nalpha: calls 400 -> 401\n1 of 2 cases differs\n"}},
 		{"tampered bracketed value",
 			strings.Replace(goodOutput, "balance=990", "balance=980", 1), exitFailed,
 			[]string{"\nbeta: status [OK balance=990] -> [OK balance=980]\n"}},
@@ -56,8 +57,7 @@ func TestRunDiffFiles(t *testing.T) {
 		{"skipped",
 			strings.NewReplacer("CASE beta PASS status=[OK balance=990] log~=[a1 TIMEOUT backoff=23ms]", "CASE beta SKIP why=[nethost: not root]",
 				"2 passed, 0 failed", "1 passed, 0 failed, 1 skipped").Replace(goodOutput), exitFailed,
-			[]string{"\nbeta: verdict PASS -> SKIP\nbeta: field status disappeared (was =[OK balance=990])\nbeta: field why appeared (=[nethost: not root])\n",
-				"1 of 2 cases differ"}},
+			[]string{"\nbeta: verdict PASS -> SKIP (why=[nethost: not root])\n1 of 2 cases differs\n"}},
 		// The case: serverDebitExec=200 -> serverDebitExec~=999
 		// was "no differences".
 		{"stable field turned volatile",
@@ -71,9 +71,9 @@ func TestRunDiffFiles(t *testing.T) {
 			[]string{"\nalpha: field elapsed appeared (<=100ms)\n"}},
 		{"missing case",
 			"CASE alpha PASS calls=400 elapsed~=12ms\n1 passed, 0 failed\n", exitFailed,
-			[]string{"beta: missing from new run"}},
+			[]string{"\nbeta: only in old run (PASS)\n"}},
 		{"added case",
-			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"gamma: only in new run", "1 of 3 cases differ"}},
+			goodOutput + "CASE gamma PASS\n", exitFailed, []string{"\ngamma: only in new run (PASS)\n", "1 of 3 cases differs\n"}},
 		{"captured with --color always",
 			strings.NewReplacer(" PASS ", " \x1b[32mPASS\x1b[0m ").Replace(goodOutput), exitOK, []string{"no differences (2 cases compared)"}},
 		{"malformed case line",
@@ -95,6 +95,88 @@ func TestRunDiffFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunDiffVolatileNotShown: a changed case prints what changed among
+// the compared fields and nothing else; its volatile fields, changed or
+// not, are not repeated.
+func TestRunDiffVolatileNotShown(t *testing.T) {
+	a, stdout, stderr := testApp(t)
+	old := writeFile(t, "old.txt", goodOutput)
+	new := writeFile(t, "new.txt", strings.NewReplacer("calls=400", "calls=401", "balance=990", "balance=980", "23ms", "1ms").Replace(goodOutput))
+	err := runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new})
+	if code, errText := outcome(err, stderr); code != exitFailed {
+		t.Errorf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+	}
+	want := "--- old: old.txt\n+++ new: new.txt\n" +
+		"alpha: calls 400 -> 401\n" +
+		"beta: status [OK balance=990] -> [OK balance=980]\n" +
+		"2 of 2 cases differ\n"
+	if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		t.Errorf("stdout mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunDiffCounts: the closing line agrees with its counts.
+func TestRunDiffCounts(t *testing.T) {
+	const one = "CASE alpha PASS n=1\n"
+	tests := []struct {
+		name, old, new string
+		want           string // the last line of stdout
+	}{
+		{"one case, same", one, one, "no differences (1 case compared)"},
+		{"two cases, same", one + "CASE beta PASS\n", one + "CASE beta PASS\n", "no differences (2 cases compared)"},
+		{"one case, differs", one, "CASE alpha PASS n=2\n", "1 of 1 case differs"},
+		{"one of two differs", one + "CASE beta PASS\n", "CASE alpha PASS n=2\nCASE beta PASS\n", "1 of 2 cases differs"},
+		{"two of two differ", one + "CASE beta PASS\n", "CASE alpha PASS n=2\nCASE beta FAIL\n", "2 of 2 cases differ"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, stdout, _ := testApp(t)
+			old := writeFile(t, "old.txt", tt.old)
+			new := writeFile(t, "new.txt", tt.new)
+			_ = runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new})
+			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+			if got := lines[len(lines)-1]; got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunDiffJSONSkip: diff --json agrees with the text on a verdict
+// change to SKIP: no fields, and the text names the reason.
+func TestRunDiffJSONSkip(t *testing.T) {
+	a, stdout, stderr := testApp(t)
+	old := writeFile(t, "old.txt", goodOutput)
+	new := writeFile(t, "new.txt", strings.NewReplacer("CASE beta PASS status=[OK balance=990] log~=[a1 TIMEOUT backoff=23ms]", "CASE beta SKIP why=[nethost: not root]",
+		"2 passed, 0 failed", "1 passed, 0 failed, 1 skipped").Replace(goodOutput))
+	err := runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new, JSON: true})
+	if code, errText := outcome(err, stderr); code != exitFailed {
+		t.Errorf("exit code %d, want %d (stderr %s)", code, exitFailed, errText)
+	}
+	type field struct {
+		Key      string
+		Old, New *string
+	}
+	type difference struct {
+		Case       string
+		Occurrence int
+		Change     string
+		Text       string
+		Fields     []field
+	}
+	var got struct {
+		Compared    int
+		Differences []difference
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	want := []difference{{Case: "beta", Occurrence: 1, Change: "changed", Text: "beta: verdict PASS -> SKIP (why=[nethost: not root])", Fields: []field{}}}
+	if diff := cmp.Diff(want, got.Differences); diff != "" {
+		t.Errorf("differences (-want +got):\n%s", diff)
 	}
 }
 
@@ -294,7 +376,10 @@ func TestRunDiffFreshRunUnknownCase(t *testing.T) {
 	if code != exitFailed {
 		t.Errorf("exit code %d, want %d", code, exitFailed)
 	}
-	if !strings.Contains(errText, "beta is not a scenario any more") || !strings.Contains(stdout.String(), "beta: missing from new run") {
+	if !strings.Contains(errText, "beta is not a scenario any more") || !strings.Contains(stdout.String(), "\nbeta: only in old run (PASS)\n") {
 		t.Errorf("stdout %s\nstderr %s\nwant beta reported as gone", stdout, errText)
+	}
+	if !strings.Contains(errText, "rpcbench: running 1 scenario into ") {
+		t.Errorf("stderr %s\nwant it to announce running 1 scenario", errText)
 	}
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,7 +18,9 @@ type Difference struct {
 	Old, New *Line
 	// Fields lists the fields that differ, in the order they appear in
 	// Old, then those only in New. It is empty when the case is missing
-	// or added.
+	// or added, and when its verdict changed to or from SKIP: a skipped
+	// case ran nothing, so its fields (a why, normally) say nothing
+	// about those of a case that ran.
 	Fields []FieldChange
 }
 
@@ -46,6 +47,12 @@ func (d Difference) VerdictChanged() bool {
 	return d.Old != nil && d.New != nil && d.Old.Verdict != d.New.Verdict
 }
 
+// skipChanged reports whether the case is in both runs and skipped in
+// exactly one of them.
+func (d Difference) skipChanged() bool {
+	return d.VerdictChanged() && (d.Old.Verdict == Skipped || d.New.Verdict == Skipped)
+}
+
 // Diff compares two runs case by case and returns one Difference per case
 // that differs, old run order first, then the cases only in new.
 //
@@ -54,7 +61,8 @@ func (d Difference) VerdictChanged() bool {
 // differs when
 //   - it is missing from either run;
 //   - its verdict changed, SKIP included: a scenario that passed in one
-//     run and was skipped in the other proved nothing in the second;
+//     run and was skipped in the other proved nothing in the second, and
+//     its fields are then not compared;
 //   - a stable field (recorded, asserted, or an upper or lower bound)
 //     changed its value,
 //     appeared or disappeared;
@@ -65,8 +73,9 @@ func (d Difference) VerdictChanged() bool {
 //     value change does.
 //
 // A field volatile in both lines is never compared, and one volatile in
-// the only line that has it is not a difference; String shows their
-// values for context.
+// the only line that has it is not a difference; neither is in Fields or
+// in String's text, whose reader wants what changed among the values the
+// evidence stands by, not times that differ on every run.
 //
 // Fields are matched by key and by their position among the fields of the
 // same key in the line. A bound is matched only with bounds of the same
@@ -96,7 +105,7 @@ func Diff(old, new []Line) []Difference {
 	var out []Difference
 	for _, k := range oldKeys {
 		d := Difference{Name: k.name, Occurrence: k.n, Old: oldByKey[k], New: newByKey[k]}
-		if d.New != nil {
+		if d.New != nil && !d.skipChanged() {
 			d.Fields = diffFields(*d.Old, *d.New)
 			if len(d.Fields) == 0 && !d.VerdictChanged() {
 				continue
@@ -257,12 +266,12 @@ func opValue(f Field) string { return f.Kind.Op() + quote(f.Value) }
 //
 //	beta: verdict PASS -> FAIL
 //	beta: status [OK balance=990] -> [OK balance=980]
-//	    volatile, not compared: elapsed 12ms -> 15ms
-//	gamma: missing from new run
-//	    old: CASE gamma FAIL why=[known failure]
+//	delta: verdict PASS -> SKIP (why=[nethost: not root])
+//	gamma: only in old run (FAIL)
+//	epsilon: only in new run (PASS)
 //
-// Indented lines give context: the volatile fields of a changed case, or
-// the line of a case that is in one run only.
+// A case in one run only is named with its verdict, not printed whole:
+// its fields are compared with nothing.
 func (d Difference) String() string {
 	name := d.Name
 	if d.Occurrence > 1 {
@@ -272,47 +281,25 @@ func (d Difference) String() string {
 	case d.Missing() && d.Added():
 		return name + ": absent from both runs"
 	case d.Missing():
-		return fmt.Sprintf("%s: missing from new run\n    old: %s", name, Format(*d.Old))
+		return fmt.Sprintf("%s: only in old run (%s)", name, d.Old.Verdict)
 	case d.Added():
-		return fmt.Sprintf("%s: only in new run\n    new: %s", name, Format(*d.New))
+		return fmt.Sprintf("%s: only in new run (%s)", name, d.New.Verdict)
 	}
 	var b strings.Builder
 	if d.VerdictChanged() {
-		fmt.Fprintf(&b, "%s: verdict %s -> %s\n", name, d.Old.Verdict, d.New.Verdict)
+		fmt.Fprintf(&b, "%s: verdict %s -> %s\n", name, verdictWhy(*d.Old, d.skipChanged()), verdictWhy(*d.New, d.skipChanged()))
 	}
 	for _, c := range d.Fields {
 		fmt.Fprintf(&b, "%s: %s\n", name, c)
 	}
-	if v := volatileSummary(*d.Old, *d.New, d.Fields); v != "" {
-		b.WriteString("    volatile, not compared: " + v + "\n")
-	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// volatileSummary lists the fields volatile in either line, other than
-// those in changes (a kind change to or from volatile), with both values:
-// "elapsed 12ms -> 15ms, chunks 3 -> (absent)".
-func volatileSummary(old, new Line, changes []FieldChange) string {
-	var parts []string
-	seen := map[string]bool{}
-	for _, c := range changes {
-		if c.Old != nil && c.Old.Kind == Volatile || c.New != nil && c.New.Kind == Volatile {
-			seen[c.Key] = true
-		}
+// verdictWhy returns l's verdict, followed by its why field when withWhy
+// and it has one: "SKIP (why=[no root])".
+func verdictWhy(l Line, withWhy bool) string {
+	if why := l.Why(); withWhy && why != "" {
+		return fmt.Sprintf("%s (%s=%s)", l.Verdict, WhyKey, quote(why))
 	}
-	value := func(l Line, k string) string {
-		for _, f := range l.Fields {
-			if f.Key == k && f.Kind == Volatile {
-				return quote(f.Value)
-			}
-		}
-		return "(absent)"
-	}
-	for _, f := range slices.Concat(old.Fields, new.Fields) {
-		if f.Kind == Volatile && !seen[f.Key] {
-			seen[f.Key] = true
-			parts = append(parts, fmt.Sprintf("%s %s -> %s", f.Key, value(old, f.Key), value(new, f.Key)))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return l.Verdict.String()
 }

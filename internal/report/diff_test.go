@@ -61,7 +61,19 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[1].Value = "15ms"
 				return o, n
 			},
-			want: []string{"alpha: calls 100 -> 99\n    volatile, not compared: elapsed 12ms -> 15ms"},
+			want: []string{"alpha: calls 100 -> 99"},
+		},
+		{
+			// Volatile values, changed or not, are noise beside a stable
+			// change: only the stable change is printed.
+			name: "volatile fields beside a stable change",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[1].Fields = append(o[1].Fields, Field{Key: "elapsed", Value: "3ms", Kind: Volatile})
+				n[1].Fields = append(n[1].Fields, Field{Key: "elapsed", Value: "4ms", Kind: Volatile})
+				n[1].Fields[0].Value = "DEGRADED"
+				return o, n
+			},
+			want: []string{"beta: status OK -> DEGRADED"},
 		},
 		{
 			// The case: serverDebitExec=200 -> serverDebitExec~=999
@@ -71,7 +83,7 @@ func TestDiff(t *testing.T) {
 				n[1].Fields[0] = Field{Key: "status", Value: "OTHER", Kind: Volatile}
 				return o, n
 			},
-			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OTHER)\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OTHER)"},
 		},
 		{
 			name: "stable field turned volatile, same value",
@@ -79,7 +91,7 @@ func TestDiff(t *testing.T) {
 				n[1].Fields[0].Kind = Volatile
 				return o, n
 			},
-			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OK)\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: field status recorded -> volatile (=OK -> ~=OK)"},
 		},
 		{
 			name: "volatile field turned asserted",
@@ -95,7 +107,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[0].Kind = Asserted
 				return o, n
 			},
-			want: []string{"alpha: field calls recorded -> asserted (=100 -> ==100)\n    volatile, not compared: elapsed 12ms -> 12ms"},
+			want: []string{"alpha: field calls recorded -> asserted (=100 -> ==100)"},
 		},
 		{
 			name: "asserted field turned recorded",
@@ -112,7 +124,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[0] = Field{Key: "calls", Value: "99", Kind: Asserted}
 				return o, n
 			},
-			want: []string{"alpha: calls ==100 -> ==99\n    volatile, not compared: elapsed 12ms -> 12ms"},
+			want: []string{"alpha: calls ==100 -> ==99"},
 		},
 		{
 			name: "bound appeared beside its volatile measurement",
@@ -120,7 +132,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields = append(n[0].Fields, Field{Key: "elapsed", Value: "100ms", Kind: Bound})
 				return o, n
 			},
-			want: []string{"alpha: field elapsed appeared (<=100ms)\n    volatile, not compared: elapsed 12ms -> 12ms"},
+			want: []string{"alpha: field elapsed appeared (<=100ms)"},
 		},
 		{
 			name: "bound loosened",
@@ -130,7 +142,7 @@ func TestDiff(t *testing.T) {
 				n[0].Fields[1].Value = "250ms"
 				return o, n
 			},
-			want: []string{"alpha: elapsed <=100ms -> <=300ms\n    volatile, not compared: elapsed 12ms -> 250ms"},
+			want: []string{"alpha: elapsed <=100ms -> <=300ms"},
 		},
 		{
 			name: "bound and measurement swap places",
@@ -146,7 +158,7 @@ func TestDiff(t *testing.T) {
 				n[1].Verdict = Fail
 				return o, n
 			},
-			want: []string{"beta: verdict PASS -> FAIL\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: verdict PASS -> FAIL"},
 		},
 		{
 			name: "interrupted",
@@ -164,7 +176,34 @@ func TestDiff(t *testing.T) {
 				n[1].Verdict = Skipped
 				return o, n
 			},
-			want: []string{"beta: verdict PASS -> SKIP\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: verdict PASS -> SKIP"},
+		},
+		{
+			// A skipped case ran nothing: its fields are not compared
+			// with those of a run, and the reason it gives is shown.
+			name: "passed, then skipped with a reason",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[1] = Skip("beta", "nethost: not root")
+				return o, n
+			},
+			want: []string{"beta: verdict PASS -> SKIP (why=[nethost: not root])"},
+		},
+		{
+			name: "failed, then skipped",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				n[2] = Skip("gamma", "no root")
+				return o, n
+			},
+			want: []string{"gamma: verdict FAIL (why=[known failure]) -> SKIP (why=[no root])"},
+		},
+		{
+			name: "skipped for another reason",
+			edit: func(o, n []Line) ([]Line, []Line) {
+				o[0] = Skip("alpha", "no root")
+				n[0] = Skip("alpha", "no PostgreSQL")
+				return o, n
+			},
+			want: []string{"alpha: why [no root] -> [no PostgreSQL]"},
 		},
 		{
 			name: "skipped, then passed",
@@ -172,8 +211,7 @@ func TestDiff(t *testing.T) {
 				o[0] = Skip("alpha", "nethost: test hosts unavailable")
 				return o, n
 			},
-			want: []string{"alpha: verdict SKIP -> PASS\nalpha: field why disappeared (was =[nethost: test hosts unavailable])\n" +
-				"alpha: field calls appeared (=100)\n    volatile, not compared: elapsed (absent) -> 12ms"},
+			want: []string{"alpha: verdict SKIP (why=[nethost: test hosts unavailable]) -> PASS"},
 		},
 		{
 			name: "skipped in both, same reason",
@@ -190,7 +228,7 @@ func TestDiff(t *testing.T) {
 				n[1].Fields = append(n[1].Fields, Field{Key: "why", Value: "broke down"})
 				return o, n
 			},
-			want: []string{"beta: verdict PASS -> FAIL\nbeta: field why appeared (=[broke down])\n    volatile, not compared: chunks 7 -> 7"},
+			want: []string{"beta: verdict PASS -> FAIL\nbeta: field why appeared (=[broke down])"},
 		},
 		{
 			name: "stable field removed",
@@ -203,17 +241,17 @@ func TestDiff(t *testing.T) {
 		{
 			name: "missing case",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, n[:2] },
-			want: []string{"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]"},
+			want: []string{"gamma: only in old run (FAIL)"},
 		},
 		{
 			name: "added case",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, Line{Name: "delta", Verdict: Pass}) },
-			want: []string{"delta: only in new run\n    new: CASE delta PASS"},
+			want: []string{"delta: only in new run (PASS)"},
 		},
 		{
 			name: "case run twice in new",
 			edit: func(o, n []Line) ([]Line, []Line) { return o, append(n, n[0]) },
-			want: []string{"alpha (#2): only in new run\n    new: CASE alpha PASS calls=100 elapsed~=12ms"},
+			want: []string{"alpha (#2): only in new run (PASS)"},
 		},
 		{
 			name: "repeated key",
@@ -232,10 +270,10 @@ func TestDiff(t *testing.T) {
 				return o, []Line{n[1], n[0], {Name: "delta", Verdict: Pass}}
 			},
 			want: []string{
-				"alpha: calls 100 -> 101\n    volatile, not compared: elapsed 12ms -> 12ms",
-				"beta: verdict PASS -> FAIL\n    volatile, not compared: chunks 7 -> 7",
-				"gamma: missing from new run\n    old: CASE gamma FAIL why=[known failure]",
-				"delta: only in new run\n    new: CASE delta PASS",
+				"alpha: calls 100 -> 101",
+				"beta: verdict PASS -> FAIL",
+				"gamma: only in old run (FAIL)",
+				"delta: only in new run (PASS)",
 			},
 		},
 	}
@@ -259,13 +297,16 @@ func TestDiffStructure(t *testing.T) {
 	new[0].Fields[0].Value = "99"
 	new[1].Fields[0].Kind = Volatile
 	new[1].Verdict = Interrupted
-	new = append(new[:2], Line{Name: "delta"})
+	new = append(new[:2], Line{Name: "delta"}, Skip("epsilon", "no root"))
+	old = append(old, Line{Name: "epsilon", Verdict: Pass, Fields: []Field{{Key: "calls", Value: "3"}}})
 	want := []Difference{
 		{Name: "alpha", Occurrence: 1, Old: &old[0], New: &new[0], Fields: []FieldChange{
 			{Key: "calls", Old: &Field{Key: "calls", Value: "100"}, New: &Field{Key: "calls", Value: "99"}}}},
 		{Name: "beta", Occurrence: 1, Old: &old[1], New: &new[1], Fields: []FieldChange{
 			{Key: "status", Old: &Field{Key: "status", Value: "OK"}, New: &Field{Key: "status", Value: "OK", Kind: Volatile}}}},
 		{Name: "gamma", Occurrence: 1, Old: &old[2]},
+		// Skipped: no fields compared.
+		{Name: "epsilon", Occurrence: 1, Old: &old[3], New: &new[3]},
 		{Name: "delta", Occurrence: 1, New: &new[2]},
 	}
 	got := Diff(old, new)
@@ -273,7 +314,7 @@ func TestDiffStructure(t *testing.T) {
 		t.Fatalf("Diff mismatch (-want +got):\n%s", diff)
 	}
 	for i, w := range []struct{ missing, added, verdict bool }{
-		{false, false, false}, {false, false, true}, {true, false, false}, {false, true, false},
+		{false, false, false}, {false, false, true}, {true, false, false}, {false, false, true}, {false, true, false},
 	} {
 		d := got[i]
 		if d.Missing() != w.missing || d.Added() != w.added || d.VerdictChanged() != w.verdict {
