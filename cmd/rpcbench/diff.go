@@ -177,14 +177,6 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 	return lines, dir, nil
 }
 
-// plural returns n and noun, with an s unless n is 1: "1 case", "2 cases".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // readOutputFile reads the CASE lines of path, or of path/output.txt when
 // path is a directory, and returns the file it read. A file with no CASE
 // lines is an error: it is not a run's output (env.txt, a log, a JSON
