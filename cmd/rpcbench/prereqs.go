@@ -87,9 +87,9 @@ func checkPrereqs(ctx context.Context, r cases.Registry, status io.Writer) (prer
 			p.Postgres, p.Stop = pg, stop
 		case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
 			p.missing[cases.NeedsPostgres] = unmet{report.Skipped, err.Error()}
-			fmt.Fprintf(status, "rpcbench: %d scenarios that need PostgreSQL will SKIP: %v\n", n, err)
+			fmt.Fprintf(status, "rpcbench: %s will SKIP without PostgreSQL: %v\n", plural(n, "scenario"), err)
 		default:
-			return p, fmt.Errorf("PostgreSQL for %d scenarios: %w", n, err)
+			return p, fmt.Errorf("PostgreSQL for %s: %w", plural(n, "scenario"), err)
 		}
 	}
 	if n := need[cases.NeedsNetwork]; n > 0 {
@@ -99,7 +99,7 @@ func checkPrereqs(ctx context.Context, r cases.Registry, status io.Writer) (prer
 				m = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands test hosts", err, nethost.EnvRequire)}
 			}
 			p.missing[cases.NeedsNetwork] = m
-			fmt.Fprintf(status, "rpcbench: %d scenarios that need test hosts will %s: %v\n", n, m.verdict, err)
+			fmt.Fprintf(status, "rpcbench: %s will %s without test hosts: %v\n", plural(n, "scenario"), m.verdict, err)
 		}
 	}
 	return p, nil

@@ -92,7 +92,7 @@ func TestPrereqs(t *testing.T) {
 			wantRuns:   []string{"one", "db", "two"},
 			wantCode:   exitOK,
 			wantOut:    "CASE one PASS\nCASE net SKIP why=[" + netWhy + "]\nCASE db PASS\nCASE two PASS\n3 passed, 0 failed, 1 skipped\n",
-			wantStatus: "rpcbench: 1 scenarios that need test hosts will SKIP: " + netWhy + "\n",
+			wantStatus: "rpcbench: 1 scenario will SKIP without test hosts: " + netWhy + "\n",
 		},
 		{
 			name:     "a skip and a failure: exit 1",
@@ -109,7 +109,7 @@ func TestPrereqs(t *testing.T) {
 			wantRuns:     []string{"one", "db", "two"},
 			wantCode:     exitFailed,
 			wantOut:      "CASE one PASS\nCASE net FAIL why=[" + netRequired + "]\nCASE db PASS\nCASE two PASS\n3 passed, 1 failed\n",
-			wantStatus:   "will FAIL: " + netWhy,
+			wantStatus:   "will FAIL without test hosts: " + netWhy,
 		},
 		{
 			name:     "test hosts available: run",
@@ -123,20 +123,20 @@ func TestPrereqs(t *testing.T) {
 			wantRuns:   []string{"one", "net", "two"},
 			wantCode:   exitOK,
 			wantOut:    "CASE one PASS\nCASE net PASS\nCASE db SKIP why=[" + errNoPG.Error() + "]\nCASE two PASS\n3 passed, 0 failed, 1 skipped\n",
-			wantStatus: "rpcbench: 1 scenarios that need PostgreSQL will SKIP: " + errNoPG.Error() + "\n",
+			wantStatus: "rpcbench: 1 scenario will SKIP without PostgreSQL: " + errNoPG.Error() + "\n",
 		},
 		{
 			name:       "PostgreSQL missing and required: set-up error",
 			pg:         errNoPG,
 			requirePG:  true,
 			wantCode:   exitError,
-			wantStatus: "rpcbench: PostgreSQL for 1 scenarios: " + errNoPG.Error() + "\n",
+			wantStatus: "rpcbench: PostgreSQL for 1 scenario: " + errNoPG.Error() + "\n",
 		},
 		{
 			name:       "PostgreSQL fails otherwise: set-up error",
 			pg:         errors.New("initdb: disk full"),
 			wantCode:   exitError,
-			wantStatus: "rpcbench: PostgreSQL for 1 scenarios: initdb: disk full\n",
+			wantStatus: "rpcbench: PostgreSQL for 1 scenario: initdb: disk full\n",
 		},
 		{
 			name:     "--failfast does not stop on a SKIP",
@@ -240,7 +240,7 @@ func TestSkipsKeepEvidence(t *testing.T) {
 	if after := readFile(t, filepath.Join(ev, report.OutputFile)); after != before {
 		t.Errorf("output.txt replaced by a run that skipped:\n%s\nwas\n%s", after, before)
 	}
-	if !strings.Contains(stderr, "1 scenarios skipped on this machine; "+ev+" is left as it was") {
+	if !strings.Contains(stderr, "1 scenario skipped on this machine; "+ev+" is left as it was") {
 		t.Errorf("stderr =\n%s\nwant it to say where the run's output went", stderr)
 	}
 }

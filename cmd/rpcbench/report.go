@@ -104,8 +104,8 @@ func runReport(o *reportOptions) error {
 	if err := writePage(out, page); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Err, "rpcbench: wrote %s: %d scenarios (%d did not pass), %d timelines\n",
-		o.Output, len(page.Scenarios), page.Failing, page.Timelines())
+	fmt.Fprintf(o.Err, "rpcbench: wrote %s: %s (%d did not pass), %s\n",
+		o.Output, plural(len(page.Scenarios), "scenario"), page.Failing, plural(page.Timelines(), "timeline"))
 	return nil
 }
 

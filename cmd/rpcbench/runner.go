@@ -211,7 +211,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		}
 		if b.FailFast && line.Failed() {
 			if i+1 < count*per {
-				fmt.Fprintf(status, "rpcbench: --failfast: stopping after %s; %d scenario runs not run\n", c.Name, count*per-i-1)
+				fmt.Fprintf(status, "rpcbench: --failfast: stopping after %s; %s not run\n", c.Name, plural(count*per-i-1, "scenario run"))
 			}
 			break
 		}
@@ -250,7 +250,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			// they need must not give way to SKIP lines.
 			kept, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
-			fmt.Fprintf(status, "rpcbench: %d scenarios skipped on this machine; %s is left as it was, this run's output is in %s until the next run there\n", totals.Skipped, b.Evidence, kept)
+			fmt.Fprintf(status, "rpcbench: %s skipped on this machine; %s is left as it was, this run's output is in %s until the next run there\n", plural(totals.Skipped, "scenario"), b.Evidence, kept)
 		default:
 			partial, err := ev.Abandon()
 			writeErr = errors.Join(writeErr, err)
@@ -280,8 +280,8 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if count > 1 {
 			where = fmt.Sprintf(" in run %d/%d", (len(lines)-1)/per+1, count)
 		}
-		return lines, fmt.Errorf("%w (%w)%s; %d of %d scenarios not run",
-			errInterrupted, context.Cause(ctx), where, count*per-len(lines), count*per)
+		return lines, fmt.Errorf("%w (%w)%s; %d of %s not run",
+			errInterrupted, context.Cause(ctx), where, count*per-len(lines), plural(count*per, "scenario"))
 	case writeErr != nil:
 		return lines, writeErr
 	case totals.Failed > 0:

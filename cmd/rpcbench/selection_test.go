@@ -100,7 +100,7 @@ func TestFailFast(t *testing.T) {
 	var runs fakeRuns
 	a, stdout, stderr := testApp(t, runs.fake("a", "evidence", true), runs.fake("b", "evidence", false), runs.fake("c", "evidence", true))
 	err := runAll(context.Background(), &allOptions{app: a, Group: "evidence", Evidence: "ev", control: control{FailFast: true}})
-	if code, errText := outcome(err, stderr); code != exitFailed || !strings.Contains(errText, "--failfast: stopping after b; 1 scenario runs not run") {
+	if code, errText := outcome(err, stderr); code != exitFailed || !strings.Contains(errText, "--failfast: stopping after b; 1 scenario run not run") {
 		t.Errorf("exit %d, stderr:\n%s", code, errText)
 	}
 	if diff := cmp.Diff([]string{"a", "b"}, runs.names()); diff != "" {
