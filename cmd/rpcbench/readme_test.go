@@ -4,11 +4,8 @@ import (
 	"errors"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/rpcbench/rpcbench/internal/cases"
 )
 
 // TestReadmeOutputsIgnored: every file the README's example commands
@@ -51,36 +48,6 @@ func TestReadmeOutputsIgnored(t *testing.T) {
 			t.Errorf("%s, written by a README example, is not in .gitignore", p)
 		case err != nil:
 			t.Errorf("git check-ignore %s: %v", p, err)
-		}
-	}
-}
-
-// TestReadmeCounts: the numbers of scenarios the README states are the
-// registry's.
-func TestReadmeCounts(t *testing.T) {
-	text := strings.Join(strings.Fields(readFile(t, readme)), " ")
-	r := cases.Default()
-	want := map[string]int{
-		"There are %d scenarios":                      len(r),
-		"in %s groups":                                len(r.Groups()),
-		"the evidence group's %d":                     len(r.Select(cases.GroupEvidence)),
-		"runs the %d scenarios of the evidence group": len(r.Select(cases.GroupEvidence)),
-		"the %d durability scenarios":                 len(r.Select(cases.GroupDurability)),
-		"the %d governance scenarios":                 len(r.Select(cases.GroupGovernance)),
-		"the %d network scenarios":                    len(r.Select(cases.GroupNetwork)),
-	}
-	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
-	for phrase, n := range want {
-		pattern := regexp.QuoteMeta(phrase)
-		pattern = strings.Replace(pattern, "%d", `(\d+)`, 1)
-		pattern = strings.Replace(pattern, "%s", `(\w+)`, 1)
-		m := regexp.MustCompile(pattern).FindStringSubmatch(text)
-		if m == nil {
-			t.Errorf("README.md does not say %q", phrase)
-			continue
-		}
-		if got := m[1]; got != strconv.Itoa(n) && (n >= len(words) || got != words[n]) {
-			t.Errorf("README.md says %q with %s, the registry has %d", phrase, got, n)
 		}
 	}
 }
