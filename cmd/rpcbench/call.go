@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,9 +68,10 @@ status the server answered, the request ID, the budget sent in ms, the
 attempt's class and the pause that followed it) then the final status,
 the number of attempts, why the client stopped and how long the call took.
 
-ADDR is host:port, or several separated by commas: the client then uses
-the first and fails over to the next when a dial fails or a connection
-dies. METHOD is get, debit or a control method (ctl.stats, ctl.fault,
+ADDR is host:port, or several separated by commas (spaces around each
+are ignored): the client then uses the first and fails over to the next
+when a dial fails or a connection dies. A malformed ADDR is a usage error,
+before anything is sent. METHOD is get, debit or a control method (ctl.stats, ctl.fault,
 ctl.clear, ctl.ping). PAYLOAD is sent byte for byte, empty when absent;
 "-" reads it from stdin, trailing newline included (the bank's payload
 grammar ignores it, but a key's fingerprint does not).
@@ -154,7 +157,11 @@ func runCall(ctx context.Context, o *callOptions) error {
 		return usageErrorf("", "--jitter %v: want a number in [0,1)", o.Jitter)
 	}
 	cfg.MaxAttempts = o.Retries + 1
-	c, err := client.NewMulti(o.Addrs, cfg)
+	addrs, err := checkAddrs(o.Addrs)
+	if err != nil {
+		return &usageError{err: fmt.Errorf("ADDR %q: %w", strings.Join(o.Addrs, ","), err), choices: callAddrHelp}
+	}
+	c, err := client.NewMulti(addrs, cfg)
 	if err != nil {
 		return usageErrorf("", "ADDR %q: %v", strings.Join(o.Addrs, ","), err)
 	}
@@ -194,6 +201,55 @@ func runCall(ctx context.Context, o *callOptions) error {
 	default:
 		return errFailed
 	}
+}
+
+// callAddrHelp is printed below a malformed ADDR of call.
+const callAddrHelp = "ADDR is host:port, such as 127.0.0.1:41234 or localhost:41234, or several separated by commas: 127.0.0.1:41234,127.0.0.1:41235"
+
+// checkAddrs returns addrs with the spaces around each removed, or what
+// is wrong with the first that is not a host:port a dial can use. The
+// client would take a malformed address for a server that cannot be
+// reached and retry it; the mistake is the command line's, and is
+// caught before anything is sent.
+func checkAddrs(addrs []string) ([]string, error) {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		a = strings.TrimSpace(a)
+		err := checkAddr(a)
+		switch {
+		case err == nil:
+			out[i] = a
+			continue
+		case len(addrs) == 1:
+			return nil, err
+		case a == "":
+			return nil, fmt.Errorf("address %d of %d is empty", i+1, len(addrs))
+		}
+		return nil, fmt.Errorf("address %d %q: %w", i+1, a, err)
+	}
+	return out, nil
+}
+
+// checkAddr reports what is wrong with addr as host:port, or nil. The
+// host may be empty (the local system, as for net.Dial); the port must
+// be a number, since a service name is almost always a typing mistake
+// here.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return errors.New("empty")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// *net.AddrError repeats the address, which the caller names.
+		if ae, ok := errors.AsType[*net.AddrError](err); ok {
+			return errors.New(ae.Err)
+		}
+		return err
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
 }
 
 // maxRetries bounds --retries so that MaxAttempts cannot overflow; no
