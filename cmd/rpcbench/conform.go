@@ -93,8 +93,21 @@ func checkList() string {
 	return b.String()
 }
 
+// conformAddrHelp is printed below a malformed ADDR of conform.
+const conformAddrHelp = "ADDR is host:port, such as 127.0.0.1:41234 or localhost:41234"
+
 func runConform(ctx context.Context, o *conformOptions) error {
-	cfg := conform.DefaultConfig(o.Addr)
+	// Checked as call checks its ADDR, so that a typing mistake is not
+	// reported as a server that cannot be reached.
+	list := strings.Split(o.Addr, ",")
+	addrs, err := checkAddrs(list)
+	switch {
+	case err != nil:
+		return &usageError{err: fmt.Errorf("ADDR %q: %w", o.Addr, err), choices: conformAddrHelp}
+	case len(addrs) > 1:
+		return &usageError{err: fmt.Errorf("ADDR %q: conform checks one server, not a list of %d", o.Addr, len(addrs)), choices: conformAddrHelp}
+	}
+	cfg := conform.DefaultConfig(addrs[0])
 	cfg.Timeout = o.Timeout
 	cfg.Slow = min(conform.DefaultSlow, cfg.Timeout/4)
 	if err := cfg.Validate(); err != nil {
@@ -104,7 +117,6 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	if o.JUnit != "" {
 		// Opened before the first check, so that an unwritable path is an
 		// error up front rather than after the run.
-		var err error
 		if junit, err = createPending(o.JUnit); err != nil {
 			return usageErrorf("", "--junit %s: %v", o.JUnit, err)
 		}

@@ -184,6 +184,9 @@ func TestConformUsage(t *testing.T) {
 	}{
 		{"no address", []string{"conform"}, []string{"conform takes one argument, the address of the server to check (got 0)", "rpcbench conform ADDR"}},
 		{"two addresses", []string{"conform", "a:1", "b:2"}, []string{"(got 2)"}},
+		{"malformed address", []string{"conform", "notanaddr"}, []string{`ADDR "notanaddr": missing port in address`, "ADDR is host:port"}},
+		{"port not a number", []string{"conform", "127.0.0.1:port"}, []string{`ADDR "127.0.0.1:port": port "port" is not a number from 1 to 65535`}},
+		{"a list of addresses", []string{"conform", refused + "," + refused}, []string{`ADDR "` + refused + "," + refused + `": conform checks one server, not a list of 2`}},
 		{"short timeout", []string{"conform", refused, "--timeout", "10ms"}, []string{"timeout 10ms must be at least 100ms"}},
 		{"bad timeout", []string{"conform", refused, "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
 		{"junit not writable", []string{"conform", refused, "--junit", filepath.Join(dir, "missing", "x.xml")}, []string{"--junit " + filepath.Join(dir, "missing", "x.xml")}},
