@@ -185,7 +185,7 @@ func runCall(ctx context.Context, o *callOptions) error {
 	if o.JSON {
 		err = writeCallJSON(o.Out, res)
 	} else {
-		err = writeCallText(o.Out, o.Err, res)
+		err = writeCallText(o.Out, o.Err, call, res)
 	}
 	if err != nil {
 		return err
@@ -258,12 +258,12 @@ const maxRetries = 1_000_000
 
 // writeCallText writes the payload to out, with a newline unless it is
 // empty or ends with one, and the attempt log and the final status to
-// log:
+// log, with what to do next when the outcome is unknown:
 //
 //	a1 TIMEOUT err="context deadline exceeded" id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms
 //	a2 RESPONSE status=OK id=2 budget=300 class=FINAL
 //	status=OK attempts=2 stop=final elapsed=324.1ms
-func writeCallText(out, log io.Writer, res client.Result) error {
+func writeCallText(out, log io.Writer, call client.Call, res client.Result) error {
 	for i, a := range res.Log {
 		fmt.Fprintf(log, "a%d %v\n", i+1, a)
 	}
@@ -273,7 +273,7 @@ func writeCallText(out, log io.Writer, res client.Result) error {
 	}
 	fmt.Fprintln(log)
 	if res.Status == proto.StatusUnknown {
-		fmt.Fprintln(log, "UNKNOWN: the request may or may not have executed; re-send it only with the same --key, or once you know it did not")
+		fmt.Fprintln(log, "UNKNOWN: the request may or may not have executed; "+unknownHint(call))
 	}
 	if len(res.Payload) == 0 {
 		return nil
@@ -286,6 +286,34 @@ func writeCallText(out, log io.Writer, res client.Result) error {
 		return err
 	}
 	return nil
+}
+
+// repeatable are the methods a second execution of leaves as the first
+// did, so that --idempotent, not a key, is what lets the client retry
+// them. debit is the one write that a key protects; the other methods
+// (ctl.fault adds a rule each time) are neither.
+var repeatable = map[string]bool{
+	bank.MethodGet: true, bank.MethodEcho: true,
+	serverapi.MethodStats: true, serverapi.MethodPing: true, serverapi.MethodClear: true,
+}
+
+// unknownHint says what to do about a call that ended UNKNOWN. It follows
+// the call: what protects a re-send of it is a key when it carried one,
+// --idempotent for a method that is safe to repeat, a key for a debit,
+// and for any other method only knowing that it did not execute.
+func unknownHint(c client.Call) string {
+	switch {
+	case c.Key != "":
+		return fmt.Sprintf("re-sending it with the same --key %s is safe: the server executes it at most once", c.Key)
+	case c.Idempotent:
+		return "it is declared --idempotent, so re-sending it is safe"
+	case repeatable[c.Method]:
+		return fmt.Sprintf("a %s is safe to repeat: re-send it, with --idempotent so that the client retries it by itself", c.Method)
+	case c.Method == bank.MethodDebit:
+		return "find out whether it did before re-sending it, and send a debit with --key so that the client can retry it safely"
+	default:
+		return fmt.Sprintf("re-send it only once you know it did not; if %s is safe to repeat, --idempotent lets the client retry it by itself", c.Method)
+	}
 }
 
 // callJSON is the --json form of a call's result. Every field is always

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/servertest"
@@ -96,11 +97,23 @@ func TestCall(t *testing.T) {
 			wantLog: []string{
 				`a1 TIMEOUT err="context deadline exceeded" id=1 budget=\d+ class=OUTCOME_UNKNOWN`,
 				`status=UNKNOWN attempts=1 stop=outcome_unknown_not_retryable elapsed=\S+ err="context deadline exceeded"`,
-				`UNKNOWN: the request may or may not have executed; .*`,
+				`UNKNOWN: the request may or may not have executed; find out whether it did before re-sending it, and send a debit with --key so that the client can retry it safely`,
 			},
 			// It did execute: UNKNOWN is the truth, and not re-sending it
 			// kept it to once.
 			counters: map[string]int64{"exec.debit": 1, "requests.debit": 1},
+		},
+		{
+			// A get is safe to repeat: the fix is --idempotent, not a key.
+			name:     "keyless get unanswered is unknown, and the hint says --idempotent",
+			faults:   []string{"kind=noreply method=get count=1"},
+			args:     []string{"get", "account=a", "--attempt-timeout", "200ms"},
+			wantCode: exitUnknown,
+			wantLog: []string{
+				`a1 TIMEOUT err="context deadline exceeded" id=1 budget=\d+ class=OUTCOME_UNKNOWN`,
+				`status=UNKNOWN attempts=1 stop=outcome_unknown_not_retryable elapsed=\S+ err="context deadline exceeded"`,
+				`UNKNOWN: the request may or may not have executed; a get is safe to repeat: re-send it, with --idempotent so that the client retries it by itself`,
+			},
 		},
 		{
 			name:   "keyed debit unanswered is retried and replayed",
@@ -497,5 +510,37 @@ func TestCheckAddrs(t *testing.T) {
 		case tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr && !strings.HasSuffix(err.Error(), tt.wantErr)):
 			t.Errorf("checkAddrs(%q) error %v, want one ending %q", tt.arg, err, tt.wantErr)
 		}
+	}
+}
+
+// TestUnknownHint: the advice after an UNKNOWN outcome follows the call:
+// its key, its --idempotent, and whether its method is safe to repeat.
+func TestUnknownHint(t *testing.T) {
+	tests := []struct {
+		name string
+		call client.Call
+		want string
+	}{
+		{"keyed debit", client.Call{Method: "debit", Key: "k1"}, "re-sending it with the same --key k1 is safe"},
+		{"keyed unknown method", client.Call{Method: "transfer", Key: "k1"}, "same --key k1"},
+		{"idempotent debit", client.Call{Method: "debit", Idempotent: true}, "declared --idempotent"},
+		{"idempotent get", client.Call{Method: "get", Idempotent: true}, "declared --idempotent"},
+		{"keyless get", client.Call{Method: "get"}, "a get is safe to repeat: re-send it, with --idempotent"},
+		{"keyless ctl.stats", client.Call{Method: "ctl.stats"}, "a ctl.stats is safe to repeat"},
+		{"keyless debit", client.Call{Method: "debit"}, "send a debit with --key"},
+		{"ctl.fault", client.Call{Method: "ctl.fault"}, "only once you know it did not; if ctl.fault is safe to repeat, --idempotent"},
+		{"unknown method", client.Call{Method: "transfer"}, "if transfer is safe to repeat"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := unknownHint(tt.call)
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want it to contain %q", got, tt.want)
+			}
+			// A key is the fix only for a call that had one or a debit.
+			if strings.Contains(got, "--key") && tt.call.Key == "" && tt.call.Method != "debit" {
+				t.Errorf("got %q, want no --key for a keyless %s", got, tt.call.Method)
+			}
+		})
 	}
 }
