@@ -38,9 +38,10 @@ control method ctl.ping, on fresh accounts and idempotency keys named after a
 random tag of the run, so the server's earlier state does not matter. They
 leave those accounts debited.
 
-First ctl.ping must be answered OK; if ADDR cannot be dialed or does not
-answer within --timeout, no check runs and the exit status is 2. Then, one
-line per check,
+First ctl.ping must be answered OK; otherwise no check runs, the exit
+status is 2, and conform says what it saw instead: the connection refused,
+accepted but no answer within --timeout, closed, an answer that looks like
+HTTP, or other bytes (shown in hex and quoted). Then, one line per check,
 
   CHECK name PASS|FAIL detail
 
@@ -51,8 +52,8 @@ that stops answering fails checks instead of hanging the run. The checks:
 --junit FILE also writes the results as JUnit XML: one testsuite "conform",
 one testcase per check, a failed check's detail as its failure message.
 
-Exit status: 0 every check passed, 1 a check failed, 2 usage error, ADDR
-unreachable or the JUnit file not writable, 130/143 interrupted.`,
+Exit status: 0 every check passed, 1 a check failed, 2 usage error, ctl.ping
+not answered OK or the JUnit file not writable, 130/143 interrupted.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf(cmd.UsageString(), "conform takes one argument, the address of the server to check (got %d)", len(args))
@@ -132,7 +133,7 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
 	case err != nil:
-		// conform.ErrUnreachable above all: no check ran.
+		// A *conform.PingError above all: no check ran.
 		return err
 	}
 	fmt.Fprintln(o.Out, res.Summary())

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/xml"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,9 +165,9 @@ func TestConformFaultyServer(t *testing.T) {
 	}
 }
 
-// TestConformUsage: a usage error, an unwritable --junit file or an
-// unreachable server exits 2 without running a check, and leaves no
-// JUnit file behind.
+// TestConformUsage: a usage error, an unwritable --junit file or a
+// server that does not answer ctl.ping OK exits 2 without running a
+// check, saying what is wrong, and leaves no JUnit file behind.
 func TestConformUsage(t *testing.T) {
 	noLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -176,6 +178,13 @@ func TestConformUsage(t *testing.T) {
 	ln.Close()
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "conform.xml")
+	// HTTP servers, as someone may point conform at by mistake. nginx
+	// answers 400 to the first byte that cannot start a request; Go's
+	// server waits for a whole request line, which a frame need not hold.
+	nginx := answerOnce(t, "HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html>")
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	goHTTP := web.Listener.Addr().String()
 
 	tests := []struct {
 		name    string
@@ -190,7 +199,9 @@ func TestConformUsage(t *testing.T) {
 		{"short timeout", []string{"conform", refused, "--timeout", "10ms"}, []string{"timeout 10ms must be at least 100ms"}},
 		{"bad timeout", []string{"conform", refused, "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
 		{"junit not writable", []string{"conform", refused, "--junit", filepath.Join(dir, "missing", "x.xml")}, []string{"--junit " + filepath.Join(dir, "missing", "x.xml")}},
-		{"unreachable", []string{"conform", refused, "--junit", junit, "--timeout", "1s"}, []string{"conform: server unreachable: " + refused, "connection refused"}},
+		{"refused", []string{"conform", refused, "--junit", junit, "--timeout", "1s"}, []string{"conform: " + refused + ": connection refused"}},
+		{"an http server that answers", []string{"conform", nginx, "--junit", junit, "--timeout", "1s"}, []string{"conform: " + nginx + `: answered ctl.ping with bytes that look like HTTP ("HTTP/1.1 400 Bad Request"): is this an HTTP server?`}},
+		{"an http server that waits", []string{"conform", goHTTP, "--junit", junit, "--timeout", "1s"}, []string{"conform: " + goHTTP + ": accepted the connection but did not answer ctl.ping within 1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +227,35 @@ func TestConformUsage(t *testing.T) {
 	if len(entries) != 0 {
 		t.Errorf("%s holds %v, want nothing: no JUnit file for a run that checked nothing", dir, entries)
 	}
+}
+
+// answerOnce serves a fresh loopback port until the test ends: each
+// connection is read once, answered with answer and closed.
+func answerOnce(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// One at a time: the test's clients take turns.
+			c.Read(make([]byte, 512))
+			c.Write([]byte(answer))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestConformInterrupted: a run stopped by a signal exits 128 plus the
