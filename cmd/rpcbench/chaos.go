@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ OUT/history.jsonl, and three checkers read the history:
   right_caller   every answer names the account its call asked for
 
 One CHECK line per checker, then
-  CHAOS seed=N ops=... ok=... failed=... unknown=... faults=... verdict=PASS|FAIL
+  CHAOS seed=N ops=... ok=... failed=... unknown=... faults=... verdict=PASS|FAIL|UNKNOWN
 
 The schedule is a function of the seed and the options only (OUT/schedule.txt);
 the run's timing is not, so a replay meets the same faults at the same times,
@@ -47,8 +48,13 @@ porcupine's visualization of the first account that is not linearizable,
 OUT/window.jsonl the operations around the violation, and the line
 "replay:" the command that replays the seed.
 
+Interrupted (Ctrl-C, SIGTERM) while the workload runs, chaos stops the
+workload and the nemesis, checks the history recorded so far and prints
+its lines as above, the CHAOS line ending interrupted_after=T: the verdict
+covers only the T that ran.
+
 Exit status: 0 PASS, 1 FAIL or UNKNOWN (a check could not decide), 2 usage error
-or a run that could not be set up, 130/143 interrupted.`,
+or a run that could not be set up, 130/143 interrupted (checked or not).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -98,18 +104,35 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 	}
 	start := time.Now()
 	res, err := chaos.Run(ctx, o)
-	if ctx.Err() != nil {
+	interrupted := ctx.Err() != nil
+	switch {
+	case interrupted && len(res.Checks) == 0:
+		// Stopped before the workload ran: there is nothing to check.
 		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
-	}
-	if err != nil {
+	case !interrupted && err != nil:
 		return err
 	}
+	// An interrupted run's history so far was checked: its verdict is
+	// printed as any run's, the CHAOS line saying how long it ran.
 	for _, l := range res.Lines() {
 		fmt.Fprintln(a.Out, l)
 	}
-	fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", time.Since(start).Round(time.Millisecond), o.Out)
+	took := time.Since(start).Round(time.Millisecond)
+	if interrupted {
+		fmt.Fprintf(a.Err, "chaos: interrupted; ran and checked what ran in %v; the history so far is in %s\n", took, o.Out)
+	} else {
+		fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", took, o.Out)
+	}
 	if res.Verdict != chaos.Pass {
 		fmt.Fprintf(a.Out, "replay: %s\n", res.Replay())
+	}
+	switch {
+	case interrupted && err != nil && !errors.Is(err, context.Cause(ctx)):
+		// Writing the result failed as well.
+		return fmt.Errorf("%w: %w; %w", errInterrupted, context.Cause(ctx), err)
+	case interrupted:
+		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
+	case res.Verdict != chaos.Pass:
 		return errFailed
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -42,6 +43,10 @@ type Result struct {
 	// decide, else PASS.
 	Verdict       string
 	NemesisErrors []string
+	// InterruptedAfter is how long the workload ran before the run was
+	// interrupted; the checks then cover only the history recorded until
+	// then. 0 means it was not interrupted.
+	InterruptedAfter time.Duration
 }
 
 // Names of the checkers, as their lines start.
@@ -203,8 +208,14 @@ func (r Result) Lines() []string {
 	for _, c := range r.Checks {
 		out = append(out, fmt.Sprintf("CHECK %s %s %s", c.Name, c.Verdict, c.Detail))
 	}
-	return append(out, fmt.Sprintf("CHAOS seed=%d ops=%d ok=%d failed=%d unknown=%d faults=%d verdict=%s",
-		r.Options.Seed, len(r.Ops), r.OK, r.Failed, r.Unknown, r.Faults, r.Verdict))
+	last := fmt.Sprintf("CHAOS seed=%d ops=%d ok=%d failed=%d unknown=%d faults=%d verdict=%s",
+		r.Options.Seed, len(r.Ops), r.OK, r.Failed, r.Unknown, r.Faults, r.Verdict)
+	if r.InterruptedAfter > 0 {
+		// Last, so that verdict= reads the same whether or not the run
+		// was interrupted.
+		last += " interrupted_after=" + r.InterruptedAfter.Round(time.Millisecond).String()
+	}
+	return append(out, last)
 }
 
 // Replay is the command line that replays the run's seed.
