@@ -46,7 +46,8 @@ the run's timing is not, so a replay meets the same faults at the same times,
 not necessarily the same operations. On FAIL, OUT/linear-ACCOUNT.html is
 porcupine's visualization of the first account that is not linearizable,
 OUT/window.jsonl the operations around the violation, and the line
-"replay:" the command that replays the seed.
+"replay:" the command that replays the run: this rpcbench, with every
+option it was given.
 
 Interrupted (Ctrl-C, SIGTERM) while the workload runs, chaos stops the
 workload and the nemesis, checks the history recorded so far and prints
@@ -124,7 +125,7 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 		fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", took, o.Out)
 	}
 	if res.Verdict != chaos.Pass {
-		fmt.Fprintf(a.Out, "replay: %s\n", res.Replay())
+		fmt.Fprintf(a.Out, "replay: %s\n", res.ReplayAs(replayProgram(a), replayFlags(a)...))
 	}
 	switch {
 	case interrupted && err != nil && !errors.Is(err, context.Cause(ctx)):
@@ -134,6 +135,24 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
 	case res.Verdict != chaos.Pass:
 		return errFailed
+	}
+	return nil
+}
+
+// replayProgram is the path of the running rpcbench, so that the replay
+// line runs the same binary; "rpcbench" if it cannot be found.
+func replayProgram(a *app) string {
+	if p, err := a.Executable(); err == nil {
+		return p
+	}
+	return "rpcbench"
+}
+
+// replayFlags are rpcbench's own flags that change what a chaos run
+// does, as the run was given them.
+func replayFlags(a *app) []string {
+	if a.Server != "" {
+		return []string{"--server", a.Server}
 	}
 	return nil
 }

@@ -94,3 +94,69 @@ func TestChaosInterrupted(t *testing.T) {
 		t.Errorf("got error output %q, want %q", got, want)
 	}
 }
+
+// splitReplay splits a replay line into arguments: words separated by
+// spaces, a word in single quotes taken as is.
+func splitReplay(t *testing.T, line string) []string {
+	t.Helper()
+	var args []string
+	for rest := line; rest != ""; {
+		rest = strings.TrimLeft(rest, " ")
+		if strings.HasPrefix(rest, "'") {
+			end := strings.Index(rest[1:], "'")
+			if end < 0 {
+				t.Fatalf("unbalanced quote in %q", line)
+			}
+			args, rest = append(args, rest[1:1+end]), rest[2+end:]
+			continue
+		}
+		word, after, _ := strings.Cut(rest, " ")
+		args, rest = append(args, word), after
+	}
+	return args
+}
+
+// TestChaosReplay: the replay line of a failed run names the program
+// that ran it and every option the run was given, so that running it
+// draws the same schedule with the same options and files.
+func TestChaosReplay(t *testing.T) {
+	a, stdout, stderr, o := chaosApp(t)
+	// The negative control fails, and a run that fails prints its replay.
+	o.Client, o.Faults = chaos.ClientNaive, []string{chaos.NemNoReply, chaos.NemClose, chaos.NemPartial, chaos.NemLate}
+	o.Duration, o.CheckTimeout = 3*time.Second, 7*time.Second
+	code, errText := outcome(runChaos(context.Background(), a, o), stderr)
+	if code != exitFailed {
+		t.Fatalf("got exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, stdout, errText)
+	}
+	var replay string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if r, ok := strings.CutPrefix(l, "replay: "); ok {
+			replay = r
+		}
+	}
+	args := splitReplay(t, replay)
+	prog, _ := a.Executable()
+	if len(args) < 2 || args[0] != prog || args[1] != "chaos" {
+		t.Fatalf("got replay %q, want it to start %q chaos", replay, prog)
+	}
+	for _, want := range [][2]string{
+		{"--server", a.Server}, {"--out", o.Out}, {"--check-timeout", "7s"}, {"--duration", "3s"},
+		{"--client", "naive"}, {"--faults", "noreply,close,partial,late"}, {"--seed", "1"},
+	} {
+		i := strings.Index(" "+strings.Join(args, " ")+" ", " "+want[0]+" "+want[1]+" ")
+		if i < 0 {
+			t.Errorf("got replay %q (arguments %q), want it to pass %s %s", replay, args, want[0], want[1])
+		}
+	}
+
+	// Replayed, the run writes the same schedule file: the same seed,
+	// the same options.
+	sched := readFile(t, filepath.Join(o.Out, chaos.ScheduleFile))
+	var out, errOut bytes.Buffer
+	if code := execute(context.Background(), args[1:], &out, &errOut); code != exitFailed {
+		t.Errorf("replay: got exit code %d, want %d\nstderr:\n%s", code, exitFailed, errOut.String())
+	}
+	if got := readFile(t, filepath.Join(o.Out, chaos.ScheduleFile)); got != sched {
+		t.Errorf("replay wrote schedule\n%s\nwant\n%s", got, sched)
+	}
+}

@@ -218,9 +218,31 @@ func (r Result) Lines() []string {
 	return append(out, last)
 }
 
-// Replay is the command line that replays the run's seed.
-func (r Result) Replay() string {
-	return "rpcbench chaos " + strings.Join(r.Options.ReplayArgs(), " ")
+// Replay is ReplayAs("rpcbench").
+func (r Result) Replay() string { return r.ReplayAs("rpcbench") }
+
+// ReplayAs is the command line that replays the run: prog chaos, then
+// flags (the caller's own, such as rpcbench's --server), then every
+// option of the run: ReplayArgs, the output directory and the check
+// timeout. A word a POSIX shell would split or expand is quoted.
+func (r Result) ReplayAs(prog string, flags ...string) string {
+	words := append([]string{prog, "chaos"}, flags...)
+	words = append(words, r.Options.ReplayArgs()...)
+	words = append(words, "--out", r.Options.Out, "--check-timeout", r.Options.CheckTimeout.String())
+	for i, w := range words {
+		words[i] = shellQuote(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote returns w as a POSIX shell reads it back: as is when it
+// holds only characters no shell treats specially, else in single
+// quotes.
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // Failed names the checks that failed.

@@ -237,3 +237,27 @@ func TestInterruptedIsChecked(t *testing.T) {
 		t.Errorf("history.jsonl holds %d operations (%v), the run %d", len(ops), err, len(res.Ops))
 	}
 }
+
+// TestReplay: the replay line passes every option of the run, quoted
+// where a shell would split or expand it.
+func TestReplay(t *testing.T) {
+	o := DefaultOptions()
+	o.Out, o.CheckTimeout, o.Faults = "/tmp/it's here", 90*time.Second, nil
+	r := Result{Options: o}
+	want := `'/opt/rpc bench/rpcbench' chaos --server /x/rpcserver --seed 1 --duration 10s --clients 8 --accounts 4 --store memory --servers 1 --faults none --client normal --out '/tmp/it'\''s here' --check-timeout 1m30s`
+	if got := r.ReplayAs("/opt/rpc bench/rpcbench", "--server", "/x/rpcserver"); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"chaos-out", "chaos-out"},
+		{"", "''"},
+		{"a b", "'a b'"},
+		{"$HOME", "'$HOME'"},
+		{"it's", `'it'\''s'`},
+		{"noreply,close", "noreply,close"},
+	} {
+		if got := shellQuote(tt.in); got != tt.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
