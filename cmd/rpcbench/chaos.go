@@ -115,7 +115,8 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 	}
 	// An interrupted run's history so far was checked: its verdict is
 	// printed as any run's, the CHAOS line saying how long it ran.
-	for _, l := range res.Lines() {
+	verdict := verdictPainter(a.Out, a.Color)
+	for _, l := range res.LinesWith(verdict) {
 		fmt.Fprintln(a.Out, l)
 	}
 	took := time.Since(start).Round(time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/chaos"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // chaosApp returns a test app whose --server is a freshly built
@@ -158,5 +159,40 @@ func TestChaosReplay(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(o.Out, chaos.ScheduleFile)); got != sched {
 		t.Errorf("replay wrote schedule\n%s\nwant\n%s", got, sched)
+	}
+}
+
+// TestChaosColor: the verdicts of the CHECK and CHAOS lines are coloured
+// as CASE verdicts are, only when colour is on.
+func TestChaosColor(t *testing.T) {
+	a, stdout, _, o := chaosApp(t)
+	o.Faults = nil
+	green := regexp.QuoteMeta("\x1b[32mPASS\x1b[0m")
+	tests := []struct {
+		mode report.ColorMode
+		want []string
+	}{
+		{report.ColorAlways, []string{
+			`CHECK linearizable ` + green + ` .*`,
+			`CHECK exactly_once ` + green + ` .*`,
+			`CHECK right_caller ` + green + ` .*`,
+			`CHAOS seed=1 .* verdict=` + green,
+		}},
+		{report.ColorNever, []string{
+			`CHECK linearizable PASS .*`,
+			`CHECK exactly_once PASS .*`,
+			`CHECK right_caller PASS .*`,
+			`CHAOS seed=1 .* verdict=PASS`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			stdout.Reset()
+			a.Color = tt.mode
+			if err := runChaos(context.Background(), a, o); err != nil {
+				t.Fatalf("runChaos: %v", err)
+			}
+			callLines(t, "stdout", stdout.String(), tt.want)
+		})
 	}
 }

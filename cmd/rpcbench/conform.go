@@ -10,6 +10,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
+	"github.com/rpcbench/rpcbench/internal/chaos"
 	"github.com/rpcbench/rpcbench/internal/conform"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
@@ -123,11 +124,11 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		}
 		defer junit.abort()
 	}
-	verdicts := verdictColors(o.Out, o.Color)
+	verdict := verdictPainter(o.Out, o.Color)
 	res, err := conform.Run(ctx, cfg, func(c conform.Check) {
 		// Line starts "CHECK <name> <verdict>"; colour only the verdict.
 		line, head := c.Line(), len("CHECK ")+len(c.Name)+1
-		fmt.Fprintln(o.Out, line[:head]+verdicts[c.Verdict].Sprint(c.Verdict)+line[head+len(c.Verdict):])
+		fmt.Fprintln(o.Out, line[:head]+verdict(c.Verdict)+line[head+len(c.Verdict):])
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -152,10 +153,17 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	return nil
 }
 
-// verdictColors colours PASS green and FAIL red when UseColor says so.
-func verdictColors(w io.Writer, m report.ColorMode) map[string]*color.Color {
+// verdictPainter returns a function that colours a CHECK or CHAOS
+// verdict as report.Printer colours a CASE verdict (PASS green, FAIL red,
+// chaos's UNKNOWN yellow as INTERRUPTED is) when UseColor says so, and
+// leaves any other word as it is.
+func verdictPainter(w io.Writer, m report.ColorMode) func(string) string {
 	on := report.UseColor(w, m)
-	cs := map[string]*color.Color{conform.Pass: color.New(color.FgGreen), conform.Fail: color.New(color.FgRed)}
+	cs := map[string]*color.Color{
+		conform.Pass:  color.New(color.FgGreen),
+		conform.Fail:  color.New(color.FgRed),
+		chaos.Unknown: color.New(color.FgYellow),
+	}
 	for _, c := range cs {
 		if on {
 			c.EnableColor()
@@ -163,5 +171,10 @@ func verdictColors(w io.Writer, m report.ColorMode) map[string]*color.Color {
 			c.DisableColor()
 		}
 	}
-	return cs
+	return func(v string) string {
+		if c, ok := cs[v]; ok {
+			return c.Sprint(v)
+		}
+		return v
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rpcbench/rpcbench/internal/conform"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/servertest"
 )
@@ -272,5 +273,35 @@ func TestConformInterrupted(t *testing.T) {
 	}
 	if strings.Contains(stdout.String(), "passed") {
 		t.Errorf("stdout = %q, want no summary", stdout.String())
+	}
+}
+
+// TestConformColor: a CHECK line's verdict is coloured as a CASE line's
+// is, only when colour is on.
+func TestConformColor(t *testing.T) {
+	noLeaks(t)
+	_, addr := servertest.Start(t, server.DefaultConfig())
+	tests := []struct {
+		mode report.ColorMode
+		want string
+	}{
+		{report.ColorAlways, "CHECK framing_byte_by_byte \x1b[32mPASS\x1b[0m "},
+		{report.ColorNever, "CHECK framing_byte_by_byte PASS "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			a, stdout, stderr := testApp(t)
+			a.Color = tt.mode
+			o := &conformOptions{app: a, Addr: addr, Timeout: conform.DefaultTimeout}
+			if code, errText := outcome(runConform(context.Background(), o), stderr); code != exitOK {
+				t.Fatalf("got exit code %d, want 0\nstderr:\n%s", code, errText)
+			}
+			if !strings.Contains(stdout.String(), tt.want) {
+				t.Errorf("got stdout\n%q\nwant it to contain %q", stdout.String(), tt.want)
+			}
+			if tt.mode == report.ColorNever && strings.Contains(stdout.String(), "\x1b[") {
+				t.Errorf("got stdout\n%q\nwant no colour", stdout.String())
+			}
+		})
 	}
 }

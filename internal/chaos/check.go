@@ -203,13 +203,20 @@ func rightCaller(ops []Op) Check {
 }
 
 // Lines returns one line per checker and the final CHAOS line.
-func (r Result) Lines() []string {
+func (r Result) Lines() []string { return r.LinesWith(nil) }
+
+// LinesWith returns Lines with each verdict word (PASS, FAIL, UNKNOWN)
+// replaced by verdict(word), as a printer colours it; nil leaves them.
+func (r Result) LinesWith(verdict func(string) string) []string {
+	if verdict == nil {
+		verdict = func(v string) string { return v }
+	}
 	var out []string
 	for _, c := range r.Checks {
-		out = append(out, fmt.Sprintf("CHECK %s %s %s", c.Name, c.Verdict, c.Detail))
+		out = append(out, fmt.Sprintf("CHECK %s %s %s", c.Name, verdict(c.Verdict), c.Detail))
 	}
 	last := fmt.Sprintf("CHAOS seed=%d ops=%d ok=%d failed=%d unknown=%d faults=%d verdict=%s",
-		r.Options.Seed, len(r.Ops), r.OK, r.Failed, r.Unknown, r.Faults, r.Verdict)
+		r.Options.Seed, len(r.Ops), r.OK, r.Failed, r.Unknown, r.Faults, verdict(r.Verdict))
 	if r.InterruptedAfter > 0 {
 		// Last, so that verdict= reads the same whether or not the run
 		// was interrupted.
