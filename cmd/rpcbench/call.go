@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,9 +68,10 @@ status the server answered, the request ID, the budget sent in ms, the
 attempt's class and the pause that followed it) then the final status,
 the number of attempts, why the client stopped and how long the call took.
 
-ADDR is host:port, or several separated by commas: the client then uses
-the first and fails over to the next when a dial fails or a connection
-dies. METHOD is get, debit or a control method (ctl.stats, ctl.fault,
+ADDR is host:port, or several separated by commas (spaces around each
+are ignored): the client then uses the first and fails over to the next
+when a dial fails or a connection dies. A malformed ADDR is a usage error,
+before anything is sent. METHOD is get, debit or a control method (ctl.stats, ctl.fault,
 ctl.clear, ctl.ping). PAYLOAD is sent byte for byte, empty when absent;
 "-" reads it from stdin, trailing newline included (the bank's payload
 grammar ignores it, but a key's fingerprint does not).
@@ -154,7 +157,11 @@ func runCall(ctx context.Context, o *callOptions) error {
 		return usageErrorf("", "--jitter %v: want a number in [0,1)", o.Jitter)
 	}
 	cfg.MaxAttempts = o.Retries + 1
-	c, err := client.NewMulti(o.Addrs, cfg)
+	addrs, err := checkAddrs(o.Addrs)
+	if err != nil {
+		return &usageError{err: fmt.Errorf("ADDR %q: %w", strings.Join(o.Addrs, ","), err), choices: callAddrHelp}
+	}
+	c, err := client.NewMulti(addrs, cfg)
 	if err != nil {
 		return usageErrorf("", "ADDR %q: %v", strings.Join(o.Addrs, ","), err)
 	}
@@ -178,7 +185,7 @@ func runCall(ctx context.Context, o *callOptions) error {
 	if o.JSON {
 		err = writeCallJSON(o.Out, res)
 	} else {
-		err = writeCallText(o.Out, o.Err, res)
+		err = writeCallText(o.Out, o.Err, call, res)
 	}
 	if err != nil {
 		return err
@@ -196,18 +203,67 @@ func runCall(ctx context.Context, o *callOptions) error {
 	}
 }
 
+// callAddrHelp is printed below a malformed ADDR of call.
+const callAddrHelp = "ADDR is host:port, such as 127.0.0.1:41234 or localhost:41234, or several separated by commas: 127.0.0.1:41234,127.0.0.1:41235"
+
+// checkAddrs returns addrs with the spaces around each removed, or what
+// is wrong with the first that is not a host:port a dial can use. The
+// client would take a malformed address for a server that cannot be
+// reached and retry it; the mistake is the command line's, and is
+// caught before anything is sent.
+func checkAddrs(addrs []string) ([]string, error) {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		a = strings.TrimSpace(a)
+		err := checkAddr(a)
+		switch {
+		case err == nil:
+			out[i] = a
+			continue
+		case len(addrs) == 1:
+			return nil, err
+		case a == "":
+			return nil, fmt.Errorf("address %d of %d is empty", i+1, len(addrs))
+		}
+		return nil, fmt.Errorf("address %d %q: %w", i+1, a, err)
+	}
+	return out, nil
+}
+
+// checkAddr reports what is wrong with addr as host:port, or nil. The
+// host may be empty (the local system, as for net.Dial); the port must
+// be a number, since a service name is almost always a typing mistake
+// here.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return errors.New("empty")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// *net.AddrError repeats the address, which the caller names.
+		if ae, ok := errors.AsType[*net.AddrError](err); ok {
+			return errors.New(ae.Err)
+		}
+		return err
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
+}
+
 // maxRetries bounds --retries so that MaxAttempts cannot overflow; no
 // deadline leaves room for that many attempts anyway.
 const maxRetries = 1_000_000
 
 // writeCallText writes the payload to out, with a newline unless it is
 // empty or ends with one, and the attempt log and the final status to
-// log:
+// log, with what to do next when the outcome is unknown:
 //
 //	a1 TIMEOUT err="context deadline exceeded" id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms
 //	a2 RESPONSE status=OK id=2 budget=300 class=FINAL
 //	status=OK attempts=2 stop=final elapsed=324.1ms
-func writeCallText(out, log io.Writer, res client.Result) error {
+func writeCallText(out, log io.Writer, call client.Call, res client.Result) error {
 	for i, a := range res.Log {
 		fmt.Fprintf(log, "a%d %v\n", i+1, a)
 	}
@@ -217,7 +273,7 @@ func writeCallText(out, log io.Writer, res client.Result) error {
 	}
 	fmt.Fprintln(log)
 	if res.Status == proto.StatusUnknown {
-		fmt.Fprintln(log, "UNKNOWN: the request may or may not have executed; re-send it only with the same --key, or once you know it did not")
+		fmt.Fprintln(log, "UNKNOWN: the request may or may not have executed; "+unknownHint(call))
 	}
 	if len(res.Payload) == 0 {
 		return nil
@@ -230,6 +286,34 @@ func writeCallText(out, log io.Writer, res client.Result) error {
 		return err
 	}
 	return nil
+}
+
+// repeatable are the methods a second execution of leaves as the first
+// did, so that --idempotent, not a key, is what lets the client retry
+// them. debit is the one write that a key protects; the other methods
+// (ctl.fault adds a rule each time) are neither.
+var repeatable = map[string]bool{
+	bank.MethodGet: true, bank.MethodEcho: true,
+	serverapi.MethodStats: true, serverapi.MethodPing: true, serverapi.MethodClear: true,
+}
+
+// unknownHint says what to do about a call that ended UNKNOWN. It follows
+// the call: what protects a re-send of it is a key when it carried one,
+// --idempotent for a method that is safe to repeat, a key for a debit,
+// and for any other method only knowing that it did not execute.
+func unknownHint(c client.Call) string {
+	switch {
+	case c.Key != "":
+		return fmt.Sprintf("re-sending it with the same --key %s is safe: the server executes it at most once", c.Key)
+	case c.Idempotent:
+		return "it is declared --idempotent, so re-sending it is safe"
+	case repeatable[c.Method]:
+		return fmt.Sprintf("a %s is safe to repeat: re-send it, with --idempotent so that the client retries it by itself", c.Method)
+	case c.Method == bank.MethodDebit:
+		return "find out whether it did before re-sending it, and send a debit with --key so that the client can retry it safely"
+	default:
+		return fmt.Sprintf("re-send it only once you know it did not; if %s is safe to repeat, --idempotent lets the client retry it by itself", c.Method)
+	}
 }
 
 // callJSON is the --json form of a call's result. Every field is always

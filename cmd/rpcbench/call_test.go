@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/servertest"
@@ -67,10 +68,10 @@ func TestCall(t *testing.T) {
 	tests := []struct {
 		name   string
 		faults []string
-		// args follow "call ADDR"; dead puts an address nothing listens
-		// on before the server's.
+		// args follow "call ADDR"; deadSep, when set, puts an address
+		// nothing listens on before the server's, separated by it.
 		args     []string
-		dead     bool
+		deadSep  string
 		wantCode int
 		wantOut  []string // stdout, line patterns
 		wantLog  []string // stderr, line patterns
@@ -96,11 +97,23 @@ func TestCall(t *testing.T) {
 			wantLog: []string{
 				`a1 TIMEOUT err="context deadline exceeded" id=1 budget=\d+ class=OUTCOME_UNKNOWN`,
 				`status=UNKNOWN attempts=1 stop=outcome_unknown_not_retryable elapsed=\S+ err="context deadline exceeded"`,
-				`UNKNOWN: the request may or may not have executed; .*`,
+				`UNKNOWN: the request may or may not have executed; find out whether it did before re-sending it, and send a debit with --key so that the client can retry it safely`,
 			},
 			// It did execute: UNKNOWN is the truth, and not re-sending it
 			// kept it to once.
 			counters: map[string]int64{"exec.debit": 1, "requests.debit": 1},
+		},
+		{
+			// A get is safe to repeat: the fix is --idempotent, not a key.
+			name:     "keyless get unanswered is unknown, and the hint says --idempotent",
+			faults:   []string{"kind=noreply method=get count=1"},
+			args:     []string{"get", "account=a", "--attempt-timeout", "200ms"},
+			wantCode: exitUnknown,
+			wantLog: []string{
+				`a1 TIMEOUT err="context deadline exceeded" id=1 budget=\d+ class=OUTCOME_UNKNOWN`,
+				`status=UNKNOWN attempts=1 stop=outcome_unknown_not_retryable elapsed=\S+ err="context deadline exceeded"`,
+				`UNKNOWN: the request may or may not have executed; a get is safe to repeat: re-send it, with --idempotent so that the client retries it by itself`,
+			},
 		},
 		{
 			name:   "keyed debit unanswered is retried and replayed",
@@ -181,7 +194,21 @@ func TestCall(t *testing.T) {
 		},
 		{
 			name:     "fails over from a dead address",
-			dead:     true,
+			deadSep:  ",",
+			args:     []string{"get", "account=a", "--jitter", "0"},
+			wantCode: exitOK,
+			wantOut:  []string{`account=a balance=1000 budget=\d+ exec=0 replayed=false`},
+			wantLog: []string{
+				`a1 CONNECT_FAILED err=".*connection refused" id=0 budget=\d+ class=NOT_SENT backoff=20ms addr=127\.0\.0\.1:\d+`,
+				`a2 RESPONSE status=OK id=1 budget=\d+ class=FINAL addr=127\.0\.0\.1:\d+`,
+				`status=OK attempts=2 stop=final elapsed=\S+`,
+			},
+		},
+		{
+			// "a:1, b:2" as a person types it: the space is not part of
+			// the second address.
+			name:     "fails over from a dead address, a space after the comma",
+			deadSep:  ", ",
 			args:     []string{"get", "account=a", "--jitter", "0"},
 			wantCode: exitOK,
 			wantOut:  []string{`account=a balance=1000 budget=\d+ exec=0 replayed=false`},
@@ -225,8 +252,8 @@ func TestCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv, addr := servertest.Start(t, server.DefaultConfig(), tt.faults...)
-			if tt.dead {
-				addr = deadAddr(t) + "," + addr
+			if tt.deadSep != "" {
+				addr = deadAddr(t) + tt.deadSep + addr
 			}
 			var stdout, stderr bytes.Buffer
 			code := execute(context.Background(), callArgs(addr, tt.args...), &stdout, &stderr)
@@ -412,7 +439,14 @@ func TestCallUsage(t *testing.T) {
 		{"negative retries", []string{"call", dead, "get", "--retries", "-1"}, "--retries -1: want a whole number from 0 to"},
 		{"retries not a number", []string{"call", dead, "get", "--retries", "many"}, `invalid argument "many" for "--retries" flag`},
 		{"jitter out of range", []string{"call", dead, "get", "--jitter", "1"}, "--jitter 1: want a number in [0,1)"},
-		{"empty address", []string{"call", dead + ",", "get"}, "server address 1 is empty"},
+		{"empty address", []string{"call", dead + ",", "get"}, `ADDR "` + dead + `,": address 2 of 2 is empty`},
+		{"not an address", []string{"call", "notanaddr", "get", "account=a"}, `ADDR "notanaddr": missing port in address`},
+		{"no port", []string{"call", "127.0.0.1", "get", "account=a"}, `ADDR "127.0.0.1": missing port in address`},
+		{"port not a number", []string{"call", "127.0.0.1:port", "get"}, `ADDR "127.0.0.1:port": port "port" is not a number from 1 to 65535`},
+		{"port zero", []string{"call", "127.0.0.1:0", "get"}, `port "0" is not a number from 1 to 65535`},
+		{"too many colons", []string{"call", "::1:80", "get"}, `ADDR "::1:80": too many colons in address`},
+		{"second address malformed", []string{"call", dead + ",nope", "get"}, `ADDR "` + dead + `,nope": address 2 "nope": missing port in address`},
+		{"valid address shown", []string{"call", "notanaddr", "get"}, "ADDR is host:port"},
 		{"same address twice", []string{"call", dead + "," + dead, "get"}, "listed twice"},
 		{"key too long", []string{"call", dead, "get", "--key", strings.Repeat("k", 65)}, "key length 65 outside [0,64]"},
 		{"method too long", []string{"call", dead, strings.Repeat("m", 33)}, "method length 33 outside [1,32]"},
@@ -443,5 +477,70 @@ func TestCallHelp(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("help does not contain %q:\n%s", want, stdout.String())
 		}
+	}
+}
+
+// TestCheckAddrs: the forms of ADDR a dial can use are kept, trimmed;
+// the others say what is wrong.
+func TestCheckAddrs(t *testing.T) {
+	tests := []struct {
+		arg     string
+		want    []string
+		wantErr string
+	}{
+		{"127.0.0.1:41234", []string{"127.0.0.1:41234"}, ""},
+		{" localhost:1 ", []string{"localhost:1"}, ""},
+		{"a:1, b:2", []string{"a:1", "b:2"}, ""},
+		{"[::1]:65535", []string{"[::1]:65535"}, ""},
+		{":41234", []string{":41234"}, ""},
+		{"", nil, "empty"},
+		{"a:1,,b:2", nil, "address 2 of 3 is empty"},
+		{"notanaddr", nil, "missing port in address"},
+		{"a:65536", nil, `port "65536" is not a number from 1 to 65535`},
+		{"a:-1", nil, `port "-1" is not a number from 1 to 65535`},
+		{"a:1,[::1", nil, `address 2 "[::1": missing ']' in address`},
+	}
+	for _, tt := range tests {
+		got, err := checkAddrs(strings.Split(tt.arg, ","))
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("checkAddrs(%q): %v", tt.arg, err)
+		case tt.wantErr == "" && !cmp.Equal(got, tt.want):
+			t.Errorf("checkAddrs(%q) = %q, want %q", tt.arg, got, tt.want)
+		case tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr && !strings.HasSuffix(err.Error(), tt.wantErr)):
+			t.Errorf("checkAddrs(%q) error %v, want one ending %q", tt.arg, err, tt.wantErr)
+		}
+	}
+}
+
+// TestUnknownHint: the advice after an UNKNOWN outcome follows the call:
+// its key, its --idempotent, and whether its method is safe to repeat.
+func TestUnknownHint(t *testing.T) {
+	tests := []struct {
+		name string
+		call client.Call
+		want string
+	}{
+		{"keyed debit", client.Call{Method: "debit", Key: "k1"}, "re-sending it with the same --key k1 is safe"},
+		{"keyed unknown method", client.Call{Method: "transfer", Key: "k1"}, "same --key k1"},
+		{"idempotent debit", client.Call{Method: "debit", Idempotent: true}, "declared --idempotent"},
+		{"idempotent get", client.Call{Method: "get", Idempotent: true}, "declared --idempotent"},
+		{"keyless get", client.Call{Method: "get"}, "a get is safe to repeat: re-send it, with --idempotent"},
+		{"keyless ctl.stats", client.Call{Method: "ctl.stats"}, "a ctl.stats is safe to repeat"},
+		{"keyless debit", client.Call{Method: "debit"}, "send a debit with --key"},
+		{"ctl.fault", client.Call{Method: "ctl.fault"}, "only once you know it did not; if ctl.fault is safe to repeat, --idempotent"},
+		{"unknown method", client.Call{Method: "transfer"}, "if transfer is safe to repeat"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := unknownHint(tt.call)
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want it to contain %q", got, tt.want)
+			}
+			// A key is the fix only for a call that had one or a debit.
+			if strings.Contains(got, "--key") && tt.call.Key == "" && tt.call.Method != "debit" {
+				t.Errorf("got %q, want no --key for a keyless %s", got, tt.call.Method)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,17 +42,23 @@ OUT/history.jsonl, and three checkers read the history:
   right_caller   every answer names the account its call asked for
 
 One CHECK line per checker, then
-  CHAOS seed=N ops=... ok=... failed=... unknown=... faults=... verdict=PASS|FAIL
+  CHAOS seed=N ops=... ok=... failed=... unknown=... faults=... verdict=PASS|FAIL|UNKNOWN
 
 The schedule is a function of the seed and the options only (OUT/schedule.txt);
 the run's timing is not, so a replay meets the same faults at the same times,
 not necessarily the same operations. On FAIL, OUT/linear-ACCOUNT.html is
 porcupine's visualization of the first account that is not linearizable,
 OUT/window.jsonl the operations around the violation, and the line
-"replay:" the command that replays the seed.
+"replay:" the command that replays the run: this rpcbench, with every
+option it was given.
+
+Interrupted (Ctrl-C, SIGTERM) while the workload runs, chaos stops the
+workload and the nemesis, checks the history recorded so far and prints
+its lines as above, the CHAOS line ending interrupted_after=T: the verdict
+covers only the T that ran.
 
 Exit status: 0 PASS, 1 FAIL or UNKNOWN (a check could not decide), 2 usage error
-or a run that could not be set up, 130/143 interrupted.`,
+or a run that could not be set up, 130/143 interrupted (checked or not).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -101,19 +108,55 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 	}
 	start := time.Now()
 	res, err := chaos.Run(ctx, o)
-	if ctx.Err() != nil {
+	interrupted := ctx.Err() != nil
+	switch {
+	case interrupted && len(res.Checks) == 0:
+		// Stopped before the workload ran: there is nothing to check.
 		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
-	}
-	if err != nil {
+	case !interrupted && err != nil:
 		return err
 	}
-	for _, l := range res.Lines() {
+	// An interrupted run's history so far was checked: its verdict is
+	// printed as any run's, the CHAOS line saying how long it ran.
+	verdict := verdictPainter(a.Out, a.Color)
+	for _, l := range res.LinesWith(verdict) {
 		fmt.Fprintln(a.Out, l)
 	}
-	fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", time.Since(start).Round(time.Millisecond), o.Out)
+	took := time.Since(start).Round(time.Millisecond)
+	if interrupted {
+		fmt.Fprintf(a.Err, "chaos: interrupted; ran and checked what ran in %v; the history so far is in %s\n", took, o.Out)
+	} else {
+		fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", took, o.Out)
+	}
 	if res.Verdict != chaos.Pass {
-		fmt.Fprintf(a.Out, "replay: %s\n", res.Replay())
+		fmt.Fprintf(a.Out, "replay: %s\n", res.ReplayAs(replayProgram(a), replayFlags(a)...))
+	}
+	switch {
+	case interrupted && err != nil && !errors.Is(err, context.Cause(ctx)):
+		// Writing the result failed as well.
+		return fmt.Errorf("%w: %w; %w", errInterrupted, context.Cause(ctx), err)
+	case interrupted:
+		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
+	case res.Verdict != chaos.Pass:
 		return errFailed
+	}
+	return nil
+}
+
+// replayProgram is the path of the running rpcbench, so that the replay
+// line runs the same binary; "rpcbench" if it cannot be found.
+func replayProgram(a *app) string {
+	if p, err := a.Executable(); err == nil {
+		return p
+	}
+	return "rpcbench"
+}
+
+// replayFlags are rpcbench's own flags that change what a chaos run
+// does, as the run was given them.
+func replayFlags(a *app) []string {
+	if a.Server != "" {
+		return []string{"--server", a.Server}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
+	"github.com/rpcbench/rpcbench/internal/chaos"
 	"github.com/rpcbench/rpcbench/internal/conform"
 	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -39,9 +40,10 @@ control method ctl.ping, on fresh accounts and idempotency keys named after a
 random tag of the run, so the server's earlier state does not matter. They
 leave those accounts debited.
 
-First ctl.ping must be answered OK; if ADDR cannot be dialed or does not
-answer within --timeout, no check runs and the exit status is 2. Then, one
-line per check,
+First ctl.ping must be answered OK; otherwise no check runs, the exit
+status is 2, and conform says what it saw instead: the connection refused,
+accepted but no answer within --timeout, closed, an answer that looks like
+HTTP, or other bytes (shown in hex and quoted). Then, one line per check,
 
   CHECK name PASS|FAIL detail
 
@@ -52,8 +54,8 @@ that stops answering fails checks instead of hanging the run. The checks:
 --junit FILE also writes the results as JUnit XML: one testsuite "conform",
 one testcase per check, a failed check's detail as its failure message.
 
-Exit status: 0 every check passed, 1 a check failed, 2 usage error, ADDR
-unreachable or the JUnit file not writable, 130/143 interrupted.`,
+Exit status: 0 every check passed, 1 a check failed, 2 usage error, ctl.ping
+not answered OK or the JUnit file not writable, 130/143 interrupted.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf(cmd.UsageString(), "conform takes one argument, the address of the server to check (got %d)", len(args))
@@ -94,8 +96,21 @@ func checkList() string {
 	return b.String()
 }
 
+// conformAddrHelp is printed below a malformed ADDR of conform.
+const conformAddrHelp = "ADDR is host:port, such as 127.0.0.1:41234 or localhost:41234"
+
 func runConform(ctx context.Context, o *conformOptions) error {
-	cfg := conform.DefaultConfig(o.Addr)
+	// Checked as call checks its ADDR, so that a typing mistake is not
+	// reported as a server that cannot be reached.
+	list := strings.Split(o.Addr, ",")
+	addrs, err := checkAddrs(list)
+	switch {
+	case err != nil:
+		return &usageError{err: fmt.Errorf("ADDR %q: %w", o.Addr, err), choices: conformAddrHelp}
+	case len(addrs) > 1:
+		return &usageError{err: fmt.Errorf("ADDR %q: conform checks one server, not a list of %d", o.Addr, len(addrs)), choices: conformAddrHelp}
+	}
+	cfg := conform.DefaultConfig(addrs[0])
 	cfg.Timeout = o.Timeout
 	cfg.Slow = min(conform.DefaultSlow, cfg.Timeout/4)
 	if err := cfg.Validate(); err != nil {
@@ -111,17 +126,17 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		}
 		defer junit.Abort()
 	}
-	verdicts := verdictColors(o.Out, o.Color)
+	verdict := verdictPainter(o.Out, o.Color)
 	res, err := conform.Run(ctx, cfg, func(c conform.Check) {
 		// Line starts "CHECK <name> <verdict>"; colour only the verdict.
 		line, head := c.Line(), len("CHECK ")+len(c.Name)+1
-		fmt.Fprintln(o.Out, line[:head]+verdicts[c.Verdict].Sprint(c.Verdict)+line[head+len(c.Verdict):])
+		fmt.Fprintln(o.Out, line[:head]+verdict(c.Verdict)+line[head+len(c.Verdict):])
 	})
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
 	case err != nil:
-		// conform.ErrUnreachable above all: no check ran.
+		// A *conform.PingError above all: no check ran.
 		return err
 	}
 	fmt.Fprintln(o.Out, res.Summary())
@@ -131,7 +146,7 @@ func runConform(ctx context.Context, o *conformOptions) error {
 			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
 		}
 		if err := junit.Commit(); err != nil {
-			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
+			return fmt.Errorf("--junit %w", err)
 		}
 	}
 	if res.Failed() > 0 {
@@ -140,10 +155,17 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	return nil
 }
 
-// verdictColors colours PASS green and FAIL red when UseColor says so.
-func verdictColors(w io.Writer, m report.ColorMode) map[string]*color.Color {
+// verdictPainter returns a function that colours a CHECK or CHAOS
+// verdict as report.Printer colours a CASE verdict (PASS green, FAIL red,
+// chaos's UNKNOWN yellow as INTERRUPTED is) when UseColor says so, and
+// leaves any other word as it is.
+func verdictPainter(w io.Writer, m report.ColorMode) func(string) string {
 	on := report.UseColor(w, m)
-	cs := map[string]*color.Color{conform.Pass: color.New(color.FgGreen), conform.Fail: color.New(color.FgRed)}
+	cs := map[string]*color.Color{
+		conform.Pass:  color.New(color.FgGreen),
+		conform.Fail:  color.New(color.FgRed),
+		chaos.Unknown: color.New(color.FgYellow),
+	}
 	for _, c := range cs {
 		if on {
 			c.EnableColor()
@@ -151,5 +173,10 @@ func verdictColors(w io.Writer, m report.ColorMode) map[string]*color.Color {
 			c.DisableColor()
 		}
 	}
-	return cs
+	return func(v string) string {
+		if c, ok := cs[v]; ok {
+			return c.Sprint(v)
+		}
+		return v
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/xml"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rpcbench/rpcbench/internal/conform"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/servertest"
 )
@@ -163,9 +166,9 @@ func TestConformFaultyServer(t *testing.T) {
 	}
 }
 
-// TestConformUsage: a usage error, an unwritable --junit file or an
-// unreachable server exits 2 without running a check, and leaves no
-// JUnit file behind.
+// TestConformUsage: a usage error, an unwritable --junit file or a
+// server that does not answer ctl.ping OK exits 2 without running a
+// check, saying what is wrong, and leaves no JUnit file behind.
 func TestConformUsage(t *testing.T) {
 	noLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -176,6 +179,13 @@ func TestConformUsage(t *testing.T) {
 	ln.Close()
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "conform.xml")
+	// HTTP servers, as someone may point conform at by mistake. nginx
+	// answers 400 to the first byte that cannot start a request; Go's
+	// server waits for a whole request line, which a frame need not hold.
+	nginx := answerOnce(t, "HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html>")
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	goHTTP := web.Listener.Addr().String()
 
 	tests := []struct {
 		name    string
@@ -184,10 +194,15 @@ func TestConformUsage(t *testing.T) {
 	}{
 		{"no address", []string{"conform"}, []string{"conform takes one argument, the address of the server to check (got 0)", "rpcbench conform ADDR"}},
 		{"two addresses", []string{"conform", "a:1", "b:2"}, []string{"(got 2)"}},
+		{"malformed address", []string{"conform", "notanaddr"}, []string{`ADDR "notanaddr": missing port in address`, "ADDR is host:port"}},
+		{"port not a number", []string{"conform", "127.0.0.1:port"}, []string{`ADDR "127.0.0.1:port": port "port" is not a number from 1 to 65535`}},
+		{"a list of addresses", []string{"conform", refused + "," + refused}, []string{`ADDR "` + refused + "," + refused + `": conform checks one server, not a list of 2`}},
 		{"short timeout", []string{"conform", refused, "--timeout", "10ms"}, []string{"timeout 10ms must be at least 100ms"}},
 		{"bad timeout", []string{"conform", refused, "--timeout", "soon"}, []string{`invalid argument "soon" for "--timeout"`}},
 		{"junit not writable", []string{"conform", refused, "--junit", filepath.Join(dir, "missing", "x.xml")}, []string{"--junit " + filepath.Join(dir, "missing", "x.xml")}},
-		{"unreachable", []string{"conform", refused, "--junit", junit, "--timeout", "1s"}, []string{"conform: server unreachable: " + refused, "connection refused"}},
+		{"refused", []string{"conform", refused, "--junit", junit, "--timeout", "1s"}, []string{"conform: " + refused + ": connection refused"}},
+		{"an http server that answers", []string{"conform", nginx, "--junit", junit, "--timeout", "1s"}, []string{"conform: " + nginx + `: answered ctl.ping with bytes that look like HTTP ("HTTP/1.1 400 Bad Request"): is this an HTTP server?`}},
+		{"an http server that waits", []string{"conform", goHTTP, "--junit", junit, "--timeout", "1s"}, []string{"conform: " + goHTTP + ": accepted the connection but did not answer ctl.ping within 1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +230,35 @@ func TestConformUsage(t *testing.T) {
 	}
 }
 
+// answerOnce serves a fresh loopback port until the test ends: each
+// connection is read once, answered with answer and closed.
+func answerOnce(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// One at a time: the test's clients take turns.
+			c.Read(make([]byte, 512))
+			c.Write([]byte(answer))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // TestConformInterrupted: a run stopped by a signal exits 128 plus the
 // signal and writes no summary.
 func TestConformInterrupted(t *testing.T) {
@@ -229,5 +273,35 @@ func TestConformInterrupted(t *testing.T) {
 	}
 	if strings.Contains(stdout.String(), "passed") {
 		t.Errorf("stdout = %q, want no summary", stdout.String())
+	}
+}
+
+// TestConformColor: a CHECK line's verdict is coloured as a CASE line's
+// is, only when colour is on.
+func TestConformColor(t *testing.T) {
+	noLeaks(t)
+	_, addr := servertest.Start(t, server.DefaultConfig())
+	tests := []struct {
+		mode report.ColorMode
+		want string
+	}{
+		{report.ColorAlways, "CHECK framing_byte_by_byte \x1b[32mPASS\x1b[0m "},
+		{report.ColorNever, "CHECK framing_byte_by_byte PASS "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			a, stdout, stderr := testApp(t)
+			a.Color = tt.mode
+			o := &conformOptions{app: a, Addr: addr, Timeout: conform.DefaultTimeout}
+			if code, errText := outcome(runConform(context.Background(), o), stderr); code != exitOK {
+				t.Fatalf("got exit code %d, want 0\nstderr:\n%s", code, errText)
+			}
+			if !strings.Contains(stdout.String(), tt.want) {
+				t.Errorf("got stdout\n%q\nwant it to contain %q", stdout.String(), tt.want)
+			}
+			if tt.mode == report.ColorNever && strings.Contains(stdout.String(), "\x1b[") {
+				t.Errorf("got stdout\n%q\nwant no colour", stdout.String())
+			}
+		})
 	}
 }

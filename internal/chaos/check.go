@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -42,6 +43,10 @@ type Result struct {
 	// decide, else PASS.
 	Verdict       string
 	NemesisErrors []string
+	// InterruptedAfter is how long the workload ran before the run was
+	// interrupted; the checks then cover only the history recorded until
+	// then. 0 means it was not interrupted.
+	InterruptedAfter time.Duration
 }
 
 // Names of the checkers, as their lines start.
@@ -198,18 +203,53 @@ func rightCaller(ops []Op) Check {
 }
 
 // Lines returns one line per checker and the final CHAOS line.
-func (r Result) Lines() []string {
+func (r Result) Lines() []string { return r.LinesWith(nil) }
+
+// LinesWith returns Lines with each verdict word (PASS, FAIL, UNKNOWN)
+// replaced by verdict(word), as a printer colours it; nil leaves them.
+func (r Result) LinesWith(verdict func(string) string) []string {
+	if verdict == nil {
+		verdict = func(v string) string { return v }
+	}
 	var out []string
 	for _, c := range r.Checks {
-		out = append(out, fmt.Sprintf("CHECK %s %s %s", c.Name, c.Verdict, c.Detail))
+		out = append(out, fmt.Sprintf("CHECK %s %s %s", c.Name, verdict(c.Verdict), c.Detail))
 	}
-	return append(out, fmt.Sprintf("CHAOS seed=%d ops=%d ok=%d failed=%d unknown=%d faults=%d verdict=%s",
-		r.Options.Seed, len(r.Ops), r.OK, r.Failed, r.Unknown, r.Faults, r.Verdict))
+	last := fmt.Sprintf("CHAOS seed=%d ops=%d ok=%d failed=%d unknown=%d faults=%d verdict=%s",
+		r.Options.Seed, len(r.Ops), r.OK, r.Failed, r.Unknown, r.Faults, verdict(r.Verdict))
+	if r.InterruptedAfter > 0 {
+		// Last, so that verdict= reads the same whether or not the run
+		// was interrupted.
+		last += " interrupted_after=" + r.InterruptedAfter.Round(time.Millisecond).String()
+	}
+	return append(out, last)
 }
 
-// Replay is the command line that replays the run's seed.
-func (r Result) Replay() string {
-	return "rpcbench chaos " + strings.Join(r.Options.ReplayArgs(), " ")
+// Replay is ReplayAs("rpcbench").
+func (r Result) Replay() string { return r.ReplayAs("rpcbench") }
+
+// ReplayAs is the command line that replays the run: prog chaos, then
+// flags (the caller's own, such as rpcbench's --server), then every
+// option of the run: ReplayArgs, the output directory and the check
+// timeout. A word a POSIX shell would split or expand is quoted.
+func (r Result) ReplayAs(prog string, flags ...string) string {
+	words := append([]string{prog, "chaos"}, flags...)
+	words = append(words, r.Options.ReplayArgs()...)
+	words = append(words, "--out", r.Options.Out, "--check-timeout", r.Options.CheckTimeout.String())
+	for i, w := range words {
+		words[i] = shellQuote(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote returns w as a POSIX shell reads it back: as is when it
+// holds only characters no shell treats specially, else in single
+// quotes.
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // Failed names the checks that failed.

@@ -121,8 +121,9 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// ReplayArgs returns the rpcbench chaos arguments that replay this run's
-// schedule.
+// ReplayArgs returns the rpcbench chaos arguments that draw this run's
+// schedule and workload. Result.ReplayAs adds those that do not: the
+// output directory and the check timeout.
 func (o Options) ReplayArgs() []string {
 	faults := strings.Join(o.Faults, ",")
 	if faults == "" {

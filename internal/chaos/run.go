@@ -95,6 +95,13 @@ func (f *fleet) stop() {
 // Run runs one chaos run and checks its history. Its error is about the
 // run itself (a server that cannot start, an unwritable directory); a
 // history that fails a check is a Result with Verdict FAIL.
+//
+// When ctx ends while the workload runs, the workload issues no more
+// operations (those in flight end within their own deadline), the
+// nemesis undoes its current fault and stops, and the history recorded
+// so far is checked: Run returns that Result, with InterruptedAfter set,
+// and ctx's cause as its error. When ctx ends before the workload starts,
+// there is nothing to check and Run returns ctx's cause alone.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, err
@@ -193,10 +200,22 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		defer close(nemDone)
 		nemErrs = nemesis(runCtx, f, clients, sched, start, since, &applied, progress)
 	}()
+	// The moment ctx ends is when the run was interrupted, not when the
+	// calls then in flight returned.
+	var endedAt atomic.Int64 // ns since start; 0 while ctx has not ended
+	defer context.AfterFunc(ctx, func() { endedAt.Store(since()) })()
 	wg.Wait()
 	<-nemDone
+	var interrupted time.Duration
 	if ctx.Err() != nil {
-		return Result{}, context.Cause(ctx)
+		interrupted = time.Duration(endedAt.Load())
+		if interrupted == 0 {
+			// AfterFunc's goroutine has not run yet.
+			interrupted = time.Duration(since())
+		}
+		interrupted = min(max(interrupted, 1), o.Duration)
+		fmt.Fprintf(progress, "chaos: interrupted after %v of %v: checking the %d operations recorded so far\n",
+			interrupted.Round(time.Millisecond), o.Duration, len(history))
 	}
 	f.stop()
 	for _, e := range nemErrs {
@@ -205,8 +224,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	res := check(o, sched, history, f, int(applied.Load()))
 	res.NemesisErrors = nemErrs
+	res.InterruptedAfter = interrupted
 	if err := writeResult(o, &res, progress); err != nil {
 		return res, err
+	}
+	if interrupted > 0 {
+		return res, context.Cause(ctx)
 	}
 	return res, nil
 }

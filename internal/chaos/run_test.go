@@ -2,10 +2,12 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -174,5 +176,88 @@ func TestCrossedAnswersFailRightCaller(t *testing.T) {
 	o.wrap = func(c caller) caller { return crossed{mu: &mu, last: &last, c: c} }
 	if got := verdicts(run(t, o)); got[CheckRightCaller] != Fail {
 		t.Errorf("crossed answers: checks %v, want %s to fail", got, CheckRightCaller)
+	}
+}
+
+// cancelOn is a progress writer that calls cancel at the first line
+// matching pattern. Progress is written by the run and its nemesis.
+type cancelOn struct {
+	pattern *regexp.Regexp
+	cancel  func()
+	mu      sync.Mutex // guards lines
+	lines   []string
+}
+
+func (w *cancelOn) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, string(b))
+	if w.pattern.Match(b) {
+		w.cancel()
+	}
+	return len(b), nil
+}
+
+// nemesisLine is the progress line of a nemesis event carried out, as
+// opposed to the schedule's lines printed before the run starts.
+var nemesisLine = regexp.MustCompile(`^chaos: +\d+\.\d{3}s `)
+
+// TestInterruptedIsChecked: a run whose context ends while the workload
+// runs stops it and the nemesis, checks the history recorded so far and
+// returns that result with the context's error.
+func TestInterruptedIsChecked(t *testing.T) {
+	o := short(t, 1)
+	o.Duration = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Progress = &cancelOn{pattern: nemesisLine, cancel: cancel}
+	start := time.Now()
+	res, err := Run(ctx, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got error %v, want %v", err, context.Canceled)
+	}
+	// The run stops at once; its calls in flight end within their own
+	// deadline (2s). The bound is far below the run's minute.
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("interrupted run took %v, want it to stop well before its %v", took, o.Duration)
+	}
+	lines := res.Lines()
+	t.Logf("%s", strings.Join(lines, "\n"))
+	if len(res.Ops) == 0 || len(res.Checks) != 3 {
+		t.Fatalf("got %d operations and %d checks, want some operations, all checked by 3 checkers", len(res.Ops), len(res.Checks))
+	}
+	if last := lines[len(lines)-1]; !regexp.MustCompile(` verdict=PASS interrupted_after=\d+(\.\d+)?m?s$`).MatchString(last) {
+		t.Errorf("got CHAOS line %q, want verdict=PASS interrupted_after=T", last)
+	}
+	b, err := os.ReadFile(filepath.Join(o.Out, HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops, err := ReadHistory(strings.NewReader(string(b))); err != nil || len(ops) != len(res.Ops) {
+		t.Errorf("history.jsonl holds %d operations (%v), the run %d", len(ops), err, len(res.Ops))
+	}
+}
+
+// TestReplay: the replay line passes every option of the run, quoted
+// where a shell would split or expand it.
+func TestReplay(t *testing.T) {
+	o := DefaultOptions()
+	o.Out, o.CheckTimeout, o.Faults = "/tmp/it's here", 90*time.Second, nil
+	r := Result{Options: o}
+	want := `'/opt/rpc bench/rpcbench' chaos --server /x/rpcserver --seed 1 --duration 10s --clients 8 --accounts 4 --store memory --servers 1 --faults none --client normal --out '/tmp/it'\''s here' --check-timeout 1m30s`
+	if got := r.ReplayAs("/opt/rpc bench/rpcbench", "--server", "/x/rpcserver"); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"chaos-out", "chaos-out"},
+		{"", "''"},
+		{"a b", "'a b'"},
+		{"$HOME", "'$HOME'"},
+		{"it's", `'it'\''s'`},
+		{"noreply,close", "noreply,close"},
+	} {
+		if got := shellQuote(tt.in); got != tt.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tt.in, got, tt.want)
+		}
 	}
 }

@@ -52,10 +52,10 @@ func DefaultConfig(addr string) Config {
 // ErrConfig is wrapped by every error Validate returns.
 var ErrConfig = errors.New("conform: invalid config")
 
-// ErrUnreachable is wrapped by Run's error when the server could not be
-// dialed or did not answer ctl.ping with OK, so that no check could
-// mean anything.
-var ErrUnreachable = errors.New("conform: server unreachable")
+// ErrPing is wrapped by Run's error when the first ctl.ping was not
+// answered OK, so that no check could mean anything. That error is a
+// *PingError, which says what the server did instead.
+var ErrPing = errors.New("conform: ctl.ping not answered OK")
 
 // Validate reports the first field out of range.
 func (c *Config) Validate() error {
@@ -144,8 +144,8 @@ func Checks() []Info {
 // Run checks the server at cfg.Addr, one check after another, and calls
 // each (if not nil) with every outcome as it is decided. First it sends
 // ctl.ping on a connection of its own: if the server cannot be dialed or
-// does not answer OK within cfg.Timeout, Run returns an error wrapping
-// ErrUnreachable and runs no check. When ctx ends, Run stops after the
+// does not answer OK within cfg.Timeout, Run returns a *PingError, which
+// wraps ErrPing, and runs no check. When ctx ends, Run stops after the
 // current check and returns the outcomes so far with ctx's error.
 func Run(ctx context.Context, cfg Config, each func(Check)) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config, each func(Check)) (Result, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, fmt.Errorf("%w: %s: %w", ErrUnreachable, cfg.Addr, err)
+		return res, err
 	}
 	ccfg := client.DefaultConfig()
 	ccfg.Deadline = cfg.Timeout

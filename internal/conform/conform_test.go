@@ -3,14 +3,17 @@ package conform
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/servertest"
 )
@@ -170,9 +173,38 @@ func TestUnresponsive(t *testing.T) {
 	}
 }
 
-// TestUnreachable: no check runs when the server cannot be dialed or
-// does not answer ctl.ping.
-func TestUnreachable(t *testing.T) {
+// serveEach accepts connections on a fresh loopback port until the test
+// ends, and serves each with serve, which owns the connection.
+func serveEach(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serve(c) })
+		}
+	})
+	return ln.Addr().String()
+}
+
+// httpBadRequest is what an HTTP/1.1 server answers bytes that are not a
+// request.
+const httpBadRequest = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request"
+
+// TestNotServing: no check runs when the first ctl.ping is not answered
+// OK, and the error says what the server did instead.
+func TestNotServing(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -180,29 +212,85 @@ func TestUnreachable(t *testing.T) {
 	refused := ln.Addr().String()
 	ln.Close()
 
-	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	// A silent server reads what it is sent until the client hangs up.
+	silent := serveEach(t, func(c net.Conn) {
+		defer c.Close()
+		io.Copy(io.Discard, c)
+	})
+	// The others read the ping first, so that their answer is one.
+	answer := func(b string) string {
+		return serveEach(t, func(c net.Conn) {
+			defer c.Close()
+			c.Read(make([]byte, 512))
+			io.WriteString(c, b)
+		})
+	}
+	hangUp := serveEach(t, func(c net.Conn) { c.Close() })
+	unavailable, err := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeResponse, ID: 1, Status: proto.StatusUnavailable, Method: "ctl.ping", Payload: []byte("busy")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mute.Close()
-	// The kernel completes the handshake for the listen backlog, so a
-	// listener that never accepts is a server that never answers.
 
-	for _, tt := range []struct{ name, addr, want string }{
-		{"refused", refused, "connection refused"},
-		{"no_answer", mute.Addr().String(), "ctl.ping: waiting for an answer: nothing within the check's timeout (100ms)"},
+	for _, tt := range []struct {
+		name, addr string
+		want       []string
+		wantFail   PingFailure
+	}{
+		{"refused", refused, []string{"conform: " + refused + ": connection refused"}, PingRefused},
+		{"silent", silent, []string{"conform: " + silent + ": accepted the connection but did not answer ctl.ping within 100ms"}, PingSilent},
+		{"http", answer(httpBadRequest), []string{`answered ctl.ping with bytes that look like HTTP ("HTTP/1.1 400 Bad Request"): is this an HTTP server?`}, PingHTTP},
+		{"ssh", answer("SSH-2.0-OpenSSH_9.6\r\n"), []string{
+			`answered ctl.ping with bytes that are not a frame: 53 53 48 2d 32 2e 30 2d 4f 70 65 6e 53 53 48 5f ("SSH-2.0-OpenSSH_"...)`,
+			"proto: frame length",
+		}, PingNotFrame},
+		{"unavailable", answer(string(unavailable)), []string{"did not answer ctl.ping OK: ctl.ping answered UNAVAILABLE busy"}, PingBadAnswer},
+		{"hang_up", hangUp, []string{"accepted the connection and closed it without answering ctl.ping"}, PingClosed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(tt.addr)
 			cfg.Timeout, cfg.Slow = 100*time.Millisecond, 10*time.Millisecond
 			res, err := Run(context.Background(), cfg, func(c Check) { t.Errorf("check %s ran", c.Name) })
-			if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Run error %v, want one wrapping %v and saying %q", err, ErrUnreachable, tt.want)
+			if err == nil {
+				t.Fatal("Run: no error, want one")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("got error %q, want it to say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "unreachable") {
+				t.Errorf("got error %q, want it not to call a server that was reached unreachable", err)
+			}
+			pe, ok := errors.AsType[*PingError](err)
+			switch {
+			case !ok || !errors.Is(err, ErrPing):
+				t.Errorf("got error %v (%T), want a *PingError wrapping ErrPing", err, err)
+			case pe.Failure != tt.wantFail:
+				t.Errorf("got failure %v, want %v", pe.Failure, tt.wantFail)
 			}
 			if len(res.Checks) != 0 {
 				t.Errorf("got %d checks, want none", len(res.Checks))
 			}
 		})
+	}
+}
+
+func TestPingFailureString(t *testing.T) {
+	tests := []struct {
+		f    PingFailure
+		want string
+	}{
+		{PingRefused, "refused"},
+		{PingHTTP, "http"},
+		{PingBadAnswer, "bad_answer"},
+		{0, "UNKNOWN_PING_FAILURE_0"},
+		{PingBadAnswer + 1, "UNKNOWN_PING_FAILURE_8"},
+		{-1, "UNKNOWN_PING_FAILURE_-1"},
+	}
+	for _, tt := range tests {
+		if got := tt.f.String(); got != tt.want {
+			t.Errorf("PingFailure(%d).String() = %q, want %q", int(tt.f), got, tt.want)
+		}
 	}
 }
 

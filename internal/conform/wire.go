@@ -20,6 +20,9 @@ import (
 type wire struct {
 	nc net.Conn
 	fr *proto.FrameReader
+	// head holds the first bytes read from the connection, so that a
+	// server that does not speak the protocol can be shown as it spoke.
+	head *headReader
 	// stop unregisters the context hook that unblocks the connection.
 	stop func() bool
 	// sent holds the requests written and not yet answered, by ID.
@@ -40,9 +43,11 @@ func (p *probe) dial() (*wire, error) {
 	if dl, ok := p.ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
+	head := &headReader{r: nc}
 	w := &wire{
 		nc:      nc,
-		fr:      proto.NewFrameReader(nc, proto.TypeResponse, 0),
+		fr:      proto.NewFrameReader(head, proto.TypeResponse, 0),
+		head:    head,
 		stop:    context.AfterFunc(p.ctx, func() { nc.SetDeadline(time.Unix(1, 0)) }),
 		sent:    map[uint64]proto.Frame{},
 		timeout: p.cfg.Timeout,
@@ -168,20 +173,48 @@ func (w *wire) awaitClose(stopOn ...uint64) (answered []uint64, closed bool, err
 	}
 }
 
-// describe rewords the errors a check's reads and writes end with.
+// describe rewords the errors a check's reads and writes end with. The
+// original stays in the chain, for errors.Is and errors.As.
 func (w *wire) describe(err error) error {
 	var pe *proto.ProtocolError
 	switch {
 	case isTimeout(err):
-		return fmt.Errorf("nothing within the check's timeout (%v)", w.timeout)
+		return &wireError{fmt.Sprintf("nothing within the check's timeout (%v)", w.timeout), err}
 	case errors.Is(err, io.EOF):
-		return errors.New("server closed the connection")
+		return &wireError{"server closed the connection", err}
 	case isReset(err):
-		return errors.New("server reset the connection")
+		return &wireError{"server reset the connection", err}
 	case errors.As(err, &pe):
 		return fmt.Errorf("bad frame from the server: %w", err)
 	}
 	return err
+}
+
+// wireError is a read or write error as a CHECK line words it: its text
+// replaces the original's, which it wraps.
+type wireError struct {
+	msg string
+	err error
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.err }
+
+// headMax is how many of a connection's first bytes a headReader keeps.
+const headMax = 64
+
+// headReader reads r and keeps the first headMax bytes read.
+type headReader struct {
+	r    io.Reader
+	head []byte
+}
+
+func (h *headReader) Read(b []byte) (int, error) {
+	n, err := h.r.Read(b)
+	if k := min(n, headMax-len(h.head)); k > 0 {
+		h.head = append(h.head, b[:k]...)
+	}
+	return n, err
 }
 
 func isTimeout(err error) bool {
@@ -192,20 +225,6 @@ func isTimeout(err error) bool {
 // isReset reports whether err says the peer aborted the connection.
 func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
-
-// ping sends ctl.ping on a connection of its own and wants OK within
-// cfg.Timeout.
-func ping(ctx context.Context, cfg Config) error {
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	p := &probe{ctx: ctx, cfg: cfg}
-	defer p.closeAll()
-	w, err := p.dial()
-	if err != nil {
-		return err
-	}
-	return p.pingOn(w, 1)
 }
 
 // brief is an answer as a CHECK field shows it: status and payload.
