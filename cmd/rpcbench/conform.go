@@ -148,6 +148,7 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		if err := junit.Commit(); err != nil {
 			return fmt.Errorf("--junit %w", err)
 		}
+		fmt.Fprintf(o.Err, "conform: wrote %s\n", o.JUnit)
 	}
 	if res.Failed() > 0 {
 		return errFailed

@@ -120,9 +120,12 @@ func exitCode(err error) int {
 	}
 }
 
-// printError writes err to w once, the way the user should see it.
+// printError writes err to w once, the way the user should see it. A
+// command ended because stdout's reader went away prints nothing, as a
+// process SIGPIPE killed would not.
 func printError(w io.Writer, err error) {
-	if err == nil || errors.Is(err, errFailed) {
+	var se *signalError
+	if err == nil || errors.Is(err, errFailed) || errors.As(err, &se) && se.sig == syscall.SIGPIPE {
 		return
 	}
 	fmt.Fprintf(w, "rpcbench: %v\n", err)

@@ -22,6 +22,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		{"junit is a directory", []string{"run", "one", "--junit", "somedir"}, "--junit somedir: is a directory"},
 		{"events is a directory", []string{"all", "--json-events", "somedir", "--evidence", ""}, "--json-events somedir: is a directory"},
 		{"json in a missing directory", []string{"all", "--json", "no/such/r.json", "--evidence", ""}, "--json no/such/r.json: directory no/such does not exist"},
+		{"json fine, junit a directory", []string{"run", "one", "--json", "ok.json", "--junit", "somedir"}, "--junit somedir: is a directory"},
 		{"json and junit on one file", []string{"run", "one", "--json", "r.out", "--junit", "./r.out"}, "--json and --junit both name r.out"},
 		{"json and events on one file", []string{"run", "one", "--json", "r.out", "--json-events", "r.out"}, "--json and --json-events both name r.out"},
 		{"junit and events on one file", []string{"all", "--evidence", "", "--junit", "r.out", "--json-events", "r.out"}, "--junit and --json-events both name r.out"},
@@ -49,6 +50,9 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 				t.Errorf("announced a run it then refused: %q", errText)
 			}
 			left, _ := filepath.Glob(".*tmp*")
+			if _, err := os.Stat("ok.json"); err == nil {
+				left = append(left, "ok.json")
+			}
 			more, _ := filepath.Glob("somedir/.*")
 			if left = append(left, more...); len(left) > 0 {
 				t.Errorf("left behind %v", left)

@@ -19,6 +19,9 @@ type progress struct {
 
 	mu sync.Mutex // guards the fields below and every write to w
 	w  io.Writer
+	// width is the terminal's: a longer line would wrap, and erasing
+	// would take off its last row only.
+	width int
 	// shown: the line is on the screen and must be erased before
 	// anything else is written.
 	shown   bool
@@ -30,18 +33,18 @@ type progress struct {
 // redraw is how often the elapsed time is brought up to date.
 const redraw = 200 * time.Millisecond
 
-// newProgress starts the status line on w, or returns nil when w is not a
-// terminal a person reads.
-func newProgress(w io.Writer, isTerminal bool) *progress {
+// newProgress starts the status line on w, a terminal width columns
+// wide, or returns nil when w is not a terminal a person reads.
+func newProgress(w io.Writer, isTerminal bool, width int) *progress {
 	if !isTerminal {
 		return nil
 	}
-	return startProgress(w, redraw)
+	return startProgress(w, redraw, width)
 }
 
 // startProgress starts a status line on w redrawn every interval.
-func startProgress(w io.Writer, every time.Duration) *progress {
-	p := &progress{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+func startProgress(w io.Writer, every time.Duration, width int) *progress {
+	p := &progress{w: w, width: width, stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop(every)
 	return p
 }
@@ -77,7 +80,11 @@ func (p *progress) draw() {
 	if p.name == "" {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\x1b[K[%d/%d] %s %.1fs", p.i, p.n, p.name, time.Since(p.started).Seconds())
+	line := []rune(fmt.Sprintf("[%d/%d] %s %.1fs", p.i, p.n, p.name, time.Since(p.started).Seconds()))
+	if len(line) > p.width-1 {
+		line = line[:max(p.width-1, 0)]
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s", string(line))
 	p.shown = true
 }
 
@@ -125,9 +132,4 @@ func (pw progressWriter) Write(b []byte) (int, error) {
 }
 
 // Fd is w's, so that report.UseColor still sees the terminal.
-func (pw progressWriter) Fd() uintptr {
-	if f, ok := pw.w.(interface{ Fd() uintptr }); ok {
-		return f.Fd()
-	}
-	return ^uintptr(0)
-}
+func (pw progressWriter) Fd() uintptr { return fdOf(pw.w) }

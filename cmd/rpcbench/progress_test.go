@@ -15,7 +15,7 @@ import (
 // and close leaves the line erased and the redrawing stopped.
 func TestProgressErasedBeforeOtherOutput(t *testing.T) {
 	var term bytes.Buffer
-	p := startProgress(&term, time.Hour) // drawn by begin alone
+	p := startProgress(&term, time.Hour, 80) // drawn by begin alone
 	p.begin(1, 2, "late_response_dropped_by_id")
 	if got := term.String(); got != "\r\x1b[K[1/2] late_response_dropped_by_id 0.0s" {
 		t.Fatalf("status line %q", got)
@@ -27,8 +27,17 @@ func TestProgressErasedBeforeOtherOutput(t *testing.T) {
 	if got := term.String(); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if newProgress(&term, false) != nil {
+	if newProgress(&term, false, 80) != nil {
 		t.Errorf("a status line on what is not a terminal")
+	}
+	// close erases a line that is shown, and a narrow terminal gets the
+	// line cut to its width less one, so that it never wraps.
+	term.Reset()
+	p = startProgress(&term, time.Hour, 12)
+	p.begin(3, 26, "late_response_dropped_by_id")
+	p.close()
+	if got, want := term.String(), "\r\x1b[K[3/26] late\r\x1b[K"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 	var none *progress
 	none.begin(1, 1, "x")

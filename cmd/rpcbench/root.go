@@ -51,10 +51,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if stdoutClosed(ctx) {
-		// As a process killed by SIGPIPE would: silently, and 141. What
-		// it started has been stopped and cleaned up by now.
-		return 128 + int(syscall.SIGPIPE)
+	if stdoutClosed(ctx) && !errors.Is(err, errInterrupted) {
+		// A command that ended on its failed write, as list does.
+		err = fmt.Errorf("%w (%w)", errInterrupted, context.Cause(ctx))
 	}
 	printError(stderr, err)
 	return exitCode(err)
@@ -194,8 +193,13 @@ func (p *closedPipe) Write(b []byte) (int, error) {
 }
 
 // Fd lets report.UseColor see whether stdout is a terminal.
-func (p *closedPipe) Fd() uintptr {
-	if f, ok := p.w.(interface{ Fd() uintptr }); ok {
+func (p *closedPipe) Fd() uintptr { return fdOf(p.w) }
+
+// fdOf is w's file descriptor for a writer that stands in front of a file
+// (closedPipe, progress), so that a terminal behind it is still seen; an
+// impossible one for any other writer.
+func fdOf(w io.Writer) uintptr {
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
 		return f.Fd()
 	}
 	return ^uintptr(0)

@@ -139,7 +139,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	// -v) and a live status line, as go test prints; files and pipes get
 	// the CASE lines.
 	short := !b.Verbose && report.IsTerminal(outs.human)
-	prog := newProgress(status, report.IsTerminal(status))
+	prog := newProgress(status, report.IsTerminal(status), report.TerminalWidth(status))
 	defer prog.close()
 	status = prog.wrap(status)
 	out := prog.wrap(outs.human)
@@ -159,7 +159,9 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres}
 
 	var lines []report.Line
-	var writeErr error
+	// writeErr is the first failure to write the run's output; evErr,
+	// the evidence's.
+	var writeErr, evErr error
 	for i := range count * per {
 		if ctx.Err() != nil {
 			break
@@ -188,6 +190,13 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if events != nil {
 			events.End(res)
 		}
+		if ev != nil {
+			// Before the line is printed: the evidence does not depend on
+			// stdout's reader staying.
+			if evErr = ev.Add(line); evErr != nil {
+				break
+			}
+		}
 		if short {
 			err = p.PrintShort(line, res.Duration, nameWidth, width)
 		} else {
@@ -200,14 +209,9 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if b.Verbose && !skipped {
 			keep := "the whole log: --evidence DIR keeps it"
 			if ev != nil {
-				keep = "the whole log is in " + filepath.Join(b.Evidence, report.LogsDir)
+				keep = "the whole log goes to " + filepath.Join(b.Evidence, report.LogsDir) + " once the run completes"
 			}
 			printVerbose(out, line, logDir, c.Name, before, keep)
-		}
-		if ev != nil {
-			if writeErr = ev.Add(line); writeErr != nil {
-				break
-			}
 		}
 		if b.FailFast && line.Failed() {
 			if i+1 < count*per {
@@ -223,15 +227,18 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	if count > 1 {
 		writeErr = errors.Join(writeErr, report.WriteCounts(out, report.CountByCase(lines)))
 		if ev != nil {
-			writeErr = errors.Join(writeErr, ev.AddCounts())
+			evErr = errors.Join(evErr, ev.AddCounts())
 		}
 	}
 	_, err = fmt.Fprintln(out, report.Summary(lines))
 	writeErr = errors.Join(writeErr, err)
 	if short && ev == nil && len(lines) > 0 {
-		fmt.Fprintln(status, "rpcbench: lines shortened for the terminal; -v, a pipe or --json - give the CASE lines whole")
+		fmt.Fprintln(status, "rpcbench: lines shortened for the terminal; -v or a pipe gives the CASE lines whole")
 	}
-	complete := ctx.Err() == nil && writeErr == nil && len(lines) == count*per
+	// The evidence is complete when every scenario ran and was recorded,
+	// whether or not stdout's reader stayed to see the last lines.
+	complete := (ctx.Err() == nil || stdoutClosed(ctx)) && evErr == nil && len(lines) == count*per
+	writeErr = errors.Join(writeErr, evErr)
 	totals := report.Tally(lines)
 	if ev != nil {
 		switch {
@@ -242,7 +249,8 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 				fmt.Fprintf(status, "rpcbench: evidence written to %s (%s, %s, %s/)\n", b.Evidence, report.OutputFile, report.EnvFile, report.LogsDir)
 			}
 		case stdoutClosed(ctx):
-			// Nobody is left to read it.
+			// A partial run whose reader has gone: nobody is left to be
+			// told where it is.
 			ev.Discard()
 		case complete:
 			// A run that skipped scenarios proves less than the evidence

@@ -130,7 +130,7 @@ func printEvents(w io.Writer, evs []serverapi.Event, keep string) {
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[n], n))
 	}
-	fmt.Fprintf(w, "      … %d events more: %s (%s)\n", len(evs)-len(head)-len(tail), strings.Join(parts, ", "), keep)
+	fmt.Fprintf(w, "      … %s more: %s (%s)\n", plural(len(evs)-len(head)-len(tail), "event"), strings.Join(parts, ", "), keep)
 	for _, e := range tail {
 		line(e)
 	}

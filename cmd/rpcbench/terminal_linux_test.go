@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,8 +58,12 @@ func TestTerminalOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	tty.Close()
+	// A hung rpcbench must not hang the test: the read ends when the
+	// child closes the terminal (EIO), or at the latest here.
+	stop := time.AfterFunc(2*time.Minute, func() { master.Close() })
+	defer stop.Stop()
 	var got bytes.Buffer
-	io.Copy(&got, master) // until the child closes the terminal: EIO
+	io.Copy(&got, master)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("rpcbench: %v\n%s", err, &got)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
@@ -101,7 +102,8 @@ func (f *fleet) stop() {
 // nemesis undoes its current fault and stops, and the history recorded
 // so far is checked: Run returns that Result, with InterruptedAfter set,
 // and ctx's cause as its error. When ctx ends before the workload starts,
-// there is nothing to check and Run returns ctx's cause alone.
+// or before it recorded any operation, there is nothing to check and Run
+// returns ctx's cause alone.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, err
@@ -207,6 +209,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	wg.Wait()
 	<-nemDone
 	var interrupted time.Duration
+	if ctx.Err() != nil && len(history) == 0 {
+		// Ended before any operation was recorded: nothing to check.
+		f.stop()
+		return Result{}, context.Cause(ctx)
+	}
 	if ctx.Err() != nil {
 		interrupted = time.Duration(endedAt.Load())
 		if interrupted == 0 {
@@ -262,15 +269,19 @@ func writeSchedule(o Options, sched []Event) error {
 	return writeFileAtomic(filepath.Join(o.Out, ScheduleFile), []byte(b.String()))
 }
 
-// writeFileAtomic writes data to path through a temporary file, so that
-// a crash leaves the old file or the new one, never half of one.
+// writeFileAtomic writes data to path through a temporary file
+// (outfile), so that a crash leaves the old file or the new one, never
+// half of one.
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := outfile.Create(path)
+	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("chaos: write %s: %w", path, err)
+	}
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	return nil

@@ -87,9 +87,7 @@ type Evidence struct {
 
 // CreateEvidence locks dir (creating it if need be) and starts a run's
 // evidence in a fresh temporary directory inside it, with env.txt
-// written. Holding the lock, it removes the temporary directories of
-// earlier runs, which are over: the lock is theirs while they run. Its
-// error wraps ErrLocked when another run holds dir.
+// written. Its error wraps ErrLocked when another run holds dir.
 func CreateEvidence(dir string, env Env) (ev *Evidence, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: evidence: %w", err)
@@ -103,12 +101,6 @@ func CreateEvidence(dir string, env Env) (ev *Evidence, err error) {
 			lock.Close()
 		}
 	}()
-	stale, _ := filepath.Glob(filepath.Join(dir, RunPrefix+"*"))
-	for _, d := range stale {
-		if err := os.RemoveAll(d); err != nil {
-			return nil, fmt.Errorf("report: evidence: remove an earlier run's %s: %w", d, err)
-		}
-	}
 	tmp, err := os.MkdirTemp(dir, RunPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("report: evidence: %w", err)
@@ -175,6 +167,7 @@ func (e *Evidence) Commit() error {
 	}
 	e.ended = true
 	defer e.lock.Close()
+	e.pruneEarlier()
 	if err := e.finish(); err != nil {
 		return fmt.Errorf("%w (partial run in %s)", err, e.tmp)
 	}
@@ -206,7 +199,22 @@ func (e *Evidence) Abandon() (string, error) {
 	}
 	e.ended = true
 	defer e.lock.Close()
+	e.pruneEarlier()
 	return e.tmp, e.finish()
+}
+
+// pruneEarlier removes the temporary directories earlier runs left in
+// Dir (an interrupted run's partial output, which it said was kept until
+// the next run there), once this run has run. Holding the lock, it
+// cannot remove one in use: the lock is a run's while it runs. A
+// directory that cannot be removed is left for the next run.
+func (e *Evidence) pruneEarlier() {
+	stale, _ := filepath.Glob(filepath.Join(e.Dir, RunPrefix+"*"))
+	for _, d := range stale {
+		if d != e.tmp {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // Discard removes the run's temporary directory and releases the lock,

@@ -52,7 +52,7 @@ func UseColor(w io.Writer, m ColorMode) bool {
 	case ColorAlways:
 		return true
 	case ColorAuto:
-		return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(w)
+		return os.Getenv("NO_COLOR") == "" && IsTerminal(w)
 	default:
 		return false
 	}

@@ -73,7 +73,7 @@ func Start(ctx context.Context, spec Spec) (*Proc, error) {
 	cmd.SysProcAttr = childAttr()
 	// Wait returns only once stderr is copied, so p.stderr is complete
 	// by the time exited is closed.
-	cmd.Stderr = io.MultiWriter(spec.Stderr, &p.stderr)
+	cmd.Stderr = io.MultiWriter(bestEffort{spec.Stderr}, &p.stderr)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
@@ -348,4 +348,14 @@ func (t *tail) lines(n int) string {
 		}
 	}
 	return s
+}
+
+// bestEffort writes to w and reports success whatever w says: a closed
+// stderr of ours must not stop the copy of the child's, or the child
+// would block or die on a full pipe, and its tail would stop filling.
+type bestEffort struct{ w io.Writer }
+
+func (b bestEffort) Write(p []byte) (int, error) {
+	b.w.Write(p)
+	return len(p), nil
 }
