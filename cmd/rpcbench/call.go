@@ -17,6 +17,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // errUnknownOutcome is returned by a call that ended UNKNOWN: the request
@@ -157,6 +158,13 @@ func runCall(ctx context.Context, o *callOptions) error {
 		return usageErrorf("", "--jitter %v: want a number in [0,1)", o.Jitter)
 	}
 	cfg.MaxAttempts = o.Retries + 1
+	// The attempts as evidence traces record them, for --json.
+	var recs []trace.Record
+	cfg.Trace = func(call *client.Call, log []client.Attempt, spans []client.Span) {
+		for i, a := range log {
+			recs = append(recs, trace.New(1, 1, call, i, a, spans[i]))
+		}
+	}
 	addrs, err := checkAddrs(o.Addrs)
 	if err != nil {
 		return &usageError{err: fmt.Errorf("ADDR %q: %w", strings.Join(o.Addrs, ","), err), choices: callAddrHelp}
@@ -183,7 +191,7 @@ func runCall(ctx context.Context, o *callOptions) error {
 	}
 
 	if o.JSON {
-		err = writeCallJSON(o.Out, res)
+		err = writeCallJSON(o.Out, res, recs)
 	} else {
 		err = writeCallText(o.Out, o.Err, call, res)
 	}
@@ -318,53 +326,38 @@ func unknownHint(c client.Call) string {
 
 // callJSON is the --json form of a call's result. Every field is always
 // present, so that a reader can tell an empty value from a missing one.
+// Attempts are records as an evidence directory's traces hold them
+// (package trace).
 type callJSON struct {
-	Status    string        `json:"status"`
-	Payload   string        `json:"payload"`
-	Stop      string        `json:"stop"`
-	ElapsedMs float64       `json:"elapsed_ms"`
-	Error     string        `json:"error"`
-	Attempts  []attemptJSON `json:"attempts"`
+	Status    string         `json:"status"`
+	Payload   string         `json:"payload"`
+	Stop      string         `json:"stop"`
+	ElapsedMs float64        `json:"elapsed_ms"`
+	Error     string         `json:"error"`
+	Attempts  []trace.Record `json:"attempts"`
 }
 
-// attemptJSON is one client.Attempt in callJSON.
-type attemptJSON struct {
-	Outcome string `json:"outcome"`
-	// Status is the server's answer; "" when the attempt got none.
-	Status    string  `json:"status"`
-	Class     string  `json:"class"`
-	ID        uint64  `json:"id"`
-	BudgetMs  uint32  `json:"budget_ms"`
-	BackoffMs float64 `json:"backoff_ms"`
-	Addr      string  `json:"addr"`
-	Error     string  `json:"error"`
-}
-
-func newCallJSON(res client.Result) callJSON {
+func newCallJSON(res client.Result, recs []trace.Record) callJSON {
 	j := callJSON{
 		Status:    res.Status.String(),
 		Payload:   string(res.Payload),
 		Stop:      res.Stop.String(),
 		ElapsedMs: ms(res.Elapsed),
-		Attempts:  make([]attemptJSON, len(res.Log)),
+		Attempts:  recs,
+	}
+	if j.Attempts == nil {
+		j.Attempts = []trace.Record{}
 	}
 	if res.Err != nil {
 		j.Error = res.Err.Error()
 	}
-	for i, a := range res.Log {
-		aj := attemptJSON{Outcome: a.Outcome.String(), Class: a.Class.String(), ID: a.ID, BudgetMs: a.BudgetMs, BackoffMs: ms(a.Backoff), Addr: a.Addr, Error: a.Err}
-		if a.Outcome == client.OutcomeResponse {
-			aj.Status = a.Status.String()
-		}
-		j.Attempts[i] = aj
-	}
 	return j
 }
 
-func writeCallJSON(out io.Writer, res client.Result) error {
+func writeCallJSON(out io.Writer, res client.Result, recs []trace.Record) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(newCallJSON(res))
+	return enc.Encode(newCallJSON(res, recs))
 }
 
 // ms returns d in milliseconds, to the microsecond.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/servertest"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // healthy are flags that keep a healthy local answer from timing out,
@@ -347,7 +349,10 @@ func TestCallJSON(t *testing.T) {
 		if a.BudgetMs < 1 || a.BudgetMs > 2000 {
 			t.Errorf("attempt %d budget_ms = %d, want in [1,2000]", i+1, a.BudgetMs)
 		}
-		got.Attempts[i].BudgetMs = 0
+		if a.Start.IsZero() || a.End.Before(a.Start) {
+			t.Errorf("attempt %d from %v to %v, want a span", i+1, a.Start, a.End)
+		}
+		got.Attempts[i].BudgetMs, got.Attempts[i].Start, got.Attempts[i].End = 0, time.Time{}, time.Time{}
 	}
 	if !strings.HasPrefix(got.Payload, "account=j balance=1000 budget=") {
 		t.Errorf("payload = %q, want account=j balance=1000 ...", got.Payload)
@@ -356,9 +361,9 @@ func TestCallJSON(t *testing.T) {
 	want := callJSON{
 		Status: "OK",
 		Stop:   "final",
-		Attempts: []attemptJSON{
-			{Outcome: "RESPONSE", Status: "UNAVAILABLE", Class: "NOT_EXECUTED", ID: 1, BackoffMs: 20, Addr: addr},
-			{Outcome: "RESPONSE", Status: "OK", Class: "FINAL", ID: 2, Addr: addr},
+		Attempts: []trace.Record{
+			{Client: 1, Call: 1, Attempt: 1, Method: "get", Outcome: client.OutcomeResponse, Status: "UNAVAILABLE", Class: client.ClassNotExecuted, ID: 1, BackoffMs: 20, Addr: addr},
+			{Client: 1, Call: 1, Attempt: 2, Method: "get", Outcome: client.OutcomeResponse, Status: "OK", Class: client.ClassFinal, ID: 2, Addr: addr},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

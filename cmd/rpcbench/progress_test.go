@@ -57,17 +57,19 @@ func TestVerboseEventsCapped(t *testing.T) {
 		evs = append(evs, serverapi.Event{Time: at, Name: name})
 	}
 	var b bytes.Buffer
-	printEvents(&b, evs, "the whole log is in ev/logs")
+	line := func(i int) string { return evs[i].String() }
+	kind := func(i int) string { return evs[i].Name }
+	printCapped(&b, len(evs), line, kind, "event", "the whole log is in ev/logs")
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != verboseEvents+1 {
-		t.Errorf("%d lines for 6060 events, want %d", len(lines), verboseEvents+1)
+	if len(lines) != verboseLines+1 {
+		t.Errorf("%d lines for 6060 events, want %d", len(lines), verboseLines+1)
 	}
-	if want := "      … 6000 events more: 3000 CONN_OPEN, 3000 CONN_CLOSED (the whole log is in ev/logs)"; lines[verboseEvents/2] != want {
-		t.Errorf("summary %q, want %q", lines[verboseEvents/2], want)
+	if want := "      … 6000 events more: 3000 CONN_OPEN, 3000 CONN_CLOSED (the whole log is in ev/logs)"; lines[verboseLines/2] != want {
+		t.Errorf("summary %q, want %q", lines[verboseLines/2], want)
 	}
 	b.Reset()
-	printEvents(&b, evs[:verboseEvents], "")
-	if n := strings.Count(b.String(), "\n"); n != verboseEvents {
-		t.Errorf("%d lines for %d events, want every one", n, verboseEvents)
+	printCapped(&b, verboseLines, line, kind, "event", "")
+	if n := strings.Count(b.String(), "\n"); n != verboseLines {
+		t.Errorf("%d lines for %d events, want every one", n, verboseLines)
 	}
 }

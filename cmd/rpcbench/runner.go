@@ -211,7 +211,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			if ev != nil {
 				keep = "the whole log goes to " + filepath.Join(b.Evidence, report.LogsDir) + " once the run completes"
 			}
-			printVerbose(out, line, logDir, c.Name, before, keep)
+			printVerbose(out, logDir, c.Name, before, keep)
 		}
 		if b.FailFast && line.Failed() {
 			if i+1 < count*per {

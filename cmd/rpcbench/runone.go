@@ -13,6 +13,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // errScenarioTimeout is the cause of a scenario's context ending at
@@ -46,22 +47,33 @@ func runOne(ctx context.Context, c cases.Case, env cases.Env, timeout time.Durat
 	return line, true
 }
 
-// scenarioLogs returns the log files a scenario's servers write in dir:
-// server-NAME.log, server-NAME-2.log, ...
+// scenarioLogs returns the log files a scenario's servers write in dir,
+// in the order they started (report.ServerLog).
 func scenarioLogs(dir, name string) []string {
 	if dir == "" {
 		return nil
 	}
-	out, _ := filepath.Glob(filepath.Join(dir, "server-"+name+".log"))
-	more, _ := filepath.Glob(filepath.Join(dir, "server-"+name+"-*.log"))
-	return append(out, more...)
+	ents, _ := os.ReadDir(dir)
+	byNumber := map[int]string{}
+	for _, e := range ents {
+		if n := report.ServerLogNumber(e.Name(), name); n > 0 {
+			byNumber[n] = filepath.Join(dir, e.Name())
+		}
+	}
+	var out []string
+	for n := 1; n <= len(byNumber); n++ {
+		if p, ok := byNumber[n]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
-// logSizes records how long each of a scenario's logs is, so that -v
-// prints only what this run of it appended.
+// logSizes records how long each of a scenario's logs and its trace are,
+// so that -v prints only what this run of it appended.
 func logSizes(dir, name string) map[string]int64 {
 	m := map[string]int64{}
-	for _, p := range scenarioLogs(dir, name) {
+	for _, p := range append(scenarioLogs(dir, name), filepath.Join(dir, report.TraceLog(name))) {
 		if fi, err := os.Stat(p); err == nil {
 			m[p] = fi.Size()
 		}
@@ -69,20 +81,29 @@ func logSizes(dir, name string) map[string]int64 {
 	return m
 }
 
-// printVerbose writes, indented under a CASE line, its volatile fields
-// that hold attempt logs and the events the scenario's servers logged
-// during it, the middle of a long log summarized (printEvents). keep
-// says where the whole logs are, or how to keep them.
-func printVerbose(w io.Writer, line report.Line, dir, name string, before map[string]int64, keep string) {
-	for _, f := range line.Fields {
-		if f.Kind == report.Volatile && strings.Contains(f.Value, "class=") {
-			fmt.Fprintf(w, "    %s:\n", f.Key)
-			for i, a := range strings.Split(f.Value, ", a") {
-				if i > 0 {
-					a = "a" + a
-				}
-				fmt.Fprintf(w, "      %s\n", a)
+// printVerbose writes, indented under a CASE line, the attempts its
+// clients made (its trace) and the events its servers logged during it,
+// the middle of a long list summarized (printCapped). keep says where
+// the whole logs are, or how to keep them.
+func printVerbose(w io.Writer, dir, name string, before map[string]int64, keep string) {
+	tracePath := filepath.Join(dir, report.TraceLog(name))
+	if fh, err := os.Open(tracePath); err == nil {
+		fh.Seek(before[tracePath], io.SeekStart)
+		recs, err := trace.Read(fh)
+		fh.Close()
+		if len(recs) > 0 || err != nil {
+			fmt.Fprintf(w, "    %s:\n", report.TraceLog(name))
+		}
+		printCapped(w, len(recs), func(i int) string {
+			r := recs[i]
+			key := ""
+			if r.Key != "" {
+				key = " key=" + r.Key
 			}
+			return fmt.Sprintf("client %d call %d %s%s %v", r.Client, r.Call, r.Method, key, r)
+		}, func(i int) string { return recs[i].Outcome.String() }, "attempt", keep)
+		if err != nil {
+			fmt.Fprintf(w, "      (%v)\n", err)
 		}
 	}
 	for _, p := range scenarioLogs(dir, name) {
@@ -94,44 +115,50 @@ func printVerbose(w io.Writer, line report.Line, dir, name string, before map[st
 		evs, err := serverapi.ReadEvents(fh)
 		fh.Close()
 		fmt.Fprintf(w, "    %s:\n", filepath.Base(p))
-		printEvents(w, evs, keep)
+		printCapped(w, len(evs), func(i int) string {
+			return evs[i].Time.Format("15:04:05.000000") + " " + evs[i].String()
+		}, func(i int) string { return evs[i].Name }, "event", keep)
 		if err != nil {
 			fmt.Fprintf(w, "      (%v)\n", err)
 		}
 	}
 }
 
-// verboseEvents bounds the events -v prints of one log: the first and
-// last half of it, and between them a count per event name. A scenario
-// such as hostile_connect_churn logs thousands.
-const verboseEvents = 60
+// verboseLines bounds the lines -v prints of one log: the first and last
+// half of them, and between them a count per kind. A scenario such as
+// hostile_connect_churn logs thousands of events.
+const verboseLines = 60
 
-func printEvents(w io.Writer, evs []serverapi.Event, keep string) {
-	line := func(e serverapi.Event) { fmt.Fprintf(w, "      %s %s\n", e.Time.Format("15:04:05.000000"), e) }
-	if len(evs) <= verboseEvents {
-		for _, e := range evs {
-			line(e)
+// printCapped prints line(i) for i below n, indented, or when n exceeds
+// verboseLines the first and last verboseLines/2 and, between them, how
+// many of what (a noun, "event") of each kind were left out, and keep.
+func printCapped(w io.Writer, n int, line, kind func(i int) string, what, keep string) {
+	show := func(i int) { fmt.Fprintf(w, "      %s\n", line(i)) }
+	if n <= verboseLines {
+		for i := range n {
+			show(i)
 		}
 		return
 	}
-	head, tail := evs[:verboseEvents/2], evs[len(evs)-verboseEvents/2:]
-	for _, e := range head {
-		line(e)
+	half := verboseLines / 2
+	for i := range half {
+		show(i)
 	}
 	counts := map[string]int{}
-	var names []string
-	for _, e := range evs[len(head) : len(evs)-len(tail)] {
-		if counts[e.Name] == 0 {
-			names = append(names, e.Name)
+	var kinds []string
+	for i := half; i < n-half; i++ {
+		k := kind(i)
+		if counts[k] == 0 {
+			kinds = append(kinds, k)
 		}
-		counts[e.Name]++
+		counts[k]++
 	}
 	var parts []string
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[n], n))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 	}
-	fmt.Fprintf(w, "      … %s more: %s (%s)\n", plural(len(evs)-len(head)-len(tail), "event"), strings.Join(parts, ", "), keep)
-	for _, e := range tail {
-		line(e)
+	fmt.Fprintf(w, "      … %s more: %s (%s)\n", plural(n-2*half, what), strings.Join(parts, ", "), keep)
+	for i := n - half; i < n; i++ {
+		show(i)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // TestRunAndSkip: --run and --skip select as go test -run does, for run
@@ -114,21 +116,31 @@ func TestFailFast(t *testing.T) {
 	}
 }
 
-// TestVerbose: -v prints a scenario's attempt log and its server's
-// events under its CASE line.
+// TestVerbose: -v prints a scenario's attempts, from its trace, and its
+// server's events under its CASE line.
 func TestVerbose(t *testing.T) {
 	logLine := `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","conn":1,"remote":"x"}` + "\n"
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	recs := []trace.Record{
+		{Client: 1, Call: 1, Attempt: 1, Method: "debit", Key: "k1", ID: 1, Start: at, End: at, Outcome: client.OutcomeTimeout,
+			Class: client.ClassUnknown, BudgetMs: 299, BackoffMs: 22},
+		{Client: 1, Call: 1, Attempt: 2, Method: "debit", Key: "k1", ID: 2, Start: at, End: at, Outcome: client.OutcomeResponse,
+			Class: client.ClassFinal, Status: "OK", BudgetMs: 300},
+	}
 	sc := cases.Fake("v", "evidence", "verbose", func(_ context.Context, env cases.Env) report.Line {
-		os.WriteFile(filepath.Join(env.LogDir, "server-v.log"), []byte(logLine), 0o644)
-		return report.Line{Name: "v", Verdict: report.Pass, Fields: []report.Field{
-			{Key: "log", Kind: report.Volatile, Value: `a1 TIMEOUT id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms, a2 RESPONSE status=OK id=2 budget=300 class=FINAL`}}}
+		os.WriteFile(filepath.Join(env.LogDir, report.ServerLog("v", 1)), []byte(logLine), 0o644)
+		f, _ := os.Create(filepath.Join(env.LogDir, report.TraceLog("v")))
+		trace.Write(f, recs)
+		f.Close()
+		return report.Line{Name: "v", Verdict: report.Pass}
 	})
 	a, stdout, _ := testApp(t, sc)
 	if err := runRun(context.Background(), &runOptions{app: a, Names: []string{"v"}, control: control{Verbose: true}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"    log:\n      a1 TIMEOUT id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms\n      a2 RESPONSE status=OK id=2 budget=300 class=FINAL\n",
+		"    trace-v.jsonl:\n      client 1 call 1 debit key=k1 a1 TIMEOUT id=1 budget=299 class=OUTCOME_UNKNOWN backoff=22ms\n" +
+			"      client 1 call 1 debit key=k1 a2 RESPONSE status=OK id=2 budget=300 class=FINAL\n",
 		"    server-v.log:\n      03:04:05.000000 CONN_OPEN conn=1 remote=x\n",
 	} {
 		if !strings.Contains(stdout.String(), want) {

@@ -214,15 +214,11 @@ func (t *T) runCleanups() {
 	t.cleanups = nil
 }
 
-// NoServerSuffix ends the name of the note a scenario that started no
-// server leaves in the log directory instead of a server log.
-const NoServerSuffix = ".no-server.txt"
-
 // noServerNote writes the note that says this scenario started no server,
 // so that a reader of the logs does not look for one. A note that cannot
 // be written fails the scenario.
 func (t *T) noServerNote() {
-	p := filepath.Join(t.env.LogDir, "server-"+t.name+NoServerSuffix)
+	p := filepath.Join(t.env.LogDir, report.NoServerNote(t.name))
 	msg := t.name + " starts no rpcserver: it runs in-process or against an address nothing listens on, so it has no server log.\n"
 	if err := os.WriteFile(p, []byte(msg), 0o644); err != nil {
 		t.failures = append(t.failures, "no-server note: "+err.Error())
@@ -232,11 +228,7 @@ func (t *T) noServerNote() {
 // logPath returns the log file for the next server this scenario starts.
 func (t *T) logPath() string {
 	t.servers++
-	name := "server-" + t.name
-	if t.servers > 1 {
-		name += fmt.Sprintf("-%d", t.servers)
-	}
-	return filepath.Join(t.env.LogDir, name+".log")
+	return filepath.Join(t.env.LogDir, report.ServerLog(t.name, t.servers))
 }
 
 // ms formats a duration as whole milliseconds.

@@ -236,7 +236,7 @@ func TestNoServerNote(t *testing.T) {
 		if line := c.Run(context.Background(), Env{ServerBin: env.ServerBin, LogDir: dir}); !line.Passed() {
 			t.Fatalf("%s", report.Format(line))
 		}
-		_, err := os.Stat(filepath.Join(dir, "server-"+name+NoServerSuffix))
+		_, err := os.Stat(filepath.Join(dir, report.NoServerNote(name)))
 		if gotNote := err == nil; gotNote != wantNote {
 			t.Errorf("%s: note present %v, want %v", name, gotNote, wantNote)
 		}
@@ -257,14 +257,13 @@ func TestNoServerScenarios(t *testing.T) {
 			t.Errorf("%s without an rpcserver binary: %s", c.Name, report.Format(line))
 		}
 	}
-	notes, err := filepath.Glob(filepath.Join("..", "..", "evidence", "*", "logs", "*"+NoServerSuffix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, _ := filepath.Glob(filepath.Join("..", "..", "evidence", "logs", "*"+NoServerSuffix))
 	var noted []string
-	for _, n := range append(notes, top...) {
-		noted = append(noted, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "server-"), NoServerSuffix))
+	for _, c := range Default() {
+		for _, dir := range []string{"logs", filepath.Join(c.Group, "logs")} {
+			if _, err := os.Stat(filepath.Join("..", "..", "evidence", dir, report.NoServerNote(c.Name))); err == nil {
+				noted = append(noted, c.Name)
+			}
+		}
 	}
 	slices.Sort(noted)
 	slices.Sort(noServer)

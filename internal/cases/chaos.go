@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/chaos"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // GroupChaos holds fixed-seed chaos runs: a random workload under a
@@ -69,7 +70,7 @@ func chaosRun(t *T, seed int64, store string, servers int) {
 	sb, _ := os.ReadFile(filepath.Join(out, chaos.ScheduleFile))
 	note := string(sb) + strings.Join(res.Lines(), "\n") + "\n"
 	t.servers++ // its servers' logs stay with the history; this note stands for them
-	if err := os.WriteFile(filepath.Join(t.env.LogDir, t.name+".chaos.txt"), []byte(note), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(t.env.LogDir, report.ChaosNote(t.name)), []byte(note), 0o644); err != nil {
 		t.Check(false, "chaos note: %v", err)
 	}
 }

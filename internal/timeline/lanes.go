@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // serverLog is one server's decoded log.
@@ -49,7 +50,7 @@ var serverRows = []string{RowConn: "connections", RowRequest: "requests", RowSer
 // build lays out one scenario's server logs and client attempts on one
 // time axis. traced says whether a client trace was found, even an empty
 // one.
-func build(logs []serverLog, attempts []Attempt, traced bool, o Options) *Timeline {
+func build(logs []serverLog, attempts []trace.Record, traced bool, o Options) *Timeline {
 	start, end := bounds(logs, attempts)
 	tl := &Timeline{Start: start, Span: math.Max(ms(end.Sub(start)), 1), Traced: traced, Notes: []string{}}
 	for i, l := range logs {
@@ -60,7 +61,7 @@ func build(logs []serverLog, attempts []Attempt, traced bool, o Options) *Timeli
 			tl.Notes = append(tl.Notes, note)
 		}
 	}
-	byClient := map[int][]Attempt{}
+	byClient := map[int][]trace.Record{}
 	for _, a := range attempts {
 		byClient[a.Client] = append(byClient[a.Client], a)
 	}
@@ -80,7 +81,7 @@ func build(logs []serverLog, attempts []Attempt, traced bool, o Options) *Timeli
 
 // bounds returns the first and last instant of the logs and attempts,
 // backoffs included. Events without a time (a torn line) do not count.
-func bounds(logs []serverLog, attempts []Attempt) (start, end time.Time) {
+func bounds(logs []serverLog, attempts []trace.Record) (start, end time.Time) {
 	see := func(t time.Time) {
 		if t.IsZero() {
 			return
@@ -290,7 +291,7 @@ func (d *Density) add(t float64) {
 // o.MaxMarks attempts, those of unknown outcome and those not answered
 // OK are drawn first, and the rest are counted per slice on a row of
 // their own.
-func clientLane(client int, attempts []Attempt, start time.Time, span float64, o Options) (Lane, []string) {
+func clientLane(client int, attempts []trace.Record, start time.Time, span float64, o Options) (Lane, []string) {
 	name := fmt.Sprintf("client %d", client)
 	lane := Lane{Kind: LaneClient, Name: name, Marks: []Mark{}, Densities: []Density{}}
 	bars := make([]Bar, 0, len(attempts))
@@ -298,8 +299,8 @@ func clientLane(client int, attempts []Attempt, start time.Time, span float64, o
 		bars = append(bars, Bar{
 			Start: ms(a.Start.Sub(start)), End: ms(a.End.Sub(start)), Backoff: float64(a.BackoffMs),
 			Client: a.Client, Call: a.Call, Attempt: a.Attempt, ID: a.ID,
-			Method: a.Method, Key: a.Key, Outcome: a.Outcome, Class: a.Class, Status: a.Status,
-			Budget: a.BudgetMs, Addr: a.Addr, Err: a.Err, Unknown: a.Unknown(),
+			Method: a.Method, Key: a.Key, Outcome: a.Outcome.String(), Class: a.Class.String(), Status: a.Status,
+			Budget: int(a.BudgetMs), Addr: a.Addr, Err: a.Err, Unknown: a.Unknown(),
 		})
 	}
 	var notes []string

@@ -9,8 +9,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
+
+// traceLine1 is a line of a client trace as scenarios write it.
+const traceLine1 = `{"client":1,"call":1,"attempt":1,"method":"debit","key":"k1","id":1,"start":"2026-12-01T02:35:21.3735Z","end":"2026-12-01T02:35:21.6736Z","outcome":"TIMEOUT","class":"OUTCOME_UNKNOWN","status":"","budget_ms":299,"backoff_ms":16,"addr":"127.0.0.1:1","err":"context deadline exceeded"}`
 
 var t0 = time.Date(2026, 12, 1, 2, 35, 0, 0, time.UTC)
 
@@ -131,12 +136,12 @@ func TestPack(t *testing.T) {
 // TestClientLaneCap: past MaxMarks attempts, the unknown outcomes and
 // failures are drawn and the rest counted on a row of their own.
 func TestClientLaneCap(t *testing.T) {
-	var attempts []Attempt
+	var attempts []trace.Record
 	for i := range 10 {
-		a := Attempt{Client: 3, Call: i + 1, Attempt: 1, Start: t0.Add(time.Duration(i) * time.Millisecond), End: t0.Add(time.Duration(i)*time.Millisecond + 500*time.Microsecond),
-			Outcome: "RESPONSE", Class: "FINAL", Status: "OK"}
+		a := trace.Record{Client: 3, Call: i + 1, Attempt: 1, Start: t0.Add(time.Duration(i) * time.Millisecond), End: t0.Add(time.Duration(i)*time.Millisecond + 500*time.Microsecond),
+			Outcome: client.OutcomeResponse, Class: client.ClassFinal, Status: "OK"}
 		if i == 7 {
-			a.Outcome, a.Class, a.Status = "TIMEOUT", "OUTCOME_UNKNOWN", ""
+			a.Outcome, a.Class, a.Status = client.OutcomeTimeout, client.ClassUnknown, ""
 		}
 		if i == 8 {
 			a.Status = "APP_ERROR"
@@ -172,9 +177,9 @@ func TestBuild(t *testing.T) {
 		{Source: "server-x.log", Events: []serverapi.Event{ev(5, serverapi.EventListen, nil), ev(20, serverapi.EventSignal, nil)}},
 		{Source: "server-x-2.log", Events: []serverapi.Event{ev(10, serverapi.EventListen, nil)}},
 	}
-	attempts := []Attempt{
-		{Client: 2, Attempt: 1, Call: 1, Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Class: "NOT_SENT"},
-		{Client: 1, Attempt: 1, Call: 1, Start: t0.Add(6 * time.Millisecond), End: t0.Add(25 * time.Millisecond), BackoffMs: 7, Class: "OUTCOME_UNKNOWN"},
+	attempts := []trace.Record{
+		{Client: 2, Attempt: 1, Call: 1, Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Class: client.ClassNotSent},
+		{Client: 1, Attempt: 1, Call: 1, Start: t0.Add(6 * time.Millisecond), End: t0.Add(25 * time.Millisecond), BackoffMs: 7, Class: client.ClassUnknown},
 	}
 	tl := build(logs, attempts, true, DefaultOptions())
 	if !tl.Start.Equal(t0.Add(2*time.Millisecond)) || tl.Span != 30 {

@@ -13,23 +13,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
-)
-
-// Names in an evidence directory's logs/ that Load reads, besides the
-// server logs (server-NAME.log, server-NAME-2.log, ...).
-const (
-	// TracePrefix and TraceSuffix enclose a scenario's name in the name
-	// of its client trace.
-	TracePrefix = "trace-"
-	TraceSuffix = ".jsonl"
-	// NoServerSuffix ends server-NAME.no-server.txt, the note of a
-	// scenario that starts no server (internal/cases writes it).
-	NoServerSuffix = ".no-server.txt"
-	// ChaosSuffix ends NAME.chaos.txt, the note a chaos run leaves
-	// instead of its logs.
-	ChaosSuffix  = ".chaos.txt"
-	serverPrefix = "server-"
-	logSuffix    = ".log"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // ErrNoOutput is wrapped by Load's error when the directory has no
@@ -166,8 +150,8 @@ func anchorSafe(name string) string {
 // logs, whose file names are files, and builds its timeline.
 func loadLogs(s *Scenario, logs string, files map[string]bool, o Options) {
 	for _, n := range []struct{ kind, file string }{
-		{"no-server", serverPrefix + s.Name + NoServerSuffix},
-		{"chaos", s.Name + ChaosSuffix},
+		{"no-server", report.NoServerNote(s.Name)},
+		{"chaos", report.ChaosNote(s.Name)},
 	} {
 		if files[n.file] {
 			b, err := os.ReadFile(filepath.Join(logs, n.file))
@@ -185,13 +169,13 @@ func loadLogs(s *Scenario, logs string, files map[string]bool, o Options) {
 		}
 		servers = append(servers, serverLog{Source: name, Events: events})
 	}
-	var attempts []Attempt
-	trace := TracePrefix + s.Name + TraceSuffix
-	traced := files[trace]
+	var attempts []trace.Record
+	traceFile := report.TraceLog(s.Name)
+	traced := files[traceFile]
 	if traced {
 		var err error
-		if attempts, err = readTrace(filepath.Join(logs, trace)); err != nil {
-			s.Problems = append(s.Problems, fmt.Sprintf("%s: %v (%d attempts before it are shown)", trace, err, len(attempts)))
+		if attempts, err = readTrace(filepath.Join(logs, traceFile)); err != nil {
+			s.Problems = append(s.Problems, fmt.Sprintf("%s: %v (%d attempts before it are shown)", traceFile, err, len(attempts)))
 		}
 	}
 	if len(servers) == 0 && !traced {
@@ -208,20 +192,8 @@ func serverLogNames(name string, files map[string]bool) []string {
 		file string
 	}
 	var found []log
-	if first := serverPrefix + name + logSuffix; files[first] {
-		found = append(found, log{1, first})
-	}
-	prefix := serverPrefix + name + "-"
 	for f := range files {
-		rest, ok := strings.CutPrefix(f, prefix)
-		if !ok {
-			continue
-		}
-		num, ok := strings.CutSuffix(rest, logSuffix)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(num); err == nil && n >= 2 && strconv.Itoa(n) == num {
+		if n := report.ServerLogNumber(f, name); n > 0 {
 			found = append(found, log{n, f})
 		}
 	}
@@ -242,11 +214,11 @@ func readEvents(path string) ([]serverapi.Event, error) {
 	return serverapi.ReadEvents(f)
 }
 
-func readTrace(path string) ([]Attempt, error) {
+func readTrace(path string) ([]trace.Record, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadTrace(f)
+	return trace.Read(f)
 }

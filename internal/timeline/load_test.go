@@ -111,7 +111,7 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("bad_one's timeline %+v, want the event and the attempt before the bad lines", bad.Timeline)
 	}
 	if len(bad.Problems) != 2 || !strings.Contains(bad.Problems[0], "server-bad_one.log: serverapi: log line 2") ||
-		!strings.Contains(bad.Problems[1], "trace-bad_one.jsonl: timeline: trace line 2: missing") {
+		!strings.Contains(bad.Problems[1], "trace-bad_one.jsonl: trace: line 2: missing") {
 		t.Errorf("bad_one's problems %q", bad.Problems)
 	}
 	if len(p.Warnings) != 2 || !strings.HasPrefix(p.Warnings[0], "bad_one: server-bad_one.log") {
