@@ -16,35 +16,19 @@ import (
 	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
-// errScenarioTimeout is the cause of a scenario's context ending at
-// --timeout.
-var errScenarioTimeout = errors.New("scenario timeout")
-
 // runOne runs c, bounded by timeout when it is positive. A scenario cut
 // off by its timeout, not by the run being interrupted, FAILs with a why
-// that names the timeout; Run has stopped its servers by then.
+// that names the timeout (cases.TimeoutError); Run has stopped its
+// servers by then.
 func runOne(ctx context.Context, c cases.Case, env cases.Env, timeout time.Duration) (line report.Line, timedOut bool) {
 	if timeout <= 0 {
 		return c.Run(ctx, env), false
 	}
-	sctx, cancel := context.WithTimeoutCause(ctx, timeout, errScenarioTimeout)
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, &cases.TimeoutError{After: timeout, Bound: "--timeout"})
 	defer cancel()
 	line = c.Run(sctx, env)
-	if ctx.Err() != nil || !errors.Is(context.Cause(sctx), errScenarioTimeout) || line.Verdict != report.Interrupted {
-		return line, false
-	}
-	line.Verdict = report.Fail
-	why := fmt.Sprintf("timed out after %v (--timeout)", timeout)
-	for i, f := range line.Fields {
-		if f.Key == report.WhyKey {
-			// What it had checked before the timeout, if anything.
-			rest := strings.TrimPrefix(f.Value, "interrupted: "+errScenarioTimeout.Error())
-			line.Fields[i].Value = why + strings.TrimPrefix(rest, ";")
-			return line, true
-		}
-	}
-	line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: why})
-	return line, true
+	_, cut := errors.AsType[*cases.TimeoutError](context.Cause(sctx))
+	return line, ctx.Err() == nil && sctx.Err() != nil && cut
 }
 
 // scenarioLogs returns the log files a scenario's servers write in dir,

@@ -81,8 +81,7 @@ func TestTimeout(t *testing.T) {
 	var runs fakeRuns
 	stuck := cases.Fake("stuck", "evidence", "never ends by itself", func(ctx context.Context, _ cases.Env) report.Line {
 		<-ctx.Done() // a scenario ends when its context does, as Run does
-		return report.Line{Name: "stuck", Verdict: report.Interrupted,
-			Fields: []report.Field{{Key: "why", Value: "interrupted: " + context.Cause(ctx).Error()}}}
+		return cases.Stopped(ctx, "stuck", nil, nil)
 	})
 	a, stdout, stderr := testApp(t, stuck, runs.fake("after", "evidence", true))
 	err := runRun(context.Background(), &runOptions{app: a, Names: []string{"stuck", "after"}, control: control{Timeout: 50 * time.Millisecond}})

@@ -5,10 +5,12 @@ package cases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,16 +128,47 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		t.failures = append(t.failures, "registered NoServer, but started a server: rpcbench would run it without the rpcserver binary")
 	}
 
-	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
 	if ctx.Err() != nil {
-		// Stopped by the caller: what it checked before says nothing
-		// either way, so the scenario neither passed nor failed.
-		line.Verdict = report.Interrupted
-		t.failures = append([]string{"interrupted: " + context.Cause(ctx).Error()}, t.failures...)
+		return Stopped(ctx, c.Name, t.fields, t.failures)
 	}
+	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
 	if !line.Passed() {
 		line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: strings.Join(t.failures, "; ")})
 	}
+	return line
+}
+
+// TimeoutError is the cause a runner gives a scenario's context to bound
+// it (rpcbench's --timeout): a scenario stopped by it FAILs, naming the
+// bound, where one stopped by any other cause is INTERRUPTED.
+type TimeoutError struct {
+	After time.Duration
+	// Bound names what set it, such as "--timeout"; "" names nothing.
+	Bound string
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Bound == "" {
+		return fmt.Sprintf("timed out after %v", e.After)
+	}
+	return fmt.Sprintf("timed out after %v (%s)", e.After, e.Bound)
+}
+
+// Stopped is the line of scenario name, whose context ended before it
+// finished, with the fields it recorded and the checks that had failed.
+// Stopped by a *TimeoutError, it FAILs with why naming the bound first;
+// stopped by the caller otherwise, what it checked says nothing either
+// way, so it is INTERRUPTED. Run returns it, and so must a Fake whose
+// context ends.
+func Stopped(ctx context.Context, name string, fields []report.Field, failures []string) report.Line {
+	line := report.Line{Name: name, Verdict: report.Interrupted, Fields: slices.Clone(fields)}
+	cause := context.Cause(ctx)
+	first := "interrupted: " + cause.Error()
+	if te, ok := errors.AsType[*TimeoutError](cause); ok {
+		line.Verdict, first = report.Fail, te.Error()
+	}
+	why := strings.Join(append([]string{first}, failures...), "; ")
+	line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: why})
 	return line
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/nethost"
@@ -269,5 +270,18 @@ func TestNoServerScenarios(t *testing.T) {
 	slices.Sort(noServer)
 	if !slices.Equal(noted, noServer) {
 		t.Errorf("evidence notes no server for %v; registered NoServer: %v", noted, noServer)
+	}
+}
+
+// TestTimeoutFails: a scenario whose context its runner's bound ended
+// (a *TimeoutError cause) FAILs naming the bound; any other cause leaves
+// it INTERRUPTED.
+func TestTimeoutFails(t *testing.T) {
+	c, _ := Default().Lookup("decoder_split_model")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(&TimeoutError{After: 50 * time.Millisecond, Bound: "--timeout"})
+	line := c.Run(ctx, env)
+	if line.Verdict != report.Fail || !strings.HasPrefix(line.Why(), "timed out after 50ms (--timeout)") {
+		t.Errorf("got %s, want FAIL why=[timed out after 50ms (--timeout)...]", report.Format(line))
 	}
 }
