@@ -171,8 +171,11 @@ func createSchema(db *sql.DB, d dialect) error {
 	return nil
 }
 
-// schemaStatements is the schema, after seed 001 §2.4.3, with the
-// answer in typed columns and the claim's token for fencing. blob is the
+// schemaStatements is the schema of an idempotency table with leases:
+// one record per key holding its request's fingerprint, its state
+// (running, succeeded, failed), the lease a running claim holds and when the
+// record expires, with the answer in typed columns and the claim's token
+// for fencing. blob is the
 // engine's binary type.
 func schemaStatements(blob string) []string {
 	return []string{
@@ -378,9 +381,10 @@ func (s *SQLStore) read(ctx context.Context, key string) (row, bool, error) {
 	return r, true, nil
 }
 
-// Claim implements Store, as seed 001 §2.4.3: insert the record as
-// running, or read it and take it over when it is failed, its lease
-// expired or its TTL passed.
+// Claim implements Store: insert the record as running, or read it and
+// take it over when it is failed, its lease expired or its TTL passed; a
+// record running under a live lease, or succeeded within its TTL, is not
+// taken.
 func (s *SQLStore) Claim(key string, fp Fingerprint) (Claimed, error) {
 	ctx, cancel := opContext()
 	defer cancel()

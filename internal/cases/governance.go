@@ -31,7 +31,7 @@ func governance() []Case {
 		g("hedge_cuts_tail", "200 gets, one in ten slowed 300ms by the server: hedged after 30ms, p99 stays near the hedge delay plus a fast answer, at most one extra request per slow call (plus slack); a keyless debit is never hedged", hedgeCutsTail),
 		g("pushback_honoured", "UNAVAILABLE with a retry-after hint: the client pauses at least the hint (200ms) before retrying, stops at once (server_pushback) when the hint outlasts the call's deadline, and does not retry on retry_after=never", pushbackHonoured),
 		g("cancel_skips_queued_work", "one worker busy with a 300ms get; a keyless debit queued behind it is canceled by its caller after 50ms: with CancelAbandoned the client sends ctl.cancel and the server drops the debit unexecuted (exec.debit=0, canceled=1); without it the debit executes once the worker frees (exec.debit=1)", cancelSkipsQueuedWork),
-		g("negative_control_inflight_leak", "negative control: a limiter that keeps the permit of a timed-out call (seed 002's bug) is exhausted by timeouts and refuses everything after", negativeControlInflightLeak),
+		g("negative_control_inflight_leak", "negative control: a limiter that keeps the permit of a timed-out call (a release missing on the timeout path) is exhausted by timeouts and refuses everything after", negativeControlInflightLeak),
 	}
 }
 
@@ -250,7 +250,8 @@ func inflightPermitsReleased(t *T) {
 	expect(t, "beyondCap", extra.String(), proto.StatusClientBusy.String())
 }
 
-// leakyLimiter is seed 002's in-flight limiter, wrong on purpose: it
+// leakyLimiter is an in-flight limiter wrong on purpose, as one written
+// with a release on the success path only is: it
 // takes a permit before a call and gives it back when the call ends,
 // except when the call timed out, the path its author forgot.
 type leakyLimiter struct {
