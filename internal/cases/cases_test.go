@@ -113,9 +113,6 @@ func TestRegistry(t *testing.T) {
 		if c.Doc == "" || c.run == nil {
 			t.Errorf("%s: missing doc or run function", c.Name)
 		}
-		if !slices.Contains(r.Groups(), c.Group) || c.Group == GroupAll {
-			t.Errorf("%s: group %q", c.Name, c.Group)
-		}
 		if got, ok := r.Lookup(c.Name); !ok || got.Name != c.Name {
 			t.Errorf("Lookup(%q) = %q, %v", c.Name, got.Name, ok)
 		}
@@ -128,6 +125,42 @@ func TestRegistry(t *testing.T) {
 	}
 	if names := r.Names(); len(names) != len(seen) {
 		t.Errorf("Names() has %d entries, registry %d", len(names), len(seen))
+	}
+}
+
+// TestGroupFiles: each group file lists scenarios of its own group only,
+// the groups run in the order their files are concatenated, and Default
+// holds every listed scenario once: a line pasted into the wrong file, a
+// group left out of Default or added without a place in the order fails
+// here.
+func TestGroupFiles(t *testing.T) {
+	files := []struct {
+		group string
+		list  []Case
+	}{
+		{GroupEvidence, evidenceGroup()}, {GroupRobustness, robustnessGroup()}, {GroupDurability, durabilityGroup()},
+		{GroupChaos, chaosGroup()}, {GroupGovernance, governanceGroup()}, {GroupNetwork, networkGroup()},
+	}
+	var want []string
+	var all []Case
+	for _, f := range files {
+		if len(f.list) == 0 {
+			t.Errorf("group %s lists no scenario", f.group)
+		}
+		for _, c := range f.list {
+			if c.Group != f.group {
+				t.Errorf("%s, listed in group_%s.go, says group %q", c.Name, f.group, c.Group)
+			}
+		}
+		want = append(want, f.group)
+		all = append(all, f.list...)
+	}
+	r := Default()
+	if got := r.Groups(); !slices.Equal(got, want) {
+		t.Errorf("Default's groups %v, want %v", got, want)
+	}
+	if got, want := r.Names(), Registry(all).Names(); !slices.Equal(got, want) {
+		t.Errorf("Default holds %d scenarios, the group files list %d, or in another order", len(got), len(want))
 	}
 }
 

@@ -31,50 +31,6 @@ type Databases interface {
 // gave it no database server.
 var ErrNoPostgres = errors.New("no PostgreSQL server: install Debian's postgresql package (apt-get install postgresql) or set RPCBENCH_PG_DSN")
 
-// durable makes the scenarios of the durability group, one per store
-// each applies to.
-func durable() []Case {
-	var out []Case
-	add := func(name, doc string, kinds []string, run func(*T, string)) {
-		for _, k := range kinds {
-			c := Case{Name: name, Group: GroupDurability, Doc: doc, run: func(t *T) { run(t, k) }}
-			if len(kinds) > 1 {
-				c.Name, c.Doc = name+"_"+k, doc+" ("+k+")"
-			}
-			if k == bank.KindPostgres {
-				c.Needs = NeedsPostgres
-			}
-			out = append(out, c)
-		}
-	}
-	sql := []string{bank.KindSQLite, bank.KindPostgres}
-	add("durable_dedup_survives_crash",
-		"a keyed debit commits and the server is SIGKILLed before answering; the retry reaches a new server on the same store and is replayed: executed once",
-		sql, durableDedupSurvivesCrash)
-	add("crash_before_commit_leaves_nothing",
-		"the server is SIGKILLed inside the debit's transaction; after the claim's lease the retry takes the key over and executes once",
-		sql, crashBeforeCommitLeavesNothing)
-	add("memory_store_loses_dedup",
-		"negative control: the same crash after commit with the in-memory store; the restarted server executes the retry again",
-		[]string{bank.KindMemory}, memoryStoreLosesDedup)
-	add("dedup_shared_across_instances",
-		"two servers on one store: A executes and drops the connection, the client fails over to B, which replays A's answer: executed once",
-		sql, dedupSharedAcrossInstances)
-	add("duplicate_waits_across_instances",
-		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once",
-		sql, duplicateWaitsAcrossInstances)
-	add("memory_dedup_not_shared",
-		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
-		[]string{bank.KindMemory}, memoryDedupNotShared)
-	add("lease_expiry_takeover",
-		"the executor dies holding a running claim; 4 concurrent retries wait out its lease, exactly one takes over and the others get its answer",
-		sql, leaseExpiryTakeover)
-	add("ttl_expired_key_executes_again",
-		"the documented boundary: a key reused after its record's TTL, once swept, executes again",
-		sql, ttlExpiredKeyExecutesAgain)
-	return out
-}
-
 // newStore returns the -store spec of a fresh, empty store of kind: a
 // SQLite file in a directory removed when the scenario ends, or a new
 // PostgreSQL database, dropped when it ends.

@@ -15,23 +15,6 @@ import (
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
-// network lists the scenarios that put the server on a test host, across
-// a real link that can go silent, come back, or be slow.
-func network() []Case {
-	cs := []Case{
-		{Name: "half_open_peer_detected", Doc: "the server host's link goes silent: a keyless debit in flight ends UNKNOWN at its 2 s deadline (it did execute), keepalive (3 s + 0.5 s) declares the idle connection dead within Time+Timeout of its last read, and a new connection serves once the link is back", run: halfOpenPeerDetected},
-		{Name: "negative_control_no_keepalive", Doc: "negative control: without keepalive the client still believes in the connection to a silent host after keepalive's Time+Timeout and more", run: negativeControlNoKeepalive},
-		{Name: "partition_then_heal_keyed_debit", Doc: "a keyed debit executes and its answer is lost in a partition; retries with the same key are replayed once the link heals: executed once", run: partitionThenHealKeyedDebit},
-		{Name: "server_host_restart", Doc: "the server host reboots while its link is down: the client's old connection is answered with an RST, the get is retried on a new connection, the keyless debit in flight is UNKNOWN, no answer crosses callers", run: serverHostRestart},
-		{Name: "unacked_write_user_timeout", Doc: "a keyless debit written into a silent link: with UserTimeout 500ms the kernel gives up on it and the call ends UNKNOWN in about half a second, not at its 8 s deadline; the request, held in the kernel's neighbour queue, still reaches the server when the link returns and executes, once", run: unackedWriteUserTimeout},
-		{Name: "slow_link_head_of_line", Doc: "on a 125 kbit/s link a 60 KB request delays a small call behind it on its connection until it has crossed, while a small call on a second connection overtakes it; keepalive, its ping stuck behind the request, keeps the connection", run: slowLinkHeadOfLine},
-	}
-	for i := range cs {
-		cs[i].Group, cs[i].Needs = GroupNetwork, NeedsNetwork
-	}
-	return cs
-}
-
 // host makes a test host that is removed when the scenario ends.
 func (t *T) host() *nethost.Host {
 	h, err := nethost.New()

@@ -1,6 +1,3 @@
-// Package cases holds the named scenarios. Each one starts its own
-// rpcserver process, drives it through the client with faults switched on,
-// checks its invariants and reports one CASE line.
 package cases
 
 import (
@@ -18,23 +15,9 @@ import (
 )
 
 // Group names.
-const (
-	// GroupEvidence holds the scenarios whose lines make up
-	// evidence/output.txt: the seed article's.
-	GroupEvidence = "evidence"
-	// GroupRobustness holds the scenarios in which hostile clients and
-	// overload attack a server while a well-behaved client is served.
-	GroupRobustness = "robustness"
-	// GroupDurability holds the scenarios in which servers crash and
-	// share stores: exactly-once effects across restarts and instances.
-	GroupDurability = "durability"
-	// GroupNetwork holds the scenarios that run client and server on
-	// test hosts in network namespaces (package nethost), so that links
-	// can drop, delay or black-hole packets; each has Needs NeedsNetwork.
-	GroupNetwork = "network"
-	// GroupAll selects every scenario wherever a group is asked for.
-	GroupAll = "all"
-)
+// GroupAll selects every scenario wherever a group is asked for. Each
+// group's name is declared in its file, group_NAME.go.
+const GroupAll = "all"
 
 // Case is one named scenario.
 type Case struct {

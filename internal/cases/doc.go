@@ -1,0 +1,16 @@
+// Package cases holds the named scenarios. Each one starts its own
+// rpcserver process, drives it through the client with faults switched on,
+// checks its invariants and reports one CASE line.
+//
+// The files are of three kinds:
+//
+//   - group_NAME.go declares a group and lists its scenarios in run order,
+//     and nothing else; Default concatenates the groups.
+//   - harness_*.go is what every scenario stands on: Case and T, the
+//     registry, starting servers, raw connections, relays, calls and
+//     their fields, bounds, client traces.
+//   - every other file holds scenarios by theme (framing.go, retry.go,
+//     durability.go, network.go, ...), with the helpers only they use,
+//     and negative.go the deliberately wrong clients of the negative
+//     controls.
+package cases

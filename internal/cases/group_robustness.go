@@ -1,0 +1,19 @@
+package cases
+
+// GroupRobustness holds the scenarios in which hostile clients and
+// overload attack a server while a well-behaved client is served.
+const GroupRobustness = "robustness"
+
+// robustnessGroup lists the robustness group in run order.
+func robustnessGroup() []Case {
+	return []Case{
+		{Name: "hostile_garbage_bytes", Group: GroupRobustness, Doc: "50 connections send random bytes: each is closed as a protocol error while a polite client is served", run: hostileGarbageBytes},
+		{Name: "hostile_huge_length_prefix", Group: GroupRobustness, Doc: "a 0x7fffffff length prefix closes its connection without the server's memory growing", run: hostileHugeLengthPrefix},
+		{Name: "hostile_reset_mid_frame", Group: GroupRobustness, Doc: "half a frame then an RST: the server logs it and reaps the connection, leaking no goroutine", run: hostileResetMidFrame},
+		{Name: "hostile_slow_sender", Group: GroupRobustness, Doc: "a request sent one byte per 100 ms holds no worker: with one worker, other gets succeed meanwhile", run: hostileSlowSender},
+		{Name: "hostile_idle_connections", Group: GroupRobustness, Doc: "500 idle connections cost two goroutines each, block no one, and are reaped when closed", run: hostileIdleConnections},
+		{Name: "hostile_connect_churn", Group: GroupRobustness, Doc: "2000 connections opened and closed or reset at once: the server keeps serving and accepting", run: hostileConnectChurn},
+		{Name: "hostile_never_reads", Group: GroupRobustness, Doc: "clients that never read their answers are held back by TCP and dropped at the write timeout", run: hostileNeverReads},
+		{Name: "backpressure_burst", Group: GroupRobustness, Doc: "a burst past a queue of 8: each debit is executed or UNAVAILABLE unexecuted, and a retrying client gets each executed once", run: backpressureBurst},
+	}
+}

@@ -1,0 +1,56 @@
+package cases
+
+import "slices"
+
+// Registry is an ordered list of scenarios with unique names.
+type Registry []Case
+
+// Default returns every scenario of this package, in run order: the
+// groups in the order of their files (group_*.go).
+func Default() Registry {
+	return slices.Concat(evidenceGroup(), robustnessGroup(), durabilityGroup(), chaosGroup(), governanceGroup(), networkGroup())
+}
+
+// Select returns the scenarios of group g in run order, every one for
+// GroupAll; nil when the group has none.
+func (r Registry) Select(g string) Registry {
+	if g == GroupAll {
+		return r
+	}
+	var out Registry
+	for _, c := range r {
+		if c.Group == g {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Groups returns the group names in the order they first appear.
+func (r Registry) Groups() []string {
+	var out []string
+	for _, c := range r {
+		if !slices.Contains(out, c.Group) {
+			out = append(out, c.Group)
+		}
+	}
+	return out
+}
+
+// Lookup returns the scenario called name.
+func (r Registry) Lookup(name string) (Case, bool) {
+	i := slices.IndexFunc(r, func(c Case) bool { return c.Name == name })
+	if i < 0 {
+		return Case{}, false
+	}
+	return r[i], true
+}
+
+// Names returns every scenario name in run order.
+func (r Registry) Names() []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		out[i] = c.Name
+	}
+	return out
+}
