@@ -50,8 +50,16 @@ type Attempt struct {
 	// Status is the status the server answered, valid when Outcome is
 	// OutcomeResponse.
 	Status proto.Status
-	// Err describes what went wrong; empty for a response.
+	// Err describes what went wrong; empty for a response. It is Cause's
+	// text.
 	Err string
+	// Cause is the error that ended the attempt; nil for a response. Ask
+	// it with errors.Is and errors.As, not through Err's text: errors.Is
+	// finds ErrClosed, ErrCut, ErrKeepaliveTimeout or a context's error,
+	// and errors.As a *ConnLostError when the connection died of a
+	// failure (its Partial bytes included) and a *proto.ProtocolError
+	// when the peer sent a bad frame.
+	Cause error
 	// Backoff is how long the client paused after this attempt before the
 	// next one; zero for the last attempt.
 	Backoff time.Duration
@@ -549,7 +557,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		cn, a.Addr, err = c.shared(ctx, deadline)
 	}
 	if err != nil {
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeConnectFailed, err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeConnectFailed, err.Error(), err
 		return a, reply{err: err}
 	}
 
@@ -565,7 +573,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 	// can be reused.
 	defer waiters.Put(w)
 	if err := cn.submit(&f, w, monoOf(deadline)); err != nil {
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeNotSent, err.Error(), err
 		return a, reply{err: err}
 	}
 
@@ -592,15 +600,15 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 	if r.timedOut {
 		// The connection's timer took the attempt out of pending: any
 		// answer from now on is late.
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, context.DeadlineExceeded.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeTimeout, context.DeadlineExceeded.Error(), context.DeadlineExceeded
 		c.cancelRemote(cn, a.ID)
 		return a, reply{err: context.DeadlineExceeded}
 	}
 	switch {
 	case r.err != nil && r.notSent:
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, r.err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeNotSent, r.err.Error(), r.err
 	case r.err != nil:
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeConnLost, r.err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeConnLost, r.err.Error(), r.err
 		// Declared here, not above: errors.As makes pe escape, and the
 		// answered path must not pay an allocation for it.
 		var pe *proto.ProtocolError
@@ -622,7 +630,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 // used.
 func (c *Client) abandon(cn *conn, id uint64, a *Attempt, cause error) (reply, bool) {
 	if cn.remove(id) {
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, cause.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeTimeout, cause.Error(), cause
 		switch {
 		case errors.Is(cause, errAbandoned):
 			a.Outcome = OutcomeAbandoned
