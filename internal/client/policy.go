@@ -23,16 +23,16 @@ type situation struct {
 
 // decide is the call's retry and hedge policy (grpc's
 // csAttempt.shouldRetry): told the situation, it returns the pause before
-// the next attempt, or why there will be none. It is the only place a
-// stop rule after an attempt is written; admit, asked before each attempt,
-// holds the deadline and the breaker.
+// the next attempt, or why there will be none. Every stop rule after an
+// attempt is written here; admit, asked before each attempt, holds the
+// breaker, and stopFor, which both ask, the deadline and the context.
+// Its returned pause is 0 for a hedge, whose timer is the round's own.
 //
 // A retry's pause is the backoff, or the server's retry-after hint when
 // longer. A hedge needs what a retry needs (time before the deadline, an
 // attempt left under MaxAttempts, the retry budget's leave) and no hint
-// in its round; its pause is Hedge.Delay, the round's own. decide counts
-// the retries the budget refused and the hints it acted on; a hedge it
-// refuses is counted in neither.
+// in its round. decide counts the retries the budget refused and the
+// hints it acted on; a hedge it refuses is counted in neither.
 func (s *callState) decide(sit situation) (time.Duration, Stop) {
 	c, a := s.c, &sit.last
 	if !sit.hedge && a.Class == ClassFinal {
