@@ -1,6 +1,7 @@
 package cases
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -54,7 +55,8 @@ func halfWrittenResponseDiscarded(t *T) {
 	for _, r := range []client.Result{get, debit} {
 		if len(r.Log) > 0 {
 			a := r.Log[0]
-			t.Check(a.Outcome == client.OutcomeConnLost && strings.Contains(a.Err, "buffered partial bytes="),
+			var lost *client.ConnLostError
+			t.Check(a.Outcome == client.OutcomeConnLost && errors.As(a.Cause, &lost) && lost.Partial > 0,
 				"first attempt %s %q, want %s with partial bytes", a.Outcome, a.Err, client.OutcomeConnLost)
 		}
 	}
@@ -66,7 +68,8 @@ func invalidFrameFromServer(t *T) {
 	for _, r := range []client.Result{get, debit} {
 		if len(r.Log) > 0 {
 			a := r.Log[0]
-			t.Check(a.Outcome == client.OutcomeProtocolError && strings.Contains(a.Err, "bad magic 0xdead"),
+			var pe *proto.ProtocolError
+			t.Check(a.Outcome == client.OutcomeProtocolError && errors.As(a.Cause, &pe) && pe.Reason == "bad magic 0xdead",
 				"first attempt %s %q, want %s bad magic 0xdead", a.Outcome, a.Err, client.OutcomeProtocolError)
 		}
 	}

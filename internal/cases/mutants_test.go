@@ -61,7 +61,7 @@ var mutants = []mutant{
 	{
 		name: "context_deadline_ignored",
 		bug:  "the caller's context deadline is ignored: the budget sent is the attempt timeout although the context allows 100 ms",
-		file: "internal/client/client.go",
+		file: "internal/client/call.go",
 		old:  "\tif d, ok := ctx.Deadline(); ok && d.Before(deadline) {\n\t\tdeadline = d\n\t}\n",
 		new:  "",
 		catch: map[string]string{
@@ -111,9 +111,9 @@ var mutants = []mutant{
 	{
 		name: "budget_not_capped_by_time_left",
 		bug:  "the budget is the attempt timeout, not capped by the time left before the call's deadline: 300 ms sent under a 100 ms deadline",
-		file: "internal/client/client.go",
-		old:  "c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))",
-		new:  "c.attempt(ctx, &call, now, attemptTimeout)",
+		file: "internal/client/call.go",
+		old:  "return min(s.attemptTimeout, s.deadline.Sub(now))",
+		new:  "return s.attemptTimeout",
 		catch: map[string]string{
 			"deadline_server_skips_expired": "budgetSent=300ms, want at most 100ms",
 			"budget_sent_is_time_left":      "callTimeoutBudget=300ms, want at most 100ms",

@@ -50,8 +50,16 @@ type Attempt struct {
 	// Status is the status the server answered, valid when Outcome is
 	// OutcomeResponse.
 	Status proto.Status
-	// Err describes what went wrong; empty for a response.
+	// Err describes what went wrong; empty for a response. It is Cause's
+	// text.
 	Err string
+	// Cause is the error that ended the attempt; nil for a response. Ask
+	// it with errors.Is and errors.As, not through Err's text: errors.Is
+	// finds ErrClosed, ErrCut, ErrKeepaliveTimeout or a context's error,
+	// and errors.As a *ConnLostError when the connection died of a
+	// failure (its Partial bytes included) and a *proto.ProtocolError
+	// when the peer sent a bad frame.
+	Cause error
 	// Backoff is how long the client paused after this attempt before the
 	// next one; zero for the last attempt.
 	Backoff time.Duration
@@ -444,30 +452,14 @@ func (c *Client) dial(ctx context.Context) (*conn, string, error) {
 // after Hedge.Delay is joined by a hedge (see HedgeConfig); the call
 // holds one permit however many attempts it has in flight.
 func (c *Client) Do(ctx context.Context, call Call) Result {
-	start := time.Now()
-	total := call.Timeout
-	if total <= 0 {
-		total = c.cfg.Deadline
-	}
-	attemptTimeout := call.AttemptTimeout
-	if attemptTimeout <= 0 {
-		attemptTimeout = c.cfg.AttemptTimeout
-	}
-	deadline := start.Add(total)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-
-	var res Result
+	s := c.newCall(ctx, call)
 	probe := proto.Frame{Type: proto.TypeRequest, ID: 1, Method: call.Method, Key: call.Key, Payload: call.Payload}
 	if err := probe.Check(); err != nil {
-		res.Status, res.Stop, res.Err = proto.StatusInvalidArgument, StopFinal, err
-		res.Elapsed = time.Since(start)
-		return res
+		return Result{Status: proto.StatusInvalidArgument, Stop: StopFinal, Err: err, Elapsed: time.Since(s.start)}
 	}
 	if g := c.gov; g != nil {
 		if stop := g.admit(call.Method); stop != 0 {
-			return c.refuse(stop, start)
+			return c.refuse(stop, s.start)
 		}
 		if g.permits != nil {
 			// Deferred, so that every way out of Do gives it back: seed
@@ -475,145 +467,24 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			defer g.permits.release()
 		}
 	}
-
-	var last reply
-	var spans []Span // kept for Trace only
-	hedges := 0      // hedges sent so far, with Config.Hedge
-	for now := start; ; now = time.Now() {
-		if stop := stopFor(ctx, now, deadline); stop != 0 {
-			res.Stop = stop
-			break
+	for now := s.start; ; now = time.Now() {
+		tk, stop := s.admit(now)
+		if stop == StopCircuitOpen && len(s.res.Log) == 0 {
+			return c.refuse(stop, s.start)
 		}
-		var tk ticket
-		if c.gov != nil && c.gov.breaker != nil {
-			var ok bool
-			if tk, ok = c.gov.breaker.allow(now); !ok {
-				if len(res.Log) == 0 {
-					return c.refuse(StopCircuitOpen, start)
-				}
-				res.Stop = StopCircuitOpen
-				break
-			}
+		if stop != 0 {
+			return s.finish(stop)
 		}
-		var a Attempt
-		var r reply
-		if h := c.cfg.Hedge; h != nil && call.Idempotent && hedges < h.MaxHedges {
-			var sent int
-			a, r, sent = c.hedgeRound(ctx, &call, tk, now, deadline, attemptTimeout, h.MaxHedges-hedges, &res.Log, &spans)
-			hedges += sent
-		} else {
-			a, r = c.attempt(ctx, &call, now, min(attemptTimeout, deadline.Sub(now)))
-			// Read the clock only for those who need the end: an answered
-			// call without either must not pay for it.
-			if c.gov != nil || c.cfg.Trace != nil {
-				end := time.Now()
-				if c.gov != nil {
-					c.gov.record(ctx, tk, &a, &r, end.Sub(now), end)
-				}
-				if c.cfg.Trace != nil {
-					spans = append(spans, Span{now, end})
-				}
-			}
-			res.Log = append(res.Log, a)
+		a, r := s.try(tk, now)
+		s.last = r
+		pause, stop := s.decide(situation{now: time.Now(), last: a, err: r.err})
+		if stop != 0 {
+			return s.finish(stop)
 		}
-		last = r
-		if a.Class == ClassFinal {
-			res.Status, res.Payload, res.Stop = r.f.Status, r.f.Payload, StopFinal
-			break
-		}
-		if stop := stopFor(ctx, time.Now(), deadline); stop != 0 {
-			res.Stop = stop
-			break
-		}
-		if errors.Is(r.err, ErrClosed) {
-			res.Stop = StopClosed
-			break
-		}
-		if !c.mayRetry(&call, a.Class) {
-			res.Stop = StopNotRetryable
-			break
-		}
-		if len(res.Log) >= c.cfg.MaxAttempts {
-			res.Stop = StopMaxAttempts
-			break
-		}
-		pause := c.backoff(len(res.Log))
-		if hint := a.RetryAfter; hint != 0 {
-			// The server's hint (gRPC A6's pushback): never retry before
-			// it, and not at all when it says so or when waiting for it
-			// would reach the deadline.
-			if hint < 0 || time.Until(deadline) <= hint {
-				c.stats.pushbacks.Add(1)
-				res.Stop = StopPushback
-				break
-			}
-			if hint > pause {
-				c.stats.pushbacks.Add(1)
-				pause = hint
-			}
-		}
-		if time.Until(deadline) <= pause {
-			res.Stop = StopBackoffCrosses
-			break
-		}
-		if c.gov != nil && c.gov.budget != nil && !c.gov.budget.mayRetry() {
-			c.stats.retriesThrottled.Add(1)
-			res.Stop = StopRetryBudget
-			break
-		}
-		res.Log[len(res.Log)-1].Backoff = pause
-		if !sleep(ctx, pause) {
-			res.Stop = stopFor(ctx, time.Now(), deadline)
-			break
-		}
+		s.res.Log[len(s.res.Log)-1].Backoff = pause
+		// A pause the caller's context cuts short is seen by admit.
+		sleep(ctx, pause)
 	}
-	res.Attempts = len(res.Log)
-	if c.cfg.Trace != nil {
-		// A copy: handing &call itself to a func value would move every
-		// Do's call to the heap, traced or not.
-		cp := call
-		c.cfg.Trace(&cp, res.Log, spans)
-	}
-	if res.Stop != StopFinal {
-		res.Status = giveUpStatus(&call, res.Log, res.Stop)
-		res.Err = last.err
-		if res.Err == nil && len(res.Log) == 0 {
-			res.Err = ctx.Err()
-			if res.Err == nil {
-				res.Err = context.DeadlineExceeded
-			}
-		}
-	}
-	res.Elapsed = time.Since(start)
-	return res
-}
-
-// stopFor says why no further attempt may start: the caller's context
-// ended or the deadline passed. It returns 0 while attempts may go on.
-func stopFor(ctx context.Context, now, deadline time.Time) Stop {
-	switch err := ctx.Err(); {
-	case errors.Is(err, context.Canceled):
-		return StopCanceled
-	case err != nil, !now.Before(deadline):
-		return StopDeadline
-	}
-	return 0
-}
-
-func (c *Client) mayRetry(call *Call, class Class) bool {
-	switch class {
-	case ClassNotSent, ClassNotExecuted:
-		return true
-	case ClassUnknown:
-		if c.cfg.RetryUnknown != nil {
-			// A copy: handing call itself to a func value would move
-			// every Do's call to the heap.
-			cp := *call
-			return c.cfg.RetryUnknown(&cp)
-		}
-		return call.Idempotent || call.Key != ""
-	}
-	return false
 }
 
 // giveUpStatus is the status of a call that ended without a final answer.
@@ -658,15 +529,13 @@ func (c *Client) backoff(n int) time.Duration {
 	return d
 }
 
-// sleep pauses for d unless ctx ends first; it reports whether it slept.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep pauses for d unless ctx ends first.
+func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
 	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -688,7 +557,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		cn, a.Addr, err = c.shared(ctx, deadline)
 	}
 	if err != nil {
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeConnectFailed, err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeConnectFailed, err.Error(), err
 		return a, reply{err: err}
 	}
 
@@ -704,7 +573,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 	// can be reused.
 	defer waiters.Put(w)
 	if err := cn.submit(&f, w, monoOf(deadline)); err != nil {
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeNotSent, err.Error(), err
 		return a, reply{err: err}
 	}
 
@@ -731,15 +600,15 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 	if r.timedOut {
 		// The connection's timer took the attempt out of pending: any
 		// answer from now on is late.
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, context.DeadlineExceeded.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeTimeout, context.DeadlineExceeded.Error(), context.DeadlineExceeded
 		c.cancelRemote(cn, a.ID)
 		return a, reply{err: context.DeadlineExceeded}
 	}
 	switch {
 	case r.err != nil && r.notSent:
-		a.Class, a.Outcome, a.Err = ClassNotSent, OutcomeNotSent, r.err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeNotSent, r.err.Error(), r.err
 	case r.err != nil:
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeConnLost, r.err.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeConnLost, r.err.Error(), r.err
 		// Declared here, not above: errors.As makes pe escape, and the
 		// answered path must not pay an allocation for it.
 		var pe *proto.ProtocolError
@@ -761,7 +630,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 // used.
 func (c *Client) abandon(cn *conn, id uint64, a *Attempt, cause error) (reply, bool) {
 	if cn.remove(id) {
-		a.Class, a.Outcome, a.Err = ClassUnknown, OutcomeTimeout, cause.Error()
+		a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeTimeout, cause.Error(), cause
 		switch {
 		case errors.Is(cause, errAbandoned):
 			a.Outcome = OutcomeAbandoned

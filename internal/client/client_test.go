@@ -558,6 +558,13 @@ func TestPartialResponseDiscarded(t *testing.T) {
 	if !strings.Contains(r.Log[0].Err, "partial bytes=") {
 		t.Errorf("first attempt Err = %q, want it to report the partial bytes", r.Log[0].Err)
 	}
+	var lost *client.ConnLostError
+	if !errors.As(r.Log[0].Cause, &lost) || lost.Partial <= 0 {
+		t.Errorf("first attempt Cause = %#v, want a *ConnLostError with Partial > 0", r.Log[0].Cause)
+	}
+	if r.Log[1].Cause != nil {
+		t.Errorf("answered attempt Cause = %v, want nil", r.Log[1].Cause)
+	}
 }
 
 func TestInvalidCallRejectedLocally(t *testing.T) {
