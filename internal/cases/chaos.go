@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/chaos"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // GroupChaos holds fixed-seed chaos runs: a random workload under a
@@ -59,7 +60,7 @@ func chaosRun(t *T, seed int64, store string, servers int) {
 		t.Fatalf("chaos: %v", err)
 	}
 	for _, c := range res.Checks {
-		expectf(t, c.Name, c.Verdict, chaos.Pass, "%s; replay: %s", c.Detail, res.Replay())
+		expectf(t, c.Name, c.Verdict, report.Pass, "%s; replay: %s", c.Detail, res.Replay())
 	}
 	expect(t, "nemesisErrors", len(res.NemesisErrors), 0)
 	t.Volatile("ops", len(res.Ops))

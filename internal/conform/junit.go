@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // JUnitSuite is the name of the one test suite WriteJUnit writes.
@@ -62,10 +64,10 @@ func WriteJUnit(w io.Writer, res Result) error {
 	for _, c := range res.Checks {
 		total += c.Elapsed
 		tc := junitCase{Name: c.Name, Classname: JUnitSuite, Time: seconds(c.Elapsed)}
-		if c.Verdict == Pass {
+		if c.Verdict == report.Pass {
 			tc.SystemOut = c.Detail
 		} else {
-			tc.Failure = &junitFailure{Message: c.Detail, Type: c.Verdict, Text: c.Line()}
+			tc.Failure = &junitFailure{Message: c.Detail, Type: c.Verdict.String(), Text: c.Line()}
 		}
 		suite.Cases = append(suite.Cases, tc)
 	}
