@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
@@ -104,7 +105,7 @@ func execCounts(f *fleet) (map[string]int, error) {
 		}
 		for _, e := range evs {
 			if e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodDebit &&
-				e.Text(serverapi.KeyStatus) == "OK" && e.Text(serverapi.KeyKey) != "" {
+				e.Text(serverapi.KeyStatus) == proto.StatusOK.String() && e.Text(serverapi.KeyKey) != "" {
 				counts[e.Text(serverapi.KeyKey)]++
 			}
 		}
