@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/internal/chaos"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // chaosDefaultOut is where chaos writes by default; .gitignore names it.
@@ -118,7 +119,7 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 	}
 	// An interrupted run's history so far was checked: its verdict is
 	// printed as any run's, the CHAOS line saying how long it ran.
-	verdict := verdictPainter(a.Out, a.Color)
+	verdict := report.VerdictPainter(a.Out, a.Color)
 	for _, l := range res.LinesWith(verdict) {
 		fmt.Fprintln(a.Out, l)
 	}
@@ -128,7 +129,7 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 	} else {
 		fmt.Fprintf(a.Err, "chaos: ran and checked in %v; history in %s\n", took, o.Out)
 	}
-	if res.Verdict != chaos.Pass {
+	if res.Verdict != report.Pass {
 		fmt.Fprintf(a.Out, "replay: %s\n", res.ReplayAs(replayProgram(a), replayFlags(a)...))
 	}
 	switch {
@@ -137,7 +138,7 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 		return fmt.Errorf("%w: %w; %w", errInterrupted, context.Cause(ctx), err)
 	case interrupted:
 		return fmt.Errorf("%w: %w", errInterrupted, context.Cause(ctx))
-	case res.Verdict != chaos.Pass:
+	case res.Verdict != report.Pass:
 		return errFailed
 	}
 	return nil

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
-	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
-	"github.com/rpcbench/rpcbench/internal/chaos"
 	"github.com/rpcbench/rpcbench/internal/conform"
 	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -126,11 +123,11 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		}
 		defer junit.Abort()
 	}
-	verdict := verdictPainter(o.Out, o.Color)
+	verdict := report.VerdictPainter(o.Out, o.Color)
 	res, err := conform.Run(ctx, cfg, func(c conform.Check) {
 		// Line starts "CHECK <name> <verdict>"; colour only the verdict.
 		line, head := c.Line(), len("CHECK ")+len(c.Name)+1
-		fmt.Fprintln(o.Out, line[:head]+verdict(c.Verdict)+line[head+len(c.Verdict):])
+		fmt.Fprintln(o.Out, line[:head]+verdict(c.Verdict)+line[head+len(c.Verdict.String()):])
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -154,30 +151,4 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		return errFailed
 	}
 	return nil
-}
-
-// verdictPainter returns a function that colours a CHECK or CHAOS
-// verdict as report.Printer colours a CASE verdict (PASS green, FAIL red,
-// chaos's UNKNOWN yellow as INTERRUPTED is) when UseColor says so, and
-// leaves any other word as it is.
-func verdictPainter(w io.Writer, m report.ColorMode) func(string) string {
-	on := report.UseColor(w, m)
-	cs := map[string]*color.Color{
-		conform.Pass:  color.New(color.FgGreen),
-		conform.Fail:  color.New(color.FgRed),
-		chaos.Unknown: color.New(color.FgYellow),
-	}
-	for _, c := range cs {
-		if on {
-			c.EnableColor()
-		} else {
-			c.DisableColor()
-		}
-	}
-	return func(v string) string {
-		if c, ok := cs[v]; ok {
-			return c.Sprint(v)
-		}
-		return v
-	}
 }

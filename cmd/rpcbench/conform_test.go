@@ -99,7 +99,7 @@ func TestConformRealServer(t *testing.T) {
 		t.Errorf("%d CHECK lines, want %d:\n%s", len(lines), n, stdout.String())
 	}
 	for name, l := range lines {
-		if l[0] != conform.Pass {
+		if l[0] != report.Pass.String() {
 			t.Errorf("CHECK %s %s %s, want PASS", name, l[0], l[1])
 		}
 	}
@@ -137,7 +137,7 @@ func TestConformFaultyServer(t *testing.T) {
 	}
 	gotFailed := map[string]bool{}
 	for name, l := range lines {
-		if l[0] == conform.Fail {
+		if l[0] == report.Fail.String() {
 			gotFailed[name] = true
 		}
 	}
@@ -157,7 +157,7 @@ func TestConformFaultyServer(t *testing.T) {
 	}
 	for name, l := range lines {
 		want := ""
-		if l[0] == conform.Fail {
+		if l[0] == report.Fail.String() {
 			want = l[1]
 		}
 		if got, ok := cases[name]; !ok || got != want {

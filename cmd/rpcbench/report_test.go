@@ -158,7 +158,7 @@ func TestReportUnreadableLog(t *testing.T) {
 	a, _, _ := testApp(t)
 	writeTree(t, map[string]string{
 		"evidence/output.txt":        "CASE x PASS\n",
-		"evidence/logs/server-x.log": `{"time":"2026-12-01T02:35:00Z","level":"INFO","msg":"LISTEN"}` + "\n" + `{"time":"2026-12-01T02:35:01Z","level":"INFO","msg":"BOGUS"}` + "\n",
+		"evidence/logs/server-x.log": `{"time":"2026-12-01T02:35:00Z","level":"INFO","msg":"LISTEN","addr":"127.0.0.1:1","config":"workers=1"}` + "\n" + `{"time":"2026-12-01T02:35:01Z","level":"INFO","msg":"BOGUS"}` + "\n",
 	})
 	code, stderr := command(a, "report")
 	if code != exitOK {

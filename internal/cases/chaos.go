@@ -40,7 +40,7 @@ func chaosRun(t *T, seed int64, store string, servers int) {
 		t.Fatalf("chaos: %v", err)
 	}
 	for _, c := range res.Checks {
-		expectf(t, c.Name, c.Verdict, chaos.Pass, "%s; replay: %s", c.Detail, res.Replay())
+		expectf(t, c.Name, c.Verdict, report.Pass, "%s; replay: %s", c.Detail, res.Replay())
 	}
 	expect(t, "nemesisErrors", len(res.NemesisErrors), 0)
 	t.Volatile("ops", len(res.Ops))

@@ -11,20 +11,17 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
-)
-
-// Verdicts.
-const (
-	Pass    = "PASS"
-	Fail    = "FAIL"
-	Unknown = "UNKNOWN" // a check could not decide (the linearizability check timed out)
 )
 
 // Check is one checker's verdict and what it saw.
 type Check struct {
-	Name    string
-	Verdict string
+	Name string
+	// Verdict is report.Pass, report.Fail, or report.Unknown when the
+	// checker could not decide (the linearizability check timed out).
+	Verdict report.Verdict
 	// Detail is "key=value ..." text for the checker's line.
 	Detail string
 }
@@ -41,7 +38,7 @@ type Result struct {
 	Linear              LinearResult
 	// Verdict is FAIL if any check failed, else UNKNOWN if any could not
 	// decide, else PASS.
-	Verdict       string
+	Verdict       report.Verdict
 	NemesisErrors []string
 	// InterruptedAfter is how long the workload ran before the run was
 	// interrupted; the checks then cover only the history recorded until
@@ -80,13 +77,13 @@ func check(o Options, sched []Event, ops []Op, f *fleet, applied int) Result {
 		lin.Detail += " timed_out=" + strings.Join(res.Linear.TimedOut, ",")
 	}
 	res.Checks = append(res.Checks, lin, exactlyOnce(ops, f), rightCaller(ops))
-	res.Verdict = Pass
+	res.Verdict = report.Pass
 	for _, c := range res.Checks {
 		switch {
-		case c.Verdict == Fail:
-			res.Verdict = Fail
-		case c.Verdict == Unknown && res.Verdict == Pass:
-			res.Verdict = Unknown
+		case c.Verdict == report.Fail:
+			res.Verdict = report.Fail
+		case c.Verdict == report.Unknown && res.Verdict == report.Pass:
+			res.Verdict = report.Unknown
 		}
 	}
 	return res
@@ -108,7 +105,7 @@ func execCounts(f *fleet) (map[string]int, error) {
 		}
 		for _, e := range evs {
 			if e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodDebit &&
-				e.Text(serverapi.KeyStatus) == "OK" && e.Text(serverapi.KeyKey) != "" {
+				e.Text(serverapi.KeyStatus) == proto.StatusOK.String() && e.Text(serverapi.KeyKey) != "" {
 				counts[e.Text(serverapi.KeyKey)]++
 			}
 		}
@@ -122,10 +119,10 @@ func execCounts(f *fleet) (map[string]int, error) {
 // and its EXEC line loses that line, so an acknowledged key with no line
 // fails the check only when no server was down during its call.
 func exactlyOnce(ops []Op, f *fleet) Check {
-	c := Check{Name: CheckExactlyOnce, Verdict: Pass}
+	c := Check{Name: CheckExactlyOnce, Verdict: report.Pass}
 	counts, err := execCounts(f)
 	if err != nil {
-		c.Verdict, c.Detail = Fail, "logs unreadable: "+err.Error()
+		c.Verdict, c.Detail = report.Fail, "logs unreadable: "+err.Error()
 		return c
 	}
 	var keys, twice, missing, failedRan, excused int
@@ -152,7 +149,7 @@ func exactlyOnce(ops []Op, f *fleet) Check {
 	}
 	c.Detail = fmt.Sprintf("keys=%d executed_twice=%d acked_unexecuted=%d failed_executed=%d unlogged_at_kill=%d", keys, twice, missing, failedRan, excused)
 	if twice+missing+failedRan > 0 {
-		c.Verdict = Fail
+		c.Verdict = report.Fail
 		if len(examples) > 3 {
 			examples = examples[:3]
 		}
@@ -179,7 +176,7 @@ func (f *fleet) downDuring(op Op) bool {
 // rightCaller checks that every OK answer names the account its call
 // asked for.
 func rightCaller(ops []Op) Check {
-	c := Check{Name: CheckRightCaller, Verdict: Pass}
+	c := Check{Name: CheckRightCaller, Verdict: report.Pass}
 	var ok, wrong int
 	var example string
 	for _, op := range ops {
@@ -196,7 +193,7 @@ func rightCaller(ops []Op) Check {
 	}
 	c.Detail = fmt.Sprintf("answers=%d wrong=%d", ok, wrong)
 	if wrong > 0 {
-		c.Verdict = Fail
+		c.Verdict = report.Fail
 		c.Detail += " e.g.=[" + example + "]"
 	}
 	return c
@@ -206,10 +203,11 @@ func rightCaller(ops []Op) Check {
 func (r Result) Lines() []string { return r.LinesWith(nil) }
 
 // LinesWith returns Lines with each verdict word (PASS, FAIL, UNKNOWN)
-// replaced by verdict(word), as a printer colours it; nil leaves them.
-func (r Result) LinesWith(verdict func(string) string) []string {
+// written by verdict, as report.VerdictPainter colours it; nil writes
+// Verdict.String.
+func (r Result) LinesWith(verdict func(report.Verdict) string) []string {
 	if verdict == nil {
-		verdict = func(v string) string { return v }
+		verdict = report.Verdict.String
 	}
 	var out []string
 	for _, c := range r.Checks {
@@ -256,7 +254,7 @@ func shellQuote(w string) string {
 func (r Result) FailedChecks() []string {
 	var out []string
 	for _, c := range r.Checks {
-		if c.Verdict == Fail {
+		if c.Verdict == report.Fail {
 			out = append(out, c.Name)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // The linearizability check runs porcupine on each account's history
@@ -46,9 +48,10 @@ import (
 
 // LinearResult is the verdict of the linearizability check.
 type LinearResult struct {
-	// Verdict is Fail if some account's history is not linearizable, else
-	// Unknown if porcupine gave up on some account, else Pass.
-	Verdict string
+	// Verdict is report.Fail if some account's history is not
+	// linearizable, else report.Unknown if porcupine gave up on some
+	// account, else report.Pass.
+	Verdict report.Verdict
 	// Accounts is how many accounts had operations to check.
 	Accounts int
 	// Ops is how many operations were given to porcupine: ok ones and
@@ -110,7 +113,7 @@ func CheckLinearizable(ops []Op, initialBalance int64, timeout time.Duration) Li
 	}
 	wg.Wait()
 
-	res := LinearResult{Verdict: Pass, Accounts: len(accts)}
+	res := LinearResult{Verdict: report.Pass, Accounts: len(accts)}
 	var first *account
 	for i, a := range accts {
 		res.Ops += len(a.ops)
@@ -126,10 +129,10 @@ func CheckLinearizable(ops []Op, initialBalance int64, timeout time.Duration) Li
 	}
 	switch {
 	case first != nil:
-		res.Verdict = Fail
+		res.Verdict = report.Fail
 		res.WindowFrom, res.WindowTo, res.Window = first.window(timeout)
 	case len(res.TimedOut) > 0:
-		res.Verdict = Unknown
+		res.Verdict = report.Unknown
 	}
 	return res
 }

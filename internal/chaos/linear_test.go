@@ -12,6 +12,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // History builders: times are in ns since the run's start, the account is
@@ -75,7 +77,7 @@ func TestCheckLinearizable(t *testing.T) {
 			keyed(okDebit(5, 0, 50, 80, 90, 850, 2), "k5", false),
 			okGet(6, 0, 100, 110, 850, 2),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 5},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 5},
 	}, {
 		name: "double_debit_seen_by_get",
 		ops: []Op{
@@ -83,7 +85,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(2, 0, 100, 10, 20, 900, 1),
 			okGet(3, 1, 30, 40, 800, 2),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
 		wantWindow: []int{2, 3},
 	}, {
 		name: "double_debit_seen_by_debit",
@@ -92,7 +94,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(2, 1, 100, 30, 40, 700, 3),
 			okGet(3, 0, 50, 60, 700, 3),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
 		wantWindow: []int{1, 2},
 	}, {
 		name: "stale_read",
@@ -100,7 +102,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(1, 0, 100, 10, 20, 900, 1),
 			okGet(2, 1, 30, 40, 1000, 0),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
 		wantWindow: []int{1, 2},
 	}, {
 		name: "overdraft",
@@ -108,7 +110,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(1, 0, 600, 10, 20, 400, 1),
 			okDebit(2, 0, 600, 30, 40, -200, 2),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowFrom: 30, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowFrom: 30, WindowTo: 40},
 		wantWindow: []int{2},
 	}, {
 		// Invoked in the order 1, 2, 3; executed 3, 1, 2; a get concurrent
@@ -121,14 +123,14 @@ func TestCheckLinearizable(t *testing.T) {
 			okGet(4, 3, 1, 45, 970, 1),
 			okGet(5, 3, 70, 80, 860, 3),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 5},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 5},
 	}, {
 		name: "concurrent_debits_no_order",
 		ops: []Op{
 			okDebit(1, 0, 100, 0, 50, 900, 1),
 			okDebit(2, 1, 10, 5, 60, 990, 1),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowTo: 60},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowTo: 60},
 		wantWindow: []int{1, 2},
 	}, {
 		name: "unknown_took_effect",
@@ -136,7 +138,7 @@ func TestCheckLinearizable(t *testing.T) {
 			unknownDebit(1, 0, 100, 10, 20),
 			okGet(2, 1, 30, 40, 900, 1),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 2},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 2},
 	}, {
 		name: "unknown_no_effect",
 		ops: []Op{
@@ -145,7 +147,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(3, 1, 50, 50, 60, 950, 1),
 			okGet(4, 0, 70, 80, 950, 1),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 4},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 4},
 	}, {
 		// The unknown debit's call returned long before the get that
 		// first sees it: it may take effect at any point after its
@@ -157,7 +159,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(3, 0, 50, 50, 60, 950, 1),
 			okGet(4, 1, 70, 80, 850, 2),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 4},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 4},
 	}, {
 		name: "unknown_applied_twice",
 		ops: []Op{
@@ -167,7 +169,7 @@ func TestCheckLinearizable(t *testing.T) {
 		},
 		// From 30 on, the unknown debit could explain either get: only
 		// the initial state shows it took effect by op 2.
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowTo: 60},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowTo: 60},
 		wantWindow: []int{1, 2, 3},
 	}, {
 		name: "unknown_effect_before_invocation",
@@ -175,7 +177,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okGet(1, 1, 0, 5, 900, 1),
 			unknownDebit(2, 0, 100, 10, 20),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowTo: 5},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowTo: 5},
 		wantWindow: []int{1},
 	}, {
 		name: "unknowns_of_mixed_amounts",
@@ -187,7 +189,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okGet(5, 0, 50, 60, 850, 2),
 			okGet(6, 0, 70, 80, 800, 3),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 6},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 6},
 	}, {
 		name: "unknowns_cannot_make_the_sum",
 		ops: []Op{
@@ -195,7 +197,7 @@ func TestCheckLinearizable(t *testing.T) {
 			unknownDebit(2, 1, 50, 11, 21),
 			okGet(3, 0, 30, 40, 970, 1),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowTo: 40},
 		wantWindow: []int{1, 2, 3},
 	}, {
 		// The first attempt executed; the call's retry got the replay.
@@ -207,7 +209,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okDebit(4, 1, 10, 40, 50, 890, 2),
 			okGet(5, 1, 100, 110, 890, 2),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 5},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 5},
 	}, {
 		// A key belongs to one call; a replay to another call is checked
 		// as a second execution.
@@ -217,7 +219,7 @@ func TestCheckLinearizable(t *testing.T) {
 			keyed(okDebit(2, 0, 100, 30, 40, 900, 1), "k1", true),
 			okGet(3, 1, 50, 60, 900, 1),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 3, Failed: []string{"a"}, WindowFrom: 10, WindowTo: 40},
 		wantWindow: []int{1, 2},
 	}, {
 		name: "unknown_gets_and_failed_ops_left_out",
@@ -226,7 +228,7 @@ func TestCheckLinearizable(t *testing.T) {
 			{ID: 2, Client: 1, Kind: OpGet, Account: "a", Invoke: 0, Complete: 10, Outcome: OutcomeUnknown},
 			okGet(3, 0, 20, 30, 1000, 0),
 		},
-		want: LinearResult{Verdict: Pass, Accounts: 1, Ops: 1},
+		want: LinearResult{Verdict: report.Pass, Accounts: 1, Ops: 1},
 	}, {
 		name: "accounts_apart",
 		ops: []Op{
@@ -235,7 +237,7 @@ func TestCheckLinearizable(t *testing.T) {
 			onAccount(okGet(3, 1, 30, 40, 1000, 0), "d"),
 			onAccount(failedDebit(4, 0, 100, 10, 20), "e"),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 3, Ops: 3, Failed: []string{"c"}, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 3, Ops: 3, Failed: []string{"c"}, WindowTo: 40},
 		wantWindow: []int{2},
 	}, {
 		// Two debits of at least 1 each cannot leave 999 of 1000: no
@@ -245,7 +247,7 @@ func TestCheckLinearizable(t *testing.T) {
 			okGet(1, 0, 10, 20, 1000, 0),
 			okGet(2, 0, 30, 40, 999, 2),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowFrom: 30, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowFrom: 30, WindowTo: 40},
 		wantWindow: []int{2},
 	}, {
 		// Exec 1 at balance 950 is a state some account could hold, just
@@ -255,11 +257,11 @@ func TestCheckLinearizable(t *testing.T) {
 			okGet(1, 0, 30, 40, 950, 1),
 			okGet(2, 0, 50, 60, 950, 1),
 		},
-		want:       LinearResult{Verdict: Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowTo: 40},
+		want:       LinearResult{Verdict: report.Fail, Accounts: 1, Ops: 2, Failed: []string{"a"}, WindowTo: 40},
 		wantWindow: []int{1},
 	}, {
 		name: "empty",
-		want: LinearResult{Verdict: Pass},
+		want: LinearResult{Verdict: report.Pass},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,8 +309,8 @@ func TestLinearWindow(t *testing.T) {
 	revealer := offender + 1
 
 	got := CheckLinearizable(ops, 1000, 10*time.Second)
-	if got.Verdict != Fail {
-		t.Fatalf("verdict %s, want %s", got.Verdict, Fail)
+	if got.Verdict != report.Fail {
+		t.Fatalf("verdict %s, want %s", got.Verdict, report.Fail)
 	}
 	if want := []int{offender, revealer}; !slices.Equal(ids(got.Window), want) {
 		t.Errorf("window IDs %v, want %v", ids(got.Window), want)
@@ -332,8 +334,8 @@ func TestLinearWindowInFlight(t *testing.T) {
 		okGet(8, 0, 50, 55, 700, 3),
 	}
 	got := CheckLinearizable(ops, 1000, 10*time.Second)
-	if got.Verdict != Fail {
-		t.Fatalf("verdict %s, want %s", got.Verdict, Fail)
+	if got.Verdict != report.Fail {
+		t.Fatalf("verdict %s, want %s", got.Verdict, report.Fail)
 	}
 	// From 30 on, op 2, unknown to the window, could explain the step
 	// from op 6 to op 7; from 20 on, op 5 and op 2 are both needed to
@@ -366,13 +368,13 @@ func TestLinearTimeout(t *testing.T) {
 		want    LinearResult
 	}{
 		{"alone", hard, time.Nanosecond,
-			LinearResult{Verdict: Unknown, Accounts: 1, Ops: 61, TimedOut: []string{"hard"}}},
+			LinearResult{Verdict: report.Unknown, Accounts: 1, Ops: 61, TimedOut: []string{"hard"}}},
 		{"with_a_pass", append(slices.Clip(hard), easy), 50 * time.Millisecond,
-			LinearResult{Verdict: Unknown, Accounts: 2, Ops: 62, TimedOut: []string{"hard"}}},
+			LinearResult{Verdict: report.Unknown, Accounts: 2, Ops: 62, TimedOut: []string{"hard"}}},
 		// A failure elsewhere decides the verdict. Exec 0 means the
 		// initial balance, so the second get fails on its own.
 		{"with_a_fail", append(slices.Clip(hard), easy, wrong), 50 * time.Millisecond,
-			LinearResult{Verdict: Fail, Accounts: 2, Ops: 63, Failed: []string{"easy"}, TimedOut: []string{"hard"},
+			LinearResult{Verdict: report.Fail, Accounts: 2, Ops: 63, Failed: []string{"easy"}, TimedOut: []string{"hard"},
 				Window: []Op{wrong}, WindowFrom: 20, WindowTo: 30}},
 	}
 	for _, tt := range tests {
@@ -404,7 +406,7 @@ func TestLinearBurstOfUnknowns(t *testing.T) {
 		t.Errorf("took %v", elapsed)
 	}
 	// From 50 on: the pool holds 48 debits of 1, and no 5 of them make 10.
-	if got.Verdict != Fail || got.WindowFrom != 50 || got.WindowTo != 80 || len(got.Window) != 50 {
+	if got.Verdict != report.Fail || got.WindowFrom != 50 || got.WindowTo != 80 || len(got.Window) != 50 {
 		t.Errorf("got verdict %s window [%d, %d] of %d ops, want FAIL [50, 80] of 50", got.Verdict, got.WindowFrom, got.WindowTo, len(got.Window))
 	}
 }
@@ -615,12 +617,12 @@ func TestLinearMatchesTextbookEncoding(t *testing.T) {
 		ops := randomHistory(rng, initial)
 		want := textbook(ops, initial)
 		got := CheckLinearizable(ops, initial, 0)
-		if (got.Verdict == Pass) != want {
+		if (got.Verdict == report.Pass) != want {
 			var b strings.Builder
 			WriteHistory(&b, ops)
 			t.Fatalf("history %d: verdict %s, textbook encoding says linearizable=%v; history:\n%s", n, got.Verdict, want, b.String())
 		}
-		if got.Verdict == Pass {
+		if got.Verdict == report.Pass {
 			pass++
 			continue
 		}
@@ -777,7 +779,7 @@ func BenchmarkCheckLinearizable(b *testing.B) {
 			}
 			for b.Loop() {
 				res := CheckLinearizable(ops, 1000, 30*time.Second)
-				if want := map[bool]string{false: Pass, true: Fail}[tt.doubleExec]; res.Verdict != want {
+				if want := map[bool]report.Verdict{false: report.Pass, true: report.Fail}[tt.doubleExec]; res.Verdict != want {
 					b.Fatalf("verdict %s, want %s (timed out %v)", res.Verdict, want, res.TimedOut)
 				}
 				if tt.doubleExec {

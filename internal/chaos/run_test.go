@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // serverBin is the rpcserver the runs start, built once by TestMain.
@@ -64,8 +65,8 @@ func run(t *testing.T, o Options) Result {
 	return res
 }
 
-func verdicts(r Result) map[string]string {
-	m := map[string]string{}
+func verdicts(r Result) map[string]report.Verdict {
+	m := map[string]report.Verdict{}
 	for _, c := range r.Checks {
 		m[c.Name] = c.Verdict
 	}
@@ -96,7 +97,7 @@ func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
 func TestChaosPasses(t *testing.T) {
 	o := short(t, 1)
 	res := run(t, o)
-	if res.Verdict != Pass || res.Faults == 0 || res.OK == 0 {
+	if res.Verdict != report.Pass || res.Faults == 0 || res.OK == 0 {
 		t.Errorf("verdict %s after %d faults, %d ok operations: want PASS after some of each", res.Verdict, res.Faults, res.OK)
 	}
 	b, err := os.ReadFile(filepath.Join(o.Out, HistoryFile))
@@ -117,7 +118,7 @@ func TestNaiveClientFailsLinearizability(t *testing.T) {
 	o.Client = ClientNaive
 	o.Faults = []string{NemNoReply, NemClose, NemPartial, NemLate}
 	res := run(t, o)
-	if got := verdicts(res); got[CheckLinear] != Fail {
+	if got := verdicts(res); got[CheckLinear] != report.Fail {
 		t.Fatalf("checks %v: the naive client must fail %s", got, CheckLinear)
 	}
 	if _, err := os.Stat(filepath.Join(o.Out, "linear-"+res.Linear.Failed[0]+".html")); err != nil {
@@ -135,11 +136,11 @@ func TestNaiveClientFailsLinearizability(t *testing.T) {
 func TestMemoryRestartsFailExactlyOnce(t *testing.T) {
 	o := short(t, 1)
 	o.Faults = []string{NemKill}
-	if got := verdicts(run(t, o)); got[CheckExactlyOnce] != Fail {
+	if got := verdicts(run(t, o)); got[CheckExactlyOnce] != report.Fail {
 		t.Errorf("memory store with kills: checks %v, want %s to fail", got, CheckExactlyOnce)
 	}
 	o.Store, o.Out = StoreSQLite, t.TempDir()
-	if res := run(t, o); res.Verdict != Pass {
+	if res := run(t, o); res.Verdict != report.Pass {
 		t.Errorf("sqlite store with kills: %s, want PASS", res.Verdict)
 	}
 }
@@ -174,7 +175,7 @@ func TestCrossedAnswersFailRightCaller(t *testing.T) {
 	var mu sync.Mutex
 	var last client.Result
 	o.wrap = func(c caller) caller { return crossed{mu: &mu, last: &last, c: c} }
-	if got := verdicts(run(t, o)); got[CheckRightCaller] != Fail {
+	if got := verdicts(run(t, o)); got[CheckRightCaller] != report.Fail {
 		t.Errorf("crossed answers: checks %v, want %s to fail", got, CheckRightCaller)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // Defaults for Config.
@@ -76,17 +77,11 @@ func (c *Config) Validate() error {
 // within proto.MaxKeyLen.
 const maxTagLen = 40
 
-// Verdicts of a check.
-const (
-	Pass = "PASS"
-	Fail = "FAIL"
-)
-
 // Check is the outcome of one check.
 type Check struct {
 	Name string
-	// Verdict is Pass or Fail.
-	Verdict string
+	// Verdict is report.Pass or report.Fail.
+	Verdict report.Verdict
 	// Detail is what the check saw, as key=value fields; for a failure it
 	// starts with why the check failed.
 	Detail string
@@ -111,7 +106,7 @@ type Result struct {
 func (r Result) Passed() int {
 	n := 0
 	for _, c := range r.Checks {
-		if c.Verdict == Pass {
+		if c.Verdict == report.Pass {
 			n++
 		}
 	}
@@ -194,9 +189,9 @@ func runCheck(ctx context.Context, cfg Config, cl *client.Client, c check) Check
 	if err != nil {
 		p.failf("%v", err)
 	}
-	out := Check{Name: c.name, Verdict: Pass, Elapsed: time.Since(start), Detail: strings.Join(p.fields, " ")}
+	out := Check{Name: c.name, Verdict: report.Pass, Elapsed: time.Since(start), Detail: strings.Join(p.fields, " ")}
 	if len(p.fails) > 0 {
-		out.Verdict = Fail
+		out.Verdict = report.Fail
 		out.Detail = strings.Join(p.fails, "; ")
 		if len(p.fields) > 0 {
 			out.Detail += " [" + strings.Join(p.fields, " ") + "]"

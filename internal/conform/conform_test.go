@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/servertest"
 )
@@ -26,7 +27,7 @@ func testConfig(addr string) Config {
 	return cfg
 }
 
-func names(cs []Check, verdict string) []string {
+func names(cs []Check, verdict report.Verdict) []string {
 	var out []string
 	for _, c := range cs {
 		if c.Verdict == verdict {
@@ -84,7 +85,7 @@ func TestRealServer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, addr := servertest.Start(t, tt.cfg)
 			res := run(t, testConfig(addr))
-			if failed := names(res.Checks, Fail); len(failed) > 0 {
+			if failed := names(res.Checks, report.Fail); len(failed) > 0 {
 				logLines(t, res)
 				t.Errorf("failed checks %v, want none", failed)
 			}
@@ -117,7 +118,7 @@ func TestFakes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := run(t, testConfig(startFake(t, tt.bugs)))
-			failed := names(res.Checks, Fail)
+			failed := names(res.Checks, report.Fail)
 			if diff := cmp.Diff(tt.wantFailed, failed); diff != "" {
 				logLines(t, res)
 				t.Fatalf("failed checks (-want +got):\n%s", diff)
@@ -155,7 +156,7 @@ func TestUnresponsive(t *testing.T) {
 	// length_prefix_rejected needs no business answer: its verdict is the
 	// fake's, and is not what this test is about.
 	const exempt = "length_prefix_rejected"
-	failed := slices.DeleteFunc(names(res.Checks, Fail), func(n string) bool { return n == exempt })
+	failed := slices.DeleteFunc(names(res.Checks, report.Fail), func(n string) bool { return n == exempt })
 	if diff := cmp.Diff(slices.DeleteFunc(allNames(), func(n string) bool { return n == exempt }), failed); diff != "" {
 		logLines(t, res)
 		t.Errorf("failed checks (-want +got):\n%s", diff)

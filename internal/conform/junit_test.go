@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // The JUnit schema as a CI reader sees it, declared apart from the
@@ -46,8 +48,8 @@ type (
 
 func TestWriteJUnit(t *testing.T) {
 	res := Result{Addr: "127.0.0.1:9", Tag: "cf-00000000", Checks: []Check{
-		{Name: "framing_byte_by_byte", Verdict: Pass, Detail: "writes=54 balance=1000", Elapsed: 1500 * time.Microsecond},
-		{Name: "idempotent_replay", Verdict: Fail, Detail: `secondReplayed=false, want true <&"> [balance=980]`, Elapsed: 2 * time.Second},
+		{Name: "framing_byte_by_byte", Verdict: report.Pass, Detail: "writes=54 balance=1000", Elapsed: 1500 * time.Microsecond},
+		{Name: "idempotent_replay", Verdict: report.Fail, Detail: `secondReplayed=false, want true <&"> [balance=980]`, Elapsed: 2 * time.Second},
 	}}
 	var buf bytes.Buffer
 	if err := WriteJUnit(&buf, res); err != nil {

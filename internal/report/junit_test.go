@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,42 @@ func TestEventStream(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestEncodeJUnitShapes pins what the document's options change in the
+// XML, which a reader parsing it back would not notice: a nameless
+// document's bare <testsuites>, the skipped count only on a Skippable
+// suite, <properties> and <system-out> only when there are some.
+func TestEncodeJUnitShapes(t *testing.T) {
+	c := JUnitCase{Name: "c", Classname: "k", Time: 0.25}
+	tests := []struct {
+		name string
+		doc  JUnit
+		want string
+	}{
+		{"named", JUnit{Name: "run", Time: 1, Suites: []JUnitSuite{{Name: "s", Skippable: true, Cases: []JUnitCase{c}}}},
+			`<testsuites name="run" tests="1" failures="0" errors="0" time="1.000">` + "\n" +
+				`  <testsuite name="s" tests="1" failures="0" errors="0" skipped="0" time="0.000">` + "\n" +
+				`    <testcase name="c" classname="k" time="0.250"></testcase>`},
+		{"bare", JUnit{Time: 1, Suites: []JUnitSuite{{Name: "s", Properties: []JUnitProperty{{"a", "b"}}, Cases: []JUnitCase{c}}}},
+			"<testsuites>\n" +
+				`  <testsuite name="s" tests="1" failures="0" errors="0" time="0.000">` + "\n" +
+				"    <properties>\n" +
+				`      <property name="a" value="b"></property>` + "\n" +
+				"    </properties>\n" +
+				`    <testcase name="c" classname="k" time="0.250"></testcase>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := EncodeJUnit(&b, tt.doc); err != nil {
+				t.Fatal(err)
+			}
+			got := b.String()
+			if !strings.HasPrefix(got, xml.Header+tt.want+"\n") || !strings.HasSuffix(got, "</testsuites>\n") {
+				t.Errorf("got\n%s\nwant it to start\n%s%s", got, xml.Header, tt.want)
+			}
+		})
 	}
 }

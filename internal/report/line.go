@@ -95,44 +95,6 @@ type Field struct {
 	Kind  Kind
 }
 
-// Verdict is a scenario's outcome. The zero Verdict is Fail, so that a
-// Line nobody judged does not pass.
-type Verdict int
-
-const (
-	// Fail: a check failed, or the scenario could not run.
-	Fail Verdict = iota
-	// Pass: every check held.
-	Pass
-	// Interrupted: a signal stopped the scenario before it completed; it
-	// neither passed nor failed.
-	Interrupted
-	// Skipped, written SKIP: the scenario was not run because a
-	// prerequisite is missing on this machine; it neither passed nor
-	// failed. Its line has a why field naming what is missing and how to
-	// get it (see Skip).
-	Skipped
-)
-
-var verdicts = [...]string{Fail: "FAIL", Pass: "PASS", Interrupted: "INTERRUPTED", Skipped: "SKIP"}
-
-// String returns the verdict as a CASE line writes it: "PASS", "FAIL",
-// "INTERRUPTED" or "SKIP", and UNKNOWN_VERDICT_<n> for any other value.
-func (v Verdict) String() string {
-	if v >= 0 && int(v) < len(verdicts) {
-		return verdicts[v]
-	}
-	return fmt.Sprintf("UNKNOWN_VERDICT_%d", int(v))
-}
-
-// PassIf returns Pass when ok and Fail otherwise.
-func PassIf(ok bool) Verdict {
-	if ok {
-		return Pass
-	}
-	return Fail
-}
-
 // Line is one scenario's result: CASE <name> <verdict> <fields>.
 type Line struct {
 	Name    string

@@ -49,7 +49,7 @@ func Parse(line string) (Line, error) {
 	}
 	p.skipSpaces()
 	word := p.word()
-	v, ok := parseVerdict(word)
+	v, ok := parseCaseVerdict(word)
 	if !ok {
 		p.i -= len(word)
 		return Line{}, p.errorf("verdict %q, want PASS, FAIL, INTERRUPTED or SKIP", word)
@@ -63,15 +63,6 @@ func Parse(line string) (Line, error) {
 		l.Fields = append(l.Fields, f)
 	}
 	return l, nil
-}
-
-func parseVerdict(s string) (Verdict, bool) {
-	for v, name := range verdicts {
-		if s == name {
-			return Verdict(v), true
-		}
-	}
-	return 0, false
 }
 
 // parser walks one line; i is the next unread byte of s.

@@ -109,7 +109,9 @@ func TestKindVerdictString(t *testing.T) {
 		{Fail, "FAIL"},
 		{Interrupted, "INTERRUPTED"},
 		{Skipped, "SKIP"},
+		{Unknown, "UNKNOWN"},
 		{Verdict(7), "UNKNOWN_VERDICT_7"},
+		{Verdict(-1), "UNKNOWN_VERDICT_-1"},
 	}
 	for _, tt := range tests {
 		if got := tt.got.String(); got != tt.want {
@@ -159,13 +161,24 @@ func TestFormatParseNewlinesBecomeSpaces(t *testing.T) {
 	}
 }
 
+// caseVerdicts are the verdicts a CASE line may carry.
+var caseVerdicts = func() []Verdict {
+	var out []Verdict
+	for v, row := range verdicts {
+		if row.onCase {
+			out = append(out, Verdict(v))
+		}
+	}
+	return out
+}()
+
 func FuzzFormatParse(f *testing.F) {
 	for i, v := range trickyValues {
 		f.Add(v, uint8(i))
 	}
 	f.Fuzz(func(t *testing.T, v string, kv uint8) {
 		kind := Kind(kv % uint8(len(kinds)))
-		verdict := Verdict(kv % uint8(len(verdicts)))
+		verdict := caseVerdicts[int(kv)%len(caseVerdicts)]
 		in := Line{Name: "fuzz", Verdict: verdict, Fields: []Field{{Key: "k", Value: v, Kind: kind}, {Key: "z", Value: "end"}}}
 		want := Line{Name: "fuzz", Verdict: verdict, Fields: []Field{{Key: "k", Value: strings.ReplaceAll(v, "\n", " "), Kind: kind}, {Key: "z", Value: "end"}}}
 		got, err := Parse(Format(in))
@@ -224,6 +237,8 @@ func TestParseErrors(t *testing.T) {
 		{"CASE a SKIPPED", `verdict "SKIPPED", want PASS, FAIL, INTERRUPTED or SKIP`},
 		{"CASE a skip", `verdict "skip"`},
 		{"CASE a UNKNOWN_VERDICT_7", `verdict "UNKNOWN_VERDICT_7"`},
+		// UNKNOWN is a verdict of CHECK and CHAOS lines, never of a CASE line.
+		{"CASE a UNKNOWN", `verdict "UNKNOWN", want PASS, FAIL, INTERRUPTED or SKIP`},
 		{"CASE a PASS novalue", `field "novalue" has no '='`},
 		{"CASE a PASS a b=1", `field "a" has no '='`},
 		{"CASE a PASS =1", "empty key"},

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
 	"golang.org/x/term"
 )
@@ -80,43 +79,25 @@ func TerminalWidth(w io.Writer) int {
 	return 100
 }
 
-// Printer prints CASE lines for a person: Format's text, with PASS in
-// green, FAIL in red, INTERRUPTED in yellow and SKIP in faint yellow when
-// colour is on. It is not safe for concurrent use.
+// Printer prints CASE lines for a person: Format's text, with the
+// verdict coloured as VerdictPainter colours it. It is not safe for
+// concurrent use.
 type Printer struct {
-	w io.Writer
-	// colors is indexed by Verdict; a verdict beyond it is not coloured.
-	colors [len(verdicts)]*color.Color
+	w     io.Writer
+	paint func(Verdict) string
 }
 
 // NewPrinter returns a Printer writing to w, colouring as UseColor(w, m)
 // decides once, now.
 func NewPrinter(w io.Writer, m ColorMode) *Printer {
-	p := &Printer{w: w}
-	p.colors[Pass] = color.New(color.FgGreen)
-	p.colors[Fail] = color.New(color.FgRed)
-	p.colors[Interrupted] = color.New(color.FgYellow)
-	p.colors[Skipped] = color.New(color.FgYellow, color.Faint)
-	on := UseColor(w, m)
-	for _, c := range p.colors {
-		if on {
-			c.EnableColor()
-		} else {
-			c.DisableColor()
-		}
-	}
-	return p
+	return &Printer{w: w, paint: VerdictPainter(w, m)}
 }
 
 // PrintShort writes Short(l, d, nameWidth, width) and a newline in one
 // Write, the verdict coloured as Print colours it.
 func (p *Printer) PrintShort(l Line, d time.Duration, nameWidth, width int) error {
 	s := Short(l, d, nameWidth, width)
-	verdict := l.Verdict.String()
-	if l.Verdict >= 0 && int(l.Verdict) < len(p.colors) {
-		verdict = p.colors[l.Verdict].Sprint(verdict)
-	}
-	_, err := io.WriteString(p.w, verdict+strings.TrimPrefix(s, l.Verdict.String())+"\n")
+	_, err := io.WriteString(p.w, p.paint(l.Verdict)+strings.TrimPrefix(s, l.Verdict.String())+"\n")
 	return err
 }
 
@@ -125,10 +106,6 @@ func (p *Printer) Print(l Line) error {
 	// Format starts "CASE <name> <verdict>"; colour only the verdict.
 	s := Format(l)
 	head := len("CASE ") + len(l.Name) + 1
-	verdict := l.Verdict.String()
-	if l.Verdict >= 0 && int(l.Verdict) < len(p.colors) {
-		verdict = p.colors[l.Verdict].Sprint(verdict)
-	}
-	_, err := io.WriteString(p.w, s[:head]+verdict+s[head+len(l.Verdict.String()):]+"\n")
+	_, err := io.WriteString(p.w, s[:head]+p.paint(l.Verdict)+s[head+len(l.Verdict.String()):]+"\n")
 	return err
 }

@@ -88,3 +88,33 @@ func TestPrinter(t *testing.T) {
 		})
 	}
 }
+
+// TestVerdictPainter: CHECK and CHAOS verdicts are coloured as Printer
+// colours CASE verdicts, UNKNOWN yellow as INTERRUPTED is; an unknown
+// value never is.
+func TestVerdictPainter(t *testing.T) {
+	const esc = "\x1b["
+	tests := []struct {
+		v            Verdict
+		always, none string
+	}{
+		{Pass, esc + "32mPASS" + esc + "0m", "PASS"},
+		{Fail, esc + "31mFAIL" + esc + "0m", "FAIL"},
+		{Interrupted, esc + "33mINTERRUPTED" + esc + "0m", "INTERRUPTED"},
+		{Skipped, esc + "33;2mSKIP" + esc + "0;22m", "SKIP"},
+		{Unknown, esc + "33mUNKNOWN" + esc + "0m", "UNKNOWN"},
+		{Verdict(9), "UNKNOWN_VERDICT_9", "UNKNOWN_VERDICT_9"},
+	}
+	always := VerdictPainter(&strings.Builder{}, ColorAlways)
+	never := VerdictPainter(&strings.Builder{}, ColorNever)
+	for _, tt := range tests {
+		t.Run(tt.v.String(), func(t *testing.T) {
+			if got := always(tt.v); got != tt.always {
+				t.Errorf("always: got %q, want %q", got, tt.always)
+			}
+			if got := never(tt.v); got != tt.none {
+				t.Errorf("never: got %q, want %q", got, tt.none)
+			}
+		})
+	}
+}

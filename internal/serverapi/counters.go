@@ -125,5 +125,17 @@ func ParseCounters(text []byte) (Counters, error) {
 	if len(fs) > 0 {
 		return Counters{}, fmt.Errorf("serverapi: unknown counters %v", fs)
 	}
+	// ParseFields keeps the last of two equal keys, so a counter sent
+	// twice shows only as a token too many.
+	if n := len(strings.Fields(string(text))); n != len(named) {
+		seen := map[string]bool{}
+		for _, tok := range strings.Fields(string(text)) {
+			name, _, _ := strings.Cut(tok, "=")
+			if seen[name] {
+				return Counters{}, fmt.Errorf("serverapi: counter %s sent twice in %q", name, text)
+			}
+			seen[name] = true
+		}
+	}
 	return c, nil
 }

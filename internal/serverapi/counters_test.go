@@ -86,7 +86,13 @@ func TestParseCountersRejects(t *testing.T) {
 			}
 		})
 	}
-	text := distinct().String() + " junk"
+	// ParseFields keeps the last of two equal keys; a counter sent twice
+	// is not a counter sent once.
+	text := distinct().String() + " expired=0"
+	if _, err := serverapi.ParseCounters([]byte(text)); err == nil || !strings.Contains(err.Error(), "counter expired sent twice") {
+		t.Errorf("ParseCounters(%q) error = %v, want one saying counter expired was sent twice", text, err)
+	}
+	text = distinct().String() + " junk"
 	if _, err := serverapi.ParseCounters([]byte(text)); err == nil || !strings.Contains(err.Error(), `"junk" is not key=value`) {
 		t.Errorf("ParseCounters(%q) error = %v, want one saying \"junk\" is not key=value", text, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -46,15 +47,41 @@ const (
 	EventCanceled           = "CANCELED"
 )
 
-var eventNames = []string{
-	EventListen, EventStartDelay, EventSignal, EventAcceptError,
-	EventConnOpen, EventSockoptError, EventConnRejected, EventConnClosed, EventConnReadError,
-	EventConnClosedMidFrame, EventConnCloseInjected, EventProtocolError,
-	EventWriteTimeout, EventQueueFull, EventExpired, EventFault,
-	EventFaultSet, EventFaultClear, EventDedupHit, EventDedupWaitExpired,
-	EventKeyConflict, EventStoreError, EventExec, EventConnRole,
-	EventLeaseLost, EventStoreOpen, EventCrash, EventSweep, EventClaim,
-	EventCanceled,
+// eventKeys lists, for every event, the attribute keys rpcserver always
+// logs with it: ReadEvents refuses an event that lacks one, so that a
+// reader never takes a missing key for an empty or zero value. Other
+// known keys may come too (QUEUE_FULL's share, STORE_ERROR's id and key).
+var eventKeys = map[string][]string{
+	EventListen:             {KeyAddr, KeyConfig},
+	EventStartDelay:         {KeyDelay},
+	EventSignal:             {KeySignal},
+	EventAcceptError:        {KeyErr, KeyRetryIn},
+	EventConnOpen:           {KeyConn, KeyRemote},
+	EventSockoptError:       {KeyConn, KeyErr},
+	EventConnRejected:       {KeyRemote, KeyOpen},
+	EventConnClosed:         {KeyConn, KeyRemote},
+	EventConnReadError:      {KeyRemote, KeyErr, KeyReset},
+	EventConnClosedMidFrame: {KeyRemote, KeyBuffered},
+	EventConnCloseInjected:  {KeyRemote},
+	EventProtocolError:      {KeyRemote, KeyErr},
+	EventWriteTimeout:       {KeyRemote, KeyUnwritten, KeyTimeout, KeyErr},
+	EventQueueFull:          {KeyConn, KeyID, KeyMethod},
+	EventExpired:            {KeyID, KeyMethod, KeyBudget, KeyWaited},
+	EventFault:              {KeyKind, KeyID, KeyMethod},
+	EventFaultSet:           {KeyFault},
+	EventFaultClear:         {},
+	EventDedupHit:           {KeyID, KeyKey},
+	EventDedupWaitExpired:   {KeyID, KeyKey},
+	EventKeyConflict:        {KeyID, KeyKey},
+	EventStoreError:         {KeyErr},
+	EventExec:               {KeyConn, KeyID, KeyMethod, KeyKey, KeyAccount, KeyStatus},
+	EventConnRole:           {KeyConn, KeyRole},
+	EventLeaseLost:          {KeyID, KeyKey},
+	EventStoreOpen:          {KeyStore, KeyTTL, KeyLease},
+	EventCrash:              {KeyPoint},
+	EventSweep:              {KeyDeleted},
+	EventClaim:              {KeyID, KeyKey},
+	EventCanceled:           {KeyConn, KeyID, KeyMethod, KeyWaited},
 }
 
 // Event attribute keys.
@@ -89,6 +116,43 @@ const (
 	KeyPoint     = "point"     // a crash point
 	KeyDeleted   = "deleted"   // records a sweep deleted
 )
+
+// attrKind is the JSON type of an attribute's value.
+type attrKind int
+
+const (
+	attrText attrKind = iota
+	attrNumber
+	attrBool
+)
+
+// keyKinds gives every attribute key its value's JSON type; a key not in
+// it is unknown, and ReadEvents refuses it.
+var keyKinds = map[string]attrKind{
+	KeyRemote: attrText, KeyErr: attrText, KeyID: attrNumber, KeyMethod: attrText,
+	KeyKey: attrText, KeyBudget: attrNumber, KeyWaited: attrNumber, KeyBuffered: attrNumber,
+	KeyOpen: attrNumber, KeyRetryIn: attrText, KeyUnwritten: attrNumber, KeyTimeout: attrText,
+	KeyFault: attrText, KeyKind: attrText, KeyAddr: attrText, KeyConfig: attrText,
+	KeyDelay: attrText, KeySignal: attrText, KeyReset: attrBool, KeyConn: attrNumber,
+	KeyRole: attrText, KeyAccount: attrText, KeyStatus: attrText, KeyShare: attrBool,
+	KeyStore: attrText, KeyTTL: attrText, KeyLease: attrText, KeyPoint: attrText,
+	KeyDeleted: attrNumber,
+}
+
+// check reports whether v is of kind k, and if not, what was wanted.
+func (k attrKind) check(v any) (want string, ok bool) {
+	switch k {
+	case attrNumber:
+		_, ok = v.(float64)
+		return "a number", ok
+	case attrBool:
+		_, ok = v.(bool)
+		return "true or false", ok
+	default:
+		_, ok = v.(string)
+		return "text", ok
+	}
+}
 
 // Event is one decoded log line.
 type Event struct {
@@ -142,8 +206,10 @@ const EventTorn = "TORN"
 var tornPrefix = []byte(`{"time":`)
 
 // ReadEvents decodes an rpcserver log. A line that is not a JSON object
-// with time, level and msg, or whose msg is not a known event name, is an
-// error naming its line number, with one exception: a server killed
+// with time, level and msg, whose msg is not a known event name, that
+// lacks a key its event always has, or that has an unknown key or a value
+// of the wrong type, is an error naming its line number, with one
+// exception: a server killed
 // while writing an event (SIGKILL can cut a write short) leaves a torn
 // line, which a restarted server appending to the same log continues.
 // Such a line, when it is the last one or is followed on the same line by
@@ -193,7 +259,8 @@ func decodeEvent(line []byte) (Event, error) {
 		return Event{}, err
 	}
 	name, _ := m["msg"].(string)
-	if !slices.Contains(eventNames, name) {
+	required, ok := eventKeys[name]
+	if !ok {
 		return Event{}, fmt.Errorf("unknown event %q", name)
 	}
 	ts, _ := m["time"].(string)
@@ -201,8 +268,34 @@ func decodeEvent(line []byte) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("time %q: %w", ts, err)
 	}
+	if _, ok := m["level"].(string); !ok {
+		return Event{}, fmt.Errorf("%s has no level", name)
+	}
 	delete(m, "msg")
 	delete(m, "time")
 	delete(m, "level")
+	for _, k := range required {
+		if _, ok := m[k]; !ok {
+			return Event{}, fmt.Errorf("%s has no %s", name, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kind, ok := keyKinds[k]
+		if !ok {
+			return Event{}, fmt.Errorf("%s has unknown key %s", name, k)
+		}
+		if want, ok := kind.check(m[k]); !ok {
+			return Event{}, fmt.Errorf("%s %s=%s, want %s", name, k, jsonText(m[k]), want)
+		}
+	}
 	return Event{Time: at, Name: name, Attrs: m}, nil
+}
+
+// jsonText writes v as JSON, for an error to show what was sent.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

@@ -18,8 +18,8 @@ import (
 func TestReadEvents(t *testing.T) {
 	var buf bytes.Buffer
 	lg := slog.New(slog.NewJSONHandler(&buf, nil))
-	lg.Info(serverapi.EventConnOpen, serverapi.KeyRemote, "127.0.0.1:5000")
-	lg.Warn(serverapi.EventExpired, serverapi.KeyID, uint64(7), serverapi.KeyMethod, "debit", serverapi.KeyBudget, 100)
+	lg.Info(serverapi.EventConnOpen, serverapi.KeyConn, 1, serverapi.KeyRemote, "127.0.0.1:5000")
+	lg.Warn(serverapi.EventExpired, serverapi.KeyID, uint64(7), serverapi.KeyMethod, "debit", serverapi.KeyBudget, 100, serverapi.KeyWaited, 120)
 
 	evs, err := serverapi.ReadEvents(&buf)
 	if err != nil {
@@ -32,7 +32,7 @@ func TestReadEvents(t *testing.T) {
 			t.Errorf("%s: Time = %v, want the moment it was logged", e.Name, e.Time)
 		}
 	}
-	want := []string{"CONN_OPEN remote=127.0.0.1:5000", "EXPIRED budget=100 id=7 method=debit"}
+	want := []string{"CONN_OPEN conn=1 remote=127.0.0.1:5000", "EXPIRED budget=100 id=7 method=debit waited=120"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -50,7 +50,11 @@ func TestReadEvents(t *testing.T) {
 }
 
 func TestReadEventsRejects(t *testing.T) {
-	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","remote":"x"}`
+	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","conn":1,"remote":"x"}`
+	// exec is an EXEC line as rpcserver logs it, with old replaced by new.
+	exec := func(old, new string) string {
+		return strings.Replace(`{"time":"2026-01-02T03:04:05Z","level":"DEBUG","msg":"EXEC","conn":1,"id":7,"method":"debit","key":"k1","account":"a","status":"OK"}`, old, new, 1)
+	}
 	tests := []struct {
 		name    string
 		log     string
@@ -62,6 +66,15 @@ func TestReadEventsRejects(t *testing.T) {
 		{"not_json", good + "\nCONN_OPEN remote=x", "log line 2"},
 		{"torn_mid_log", good[:40] + "\n" + good, "log line 1"},
 		{"bad_time", strings.Replace(good, "2026-01-02T03:04:05.000000006Z", "yesterday", 1), `log line 1: time "yesterday"`},
+		{"no_time", strings.Replace(good, `"time":"2026-01-02T03:04:05.000000006Z",`, "", 1), `log line 1: time ""`},
+		{"no_level", strings.Replace(good, `"level":"INFO",`, "", 1), `log line 1: CONN_OPEN has no level`},
+		{"missing_key", strings.Replace(good, `"conn":1,`, "", 1), `log line 1: CONN_OPEN has no conn`},
+		{"missing_exec_status", exec(`,"status":"OK"`, ""), `log line 1: EXEC has no status`},
+		{"missing_exec_key", exec(`"key":"k1",`, ""), `log line 1: EXEC has no key`},
+		{"key_of_wrong_type", strings.Replace(good, `"conn":1`, `"conn":"1"`, 1), `log line 1: CONN_OPEN conn="1", want a number`},
+		{"bool_of_wrong_type", `{"time":"2026-01-02T03:04:05Z","level":"WARN","msg":"CONN_READ_ERROR","remote":"x","err":"e","reset":"true"}`,
+			`log line 1: CONN_READ_ERROR reset="true", want true or false`},
+		{"unknown_key", strings.Replace(good, `"conn":1`, `"conn":1,"connection":1`, 1), `log line 1: CONN_OPEN has unknown key connection`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +90,7 @@ func TestReadEventsRejects(t *testing.T) {
 // the restarted server's first event continues; ReadEvents returns it as
 // EventTorn and goes on.
 func TestReadEventsTorn(t *testing.T) {
-	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","remote":"x"}`
+	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","conn":1,"remote":"x"}`
 	for _, tt := range []struct {
 		name, log string
 		events    int

@@ -2,7 +2,9 @@ package serverapi
 
 import (
 	"fmt"
+	"net"
 	"strings"
+	"unicode"
 )
 
 // AnnouncePrefix starts the one line rpcserver prints to stdout once it
@@ -12,11 +14,26 @@ const AnnouncePrefix = "RPCSERVER LISTEN "
 // Announce returns the announce line for addr, without its newline.
 func Announce(addr string) string { return AnnouncePrefix + addr }
 
-// ParseAnnounce returns the address in an announce line.
+// ParseAnnounce returns the address in an announce line: host:port, as
+// rpcserver prints its listener's. A line without an address, or with
+// one that lacks its port, is an error, never an address to dial.
 func ParseAnnounce(line string) (string, error) {
 	addr, ok := strings.CutPrefix(line, AnnouncePrefix)
 	if !ok || addr == "" {
 		return "", fmt.Errorf("serverapi: rpcserver printed %q, want %q<addr>", line, AnnouncePrefix)
+	}
+	if strings.TrimSpace(addr) == "" {
+		return "", fmt.Errorf("serverapi: rpcserver announced no address: %q", line)
+	}
+	if strings.ContainsFunc(addr, unicode.IsSpace) {
+		return "", fmt.Errorf("serverapi: rpcserver announced %q, not host:port", addr)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("serverapi: rpcserver announced %q: %w", addr, err)
+	}
+	if port == "" {
+		return "", fmt.Errorf("serverapi: rpcserver announced %q, with no port", addr)
 	}
 	return addr, nil
 }

@@ -182,7 +182,7 @@ func controlConns(events []serverapi.Event) map[connRef]bool {
 		case serverapi.EventListen:
 			incarnation++
 		case serverapi.EventConnRole:
-			if c, ok := e.Int(serverapi.KeyConn); ok && e.Text(serverapi.KeyRole) == "control" {
+			if c, ok := e.Int(serverapi.KeyConn); ok && e.Text(serverapi.KeyRole) == serverapi.RoleControl {
 				out[connRef{incarnation, c}] = true
 			}
 		}

@@ -25,6 +25,9 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// listenAttrs are the keys every LISTEN event has.
+const listenAttrs = `,"addr":"127.0.0.1:1","config":"workers=1"`
+
 func logLine(ts, msg, rest string) string {
 	return `{"time":"2026-12-01T02:35:` + ts + `Z","level":"INFO","msg":"` + msg + `"` + rest + "}\n"
 }
@@ -42,16 +45,16 @@ func TestLoad(t *testing.T) {
 			"4 passed, 1 failed, 1 interrupted, 1 skipped\n",
 		"env.txt": "go: go1.26.8\n",
 		// Logs in the wrong order on disk; -10 after -2.
-		"logs/server-ok_one.log":    logLine("00.000", "LISTEN", ``),
-		"logs/server-ok_one-10.log": logLine("00.003", "LISTEN", ``),
-		"logs/server-ok_one-2.log":  logLine("00.002", "LISTEN", ``),
+		"logs/server-ok_one.log":    logLine("00.000", "LISTEN", listenAttrs),
+		"logs/server-ok_one-10.log": logLine("00.003", "LISTEN", listenAttrs),
+		"logs/server-ok_one-2.log":  logLine("00.002", "LISTEN", listenAttrs),
 		// Not ok_one's: another name, and not a number.
-		"logs/server-ok_one-x.log":          logLine("00.002", "LISTEN", ``),
-		"logs/server-ok_one_two.log":        logLine("00.002", "LISTEN", ``),
+		"logs/server-ok_one-x.log":          logLine("00.002", "LISTEN", listenAttrs),
+		"logs/server-ok_one_two.log":        logLine("00.002", "LISTEN", listenAttrs),
 		"logs/trace-ok_one.jsonl":           traceLine1 + "\n",
-		"logs/server-bad_one.log":           logLine("00.000", "LISTEN", ``) + "not json\n" + logLine("00.001", "SIGNAL", ``),
+		"logs/server-bad_one.log":           logLine("00.000", "LISTEN", listenAttrs) + "not json\n" + logLine("00.001", "SIGNAL", `,"signal":"terminated"`),
 		"logs/trace-bad_one.jsonl":          traceLine1 + "\n{\"client\":1}\n",
-		"logs/server-crossed.log":           logLine("00.000", "LISTEN", ``),
+		"logs/server-crossed.log":           logLine("00.000", "LISTEN", listenAttrs),
 		"logs/server-stopped.no-server.txt": "stopped starts no rpcserver\n",
 		// No server, but a client that tried to reach one.
 		"logs/trace-stopped.jsonl": strings.Replace(traceLine1, `"client":1`, `"client":4`, 1) + "\n",
