@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/trace"
 )
@@ -291,8 +293,8 @@ func (d *Density) add(t float64) {
 // o.MaxMarks attempts, those of unknown outcome and those not answered
 // OK are drawn first, and the rest are counted per slice on a row of
 // their own.
-func clientLane(client int, attempts []trace.Record, start time.Time, span float64, o Options) (Lane, []string) {
-	name := fmt.Sprintf("client %d", client)
+func clientLane(n int, attempts []trace.Record, start time.Time, span float64, o Options) (Lane, []string) {
+	name := fmt.Sprintf("client %d", n)
 	lane := Lane{Kind: LaneClient, Name: name, Marks: []Mark{}, Densities: []Density{}}
 	bars := make([]Bar, 0, len(attempts))
 	for _, a := range attempts {
@@ -339,7 +341,7 @@ func barRank(b Bar) int {
 	switch {
 	case b.Unknown:
 		return 0
-	case b.Class != "FINAL" || b.Status != "OK":
+	case b.Class != client.ClassFinal.String() || b.Status != proto.StatusOK.String():
 		return 1
 	default:
 		return 2
