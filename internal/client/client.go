@@ -462,8 +462,9 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			return c.refuse(stop, s.start)
 		}
 		if g.permits != nil {
-			// Deferred, so that every way out of Do gives it back: seed
-			// 002's limiter leaked the permit of every call that timed out.
+			// Deferred, so that every way out of Do gives it back: a
+			// limiter that releases on the success path only leaks the
+			// permit of every call that times out.
 			defer g.permits.release()
 		}
 	}
