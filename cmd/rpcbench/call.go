@@ -84,10 +84,13 @@ treated as idempotent unless you say so.
 
 --json prints one object instead, on stdout:
   {"status", "payload", "stop", "elapsed_ms", "error",
-   "attempts": [{"outcome", "status", "class", "id", "budget_ms",
-                 "backoff_ms", "addr", "error"}]}
-Every field is always present: "" for an attempt with no answer's status,
-or for no error. The payload is a JSON string (payloads are text).
+   "attempts": [{"client", "call", "attempt", "method", "key", "id",
+                 "start", "end", "outcome", "class", "status",
+                 "budget_ms", "backoff_ms", "addr", "err"}]}
+each attempt as an evidence directory's logs/trace-NAME.jsonl records it
+(backoff_ms in whole milliseconds). Every field is always present: "" for
+an attempt with no answer's status, or for no error. The payload is a JSON
+string (payloads are text).
 
 Exit status: 0 OK; 1 any other final status (APP_ERROR, INVALID_ARGUMENT,
 DEADLINE_EXCEEDED, UNAVAILABLE); 3 UNKNOWN: the request may or may not
@@ -161,9 +164,7 @@ func runCall(ctx context.Context, o *callOptions) error {
 	// The attempts as evidence traces record them, for --json.
 	var recs []trace.Record
 	cfg.Trace = func(call *client.Call, log []client.Attempt, spans []client.Span) {
-		for i, a := range log {
-			recs = append(recs, trace.New(1, 1, call, i, a, spans[i]))
-		}
+		recs = trace.Records(1, 1, call, log, spans)
 	}
 	addrs, err := checkAddrs(o.Addrs)
 	if err != nil {

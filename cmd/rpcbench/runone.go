@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +29,10 @@ func runOne(ctx context.Context, c cases.Case, env cases.Env, timeout time.Durat
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, &cases.TimeoutError{After: timeout, Bound: "--timeout"})
 	defer cancel()
 	line = c.Run(sctx, env)
+	// Timed out only if the line says so: a scenario that finished just
+	// as the bound passed keeps its verdict.
 	_, cut := errors.AsType[*cases.TimeoutError](context.Cause(sctx))
-	return line, ctx.Err() == nil && sctx.Err() != nil && cut
+	return line, ctx.Err() == nil && cut && line.Verdict == report.Fail
 }
 
 // scenarioLogs returns the log files a scenario's servers write in dir,
@@ -45,10 +49,8 @@ func scenarioLogs(dir, name string) []string {
 		}
 	}
 	var out []string
-	for n := 1; n <= len(byNumber); n++ {
-		if p, ok := byNumber[n]; ok {
-			out = append(out, p)
-		}
+	for _, n := range slices.Sorted(maps.Keys(byNumber)) {
+		out = append(out, byNumber[n])
 	}
 	return out
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // budgetSentIsTimeLeft checks the budget each attempt sends against what
-// is left of it (SPEC "Calls, attempts and budgets"), as the server
+// is left of it (internal/client/POLICY.md, "Calls, attempts and budgets"), as the server
 // received it: a get's OK answer echoes the budget.
 func budgetSentIsTimeLeft(t *T) {
 	const short = 100 * time.Millisecond

@@ -6,9 +6,10 @@
 //
 //   - group_NAME.go declares a group and lists its scenarios in run order,
 //     and nothing else; Default concatenates the groups.
-//   - harness_*.go is what every scenario stands on: Case and T, the
-//     registry, starting servers, raw connections, relays, calls and
-//     their fields, bounds, client traces.
+//   - harness_*.go is what scenarios stand on: Case and T, the registry,
+//     starting servers, raw connections, relays, calls and their fields,
+//     bounds, client traces, and (harness_robustness.go) the memory and
+//     goroutine probes the robustness scenarios share.
 //   - every other file holds scenarios by theme (framing.go, retry.go,
 //     durability.go, network.go, ...), with the helpers only they use,
 //     and negative.go the deliberately wrong clients of the negative

@@ -61,7 +61,7 @@ func atLeast[N int | int64](t *T, key string, got, lo N, why string) bool {
 func budget(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // pauses checks the pause after each attempt but the last against its
-// bounds (SPEC "Retry policy"): the nominal pause spread by ±Jitter, or
+// bounds (internal/client/POLICY.md, "Retry policy"): the nominal pause spread by ±Jitter, or
 // exactly the nominal pause without jitter. keyFormat makes the key of
 // the pause after attempt n, e.g. "pause%d".
 func pauses(t *T, keyFormat string, r client.Result, cfg client.Config) {

@@ -29,9 +29,7 @@ func (tr *tracer) hook() func(*client.Call, []client.Attempt, []client.Span) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		calls++
-		for i, a := range log {
-			tr.recs = append(tr.recs, trace.New(id, calls, call, i, a, spans[i]))
-		}
+		tr.recs = append(tr.recs, trace.Records(id, calls, call, log, spans)...)
 	}
 }
 

@@ -21,7 +21,7 @@ const (
 )
 
 // pushbackHonoured checks the client against UNAVAILABLE answers carrying
-// a retry-after hint (SPEC "Retry policy"). Each part adds its one-shot
+// a retry-after hint (internal/client/POLICY.md, "Retry policy"). Each part adds its one-shot
 // rule with ctl.fault only once the previous one is spent, so that one
 // server serves all three.
 func pushbackHonoured(t *T) {

@@ -232,8 +232,8 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 			if rest >= 0 {
 				next, nextErr = decodeEvent(line[rest:])
 			}
-			last := rest < 0 && bytes.HasPrefix(line, tornPrefix) && !bytes.HasSuffix(line, []byte("}"))
-			if !last && (rest < 0 || nextErr != nil || !bytes.HasPrefix(line, tornPrefix)) {
+			last := rest < 0 && startsLikeEvent(line) && !bytes.HasSuffix(line, []byte("}"))
+			if !last && (rest < 0 || nextErr != nil || !startsLikeEvent(line[:rest])) {
 				return out, fmt.Errorf("serverapi: log line %d: %w", n, err)
 			}
 			torn := Event{Name: EventTorn, Attrs: map[string]any{"text": string(line)}}
@@ -250,6 +250,14 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 		out = append(out, e)
 	}
 	return out, sc.Err()
+}
+
+// startsLikeEvent reports whether b begins as every event line does, or
+// is a beginning of that: a kill can cut a line anywhere, even inside
+// its first bytes.
+func startsLikeEvent(b []byte) bool {
+	n := min(len(b), len(tornPrefix))
+	return n > 0 && bytes.Equal(b[:n], tornPrefix[:n])
 }
 
 // decodeEvent decodes one whole event line.

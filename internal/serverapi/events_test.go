@@ -92,14 +92,23 @@ func TestReadEventsRejects(t *testing.T) {
 func TestReadEventsTorn(t *testing.T) {
 	const good = `{"time":"2026-01-02T03:04:05.000000006Z","level":"INFO","msg":"CONN_OPEN","conn":1,"remote":"x"}`
 	for _, tt := range []struct {
-		name, log string
-		events    int
+		name   string
+		cut    int // bytes of the torn line left
+		last   bool
+		events int
 	}{
-		{"continued", good + "\n" + good[:50] + good + "\n" + good, 4},
-		{"last", good + "\n" + good + "\n" + good[:50], 3},
+		{"continued", 50, false, 4},
+		{"last", 50, true, 3},
+		// Cut inside "{\"time\":", as a kill can cut a line anywhere.
+		{"continued, cut in the first bytes", 5, false, 4},
+		{"last, cut in the first bytes", 5, true, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			evs, err := serverapi.ReadEvents(strings.NewReader(tt.log))
+			log := good + "\n" + good[:tt.cut] + good + "\n" + good
+			if tt.last {
+				log = good + "\n" + good + "\n" + good[:tt.cut]
+			}
+			evs, err := serverapi.ReadEvents(strings.NewReader(log))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,8 +117,8 @@ func TestReadEventsTorn(t *testing.T) {
 				names = append(names, e.Name)
 			}
 			torn := slices.Index(names, serverapi.EventTorn)
-			if len(evs) != tt.events || torn < 0 || evs[torn].Text("text") != good[:50] {
-				t.Errorf("events %v, want %d with one TORN holding %q", names, tt.events, good[:50])
+			if len(evs) != tt.events || torn < 0 || evs[torn].Text("text") != good[:tt.cut] {
+				t.Errorf("events %v, want %d with one TORN holding %q", names, tt.events, good[:tt.cut])
 			}
 		})
 	}

@@ -58,6 +58,16 @@ func New(cl, callNo int, call *client.Call, i int, a client.Attempt, span client
 	return r
 }
 
+// Records is New for each attempt of a call's log, its spans beside it:
+// what a client.Config.Trace hook is handed.
+func Records(cl, callNo int, call *client.Call, log []client.Attempt, spans []client.Span) []Record {
+	out := make([]Record, len(log))
+	for i, a := range log {
+		out[i] = New(cl, callNo, call, i, a, spans[i])
+	}
+	return out
+}
+
 // Unknown reports whether the attempt's request may or may not have
 // executed: it was sent and no usable answer came back.
 func (r Record) Unknown() bool { return r.Class == client.ClassUnknown }
