@@ -57,6 +57,10 @@ func TestDecide(t *testing.T) {
 		{name: "hint_shorter_than_backoff", call: keyless, attempts: 1, left: second, sit: situation{last: hinted(5 * time.Millisecond)}, pause: 20 * time.Millisecond},
 		{name: "backoff_crosses", call: keyless, attempts: 1, left: 20 * time.Millisecond, sit: situation{last: notSent}, stop: StopBackoffCrosses},
 		{name: "budget_empty", call: keyless, attempts: 1, left: second, budgetEmpty: true, sit: situation{last: notSent}, stop: StopRetryBudget, throttled: 1},
+		// The order of the rules, where two apply at once.
+		{name: "closed_before_not_retryable", call: keyless, attempts: 1, left: second, sit: situation{last: unknown, err: ErrClosed}, stop: StopClosed},
+		{name: "max_attempts_before_pushback", call: keyless, attempts: 4, left: second, sit: situation{last: hinted(RetryNever)}, stop: StopMaxAttempts},
+		{name: "pushback_counted_before_budget", call: keyless, attempts: 1, left: second, budgetEmpty: true, sit: situation{last: hinted(50 * time.Millisecond)}, stop: StopRetryBudget, pushbacks: 1, throttled: 1},
 		{name: "hedge", call: idempotent, attempts: 1, left: second, sit: situation{hedge: true}},
 		{name: "hedge_deadline_passed", call: idempotent, attempts: 1, sit: situation{hedge: true}, stop: StopDeadline},
 		{name: "hedge_max_attempts", call: idempotent, attempts: 4, left: second, sit: situation{hedge: true}, stop: StopMaxAttempts},
