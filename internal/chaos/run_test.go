@@ -112,14 +112,25 @@ func TestChaosPasses(t *testing.T) {
 
 // TestNaiveClientFailsLinearizability: a client that re-sends keyless
 // debits after an unknown outcome debits some twice, and the
-// linearizability checker says so.
+// linearizability checker says so. Whether a fault of a 3 s schedule
+// lands on a keyless debit is chance (CI once drew a run whose faults hit
+// keyed debits and gets only), so up to three seeds are run and the
+// first whose history is not linearizable is the one checked; none at
+// all fails the test.
 func TestNaiveClientFailsLinearizability(t *testing.T) {
-	o := short(t, 1)
-	o.Client = ClientNaive
-	o.Faults = []string{NemNoReply, NemClose, NemPartial, NemLate}
-	res := run(t, o)
+	var o Options
+	var res Result
+	for seed := int64(1); seed <= 3; seed++ {
+		o = short(t, seed)
+		o.Client = ClientNaive
+		o.Faults = []string{NemNoReply, NemClose, NemPartial, NemLate}
+		res = run(t, o)
+		if hasVerdict(verdicts(res), CheckLinear, report.Fail) {
+			break
+		}
+	}
 	if got := verdicts(res); !hasVerdict(got, CheckLinear, report.Fail) {
-		t.Fatalf("checks %v: the naive client must fail %s", got, CheckLinear)
+		t.Fatalf("checks %v after three seeds: the naive client must fail %s", got, CheckLinear)
 	}
 	if _, err := os.Stat(filepath.Join(o.Out, "linear-"+res.Linear.Failed[0]+".html")); err != nil {
 		t.Errorf("no visualization: %v", err)
