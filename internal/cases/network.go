@@ -286,7 +286,11 @@ func serverHostRestart(t *T) {
 	s := t.startServerIn(h, serverOpts{})
 	loss := newConnLoss()
 	cfg := client.DefaultConfig()
-	cfg.AttemptTimeout, cfg.Deadline = time.Second, 10*time.Second
+	// The get's first attempt must outlast the restarted host's address
+	// resolution, which can take seconds on a loaded machine, so that the
+	// RST it meets, not its own timeout, ends it. With 1 s, CI once saw
+	// TIMEOUT,CONN_LOST_AFTER_SEND,RESPONSE/OK.
+	cfg.AttemptTimeout, cfg.Deadline = 4*time.Second, 10*time.Second
 	cfg.OnConnLost = loss.hook
 	c := t.client(s.Addr, cfg)
 	t.openConn(c, "acct-R")
