@@ -124,6 +124,7 @@ func (m *Memory) Await(key string, fp Fingerprint, deadline time.Time, done <-ch
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
+	callHook(m.Hooks.AwaitWaiting)
 	select {
 	case <-r.done:
 	case <-t.C:

@@ -463,6 +463,7 @@ func (s *SQLStore) Await(key string, fp Fingerprint, deadline time.Time, done <-
 			return Answer{}, ErrAwaitExpired
 		}
 		t.Reset(wait)
+		callHook(s.opts.Hooks.AwaitWaiting)
 		select {
 		case <-t.C:
 		case <-wake:

@@ -97,6 +97,10 @@ type Claimed struct {
 // returns. Nil hooks are skipped.
 type Hooks struct {
 	BeforeCommit, AfterCommit func()
+	// AwaitWaiting is called each time Await, having found the key's
+	// request still running, starts to wait for it: a test's way to know
+	// that a waiter is waiting before the original gives its key up.
+	AwaitWaiting func()
 }
 
 // Store keeps the accounts and the idempotency records. Its methods are

@@ -373,3 +373,51 @@ func TestTTLRunsFromTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseWakesWaiter: a duplicate already waiting when the original
+// gives its key back ends with ErrReleased, never with an answer, on
+// every store. The waiter is known to be waiting (Hooks.AwaitWaiting)
+// before Release, so the wake-up path is the one exercised, not a read
+// that finds the record gone.
+func TestReleaseWakesWaiter(t *testing.T) {
+	for _, k := range allKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			waiting := make(chan struct{}, 1)
+			s := k.open(t, bank.SQLOptions{Hooks: bank.Hooks{AwaitWaiting: func() {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}}})
+			fp := bank.Fingerprint{1}
+			a := claim(t, s, "k", fp, bank.ClaimTaken)
+			type result struct {
+				ans bank.Answer
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				ans, err := s.Await("k", fp, time.Now().Add(time.Minute), make(chan struct{}))
+				done <- result{ans, err}
+			}()
+			select {
+			case <-waiting:
+			case r := <-done:
+				t.Fatalf("Await returned %+v, %v before the key was released", r.ans, r.err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("Await never started waiting")
+			}
+			if err := s.Release(a.Hold); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-done:
+				if !errors.Is(r.err, bank.ErrReleased) {
+					t.Errorf("waiter got %+v, %v; want %v", r.ans, r.err, bank.ErrReleased)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the waiter was not woken by Release")
+			}
+		})
+	}
+}
