@@ -109,6 +109,8 @@ Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated ke
                   close        execute, close the connection unanswered
                   partial      execute, write half the answer, close
                   badmagic     execute, answer with a bad-magic frame
+                  unavailable_after_exec
+                               execute, then answer UNAVAILABLE: a lie, for negative controls
   method=NAME   only requests for this method, one of ` + strings.Join(methods, ", ") + ` (default: every one)
   count=N       fire on N matching requests, then stop (default 0: every one)
   delay=D       late's extra lateness, sleep's pause (Go duration, e.g. 150ms)

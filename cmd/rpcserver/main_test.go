@@ -141,7 +141,7 @@ func TestHelpListsFaults(t *testing.T) {
 	if got := run([]string{"-h"}, &stdout, &stderr); got != 0 {
 		t.Errorf("exit code = %d, want 0", got)
 	}
-	for _, want := range []string{"-workers", "kind=KIND", "late", "sleep", "unavailable", "noreply", "close", "partial", "badmagic", "method=NAME", "one of get, debit, echo", "count=N", "delay=D", "retry_after=D", "never"} {
+	for _, want := range []string{"-workers", "kind=KIND", "late", "sleep", "unavailable", "noreply", "close", "partial", "badmagic", "unavailable_after_exec", "method=NAME", "one of get, debit, echo", "count=N", "delay=D", "retry_after=D", "never"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("-h does not mention %q:\n%s", want, stderr.String())
 		}

@@ -34,6 +34,11 @@ const (
 	// FaultBadMagic executes, then answers with a frame whose magic is
 	// 0xdead.
 	FaultBadMagic
+	// FaultUnavailableAfterExec executes, then answers UNAVAILABLE, which
+	// says it did not: what a proxy in front of a handler that crashed
+	// after its commit produces. It breaks the protocol's contract on
+	// purpose, for negative controls of the checkers that must catch it.
+	FaultUnavailableAfterExec
 )
 
 var faultNames = map[FaultKind]string{
@@ -44,6 +49,8 @@ var faultNames = map[FaultKind]string{
 	FaultClose:       "close",
 	FaultPartial:     "partial",
 	FaultBadMagic:    "badmagic",
+
+	FaultUnavailableAfterExec: "unavailable_after_exec",
 }
 
 func (k FaultKind) String() string {
@@ -135,7 +142,7 @@ func ParseFault(s string) (Fault, error) {
 				}
 			}
 			if f.Kind == 0 {
-				return f, fmt.Errorf("server: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial or badmagic)", s, v)
+				return f, fmt.Errorf("server: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial, badmagic or unavailable_after_exec)", s, v)
 			}
 		case "method":
 			f.Method = v

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func TestParseFault(t *testing.T) {
 		{"kind=close", server.Fault{Kind: server.FaultClose}, ""},
 		{"kind=partial", server.Fault{Kind: server.FaultPartial}, ""},
 		{"kind=badmagic method=debit", server.Fault{Kind: server.FaultBadMagic, Method: "debit"}, ""},
+		{"kind=unavailable_after_exec method=debit count=2", server.Fault{Kind: server.FaultUnavailableAfterExec, Method: "debit", Count: 2}, ""},
 		{"", server.Fault{}, "kind is required"},
 		{"method=get", server.Fault{}, "kind is required"},
 		{"kind=explode", server.Fault{}, `unknown kind "explode"`},
@@ -116,6 +118,26 @@ func TestUnavailableRetryAfter(t *testing.T) {
 	}
 }
 
+// TestUnavailableAfterExec: the fault answers UNAVAILABLE, which says
+// "not executed", for a debit the bank did execute, as its exec counter
+// and the balance show.
+func TestUnavailableAfterExec(t *testing.T) {
+	srv, addr := servertest.Start(t, server.DefaultConfig(), "kind=unavailable_after_exec method=debit count=1")
+	c := servertest.Dial(t, addr)
+	c.Send(servertest.Request(1, bank.MethodDebit, "account=acct-L amount=10"))
+	if got := c.Recv(); got.Status != proto.StatusUnavailable || string(got.Payload) != "injected unavailable after executing" {
+		t.Errorf("debit: got %v %q, want UNAVAILABLE \"injected unavailable after executing\"", got.Status, got.Payload)
+	}
+	if n := servertest.Counter(t, srv, "exec.debit"); n != 1 {
+		t.Errorf("exec.debit = %d, want 1: the fault executes before it answers", n)
+	}
+	c.Send(servertest.Request(2, bank.MethodGet, "account=acct-L"))
+	got := c.Recv()
+	if b := servertest.Fields(t, got.Payload)["balance"]; got.Status != proto.StatusOK || b != fmt.Sprint(bank.DefaultBalance-10) {
+		t.Errorf("get after the debit: %v %q, want OK with balance=%d", got.Status, got.Payload, bank.DefaultBalance-10)
+	}
+}
+
 func TestFaultKindString(t *testing.T) {
 	tests := []struct {
 		k    server.FaultKind
@@ -128,6 +150,7 @@ func TestFaultKindString(t *testing.T) {
 		{server.FaultClose, "close"},
 		{server.FaultPartial, "partial"},
 		{server.FaultBadMagic, "badmagic"},
+		{server.FaultUnavailableAfterExec, "unavailable_after_exec"},
 		{server.FaultKind(0), "unknown_fault_0"},
 		{server.FaultKind(99), "unknown_fault_99"},
 	}

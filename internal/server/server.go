@@ -446,6 +446,9 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 	case FaultBadMagic:
 		out[4], out[5] = 0xde, 0xad
 		j.c.sendThenClose(out)
+	case FaultUnavailableAfterExec:
+		s.counters.unavailable.Add(1)
+		j.c.send(respond(f, proto.StatusUnavailable, "injected unavailable after executing"))
 	default:
 		j.c.send(out)
 	}
