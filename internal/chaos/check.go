@@ -24,6 +24,9 @@ type Check struct {
 	Verdict report.Verdict
 	// Detail is "key=value ..." text for the checker's line.
 	Detail string
+	// Counts are the numbers Detail shows, by their keys; nil for a
+	// checker that shows none, or could not count.
+	Counts map[string]int
 }
 
 // Result is a run's history and verdicts.
@@ -148,6 +151,7 @@ func exactlyOnce(ops []Op, f *fleet) Check {
 		}
 	}
 	c.Detail = fmt.Sprintf("keys=%d executed_twice=%d acked_unexecuted=%d failed_executed=%d unlogged_at_kill=%d", keys, twice, missing, failedRan, excused)
+	c.Counts = map[string]int{"keys": keys, "executed_twice": twice, "acked_unexecuted": missing, "failed_executed": failedRan, "unlogged_at_kill": excused}
 	if twice+missing+failedRan > 0 {
 		c.Verdict = report.Fail
 		if len(examples) > 3 {
@@ -192,6 +196,7 @@ func rightCaller(ops []Op) Check {
 		}
 	}
 	c.Detail = fmt.Sprintf("answers=%d wrong=%d", ok, wrong)
+	c.Counts = map[string]int{"answers": ok, "wrong": wrong}
 	if wrong > 0 {
 		c.Verdict = report.Fail
 		c.Detail += " e.g.=[" + example + "]"

@@ -55,6 +55,7 @@ func TestExactlyOnceRules(t *testing.T) {
 			if c.Verdict != tt.want || !strings.Contains(c.Detail, tt.detail) {
 				t.Errorf("got %v %s, want %v with %q", c.Verdict, c.Detail, tt.want, tt.detail)
 			}
+			countsShown(t, c)
 		})
 	}
 	t.Run("an unreadable log fails", func(t *testing.T) {
@@ -85,9 +86,24 @@ func TestRightCallerRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if c := rightCaller(tt.ops); c.Verdict != tt.want {
+			c := rightCaller(tt.ops)
+			if c.Verdict != tt.want {
 				t.Errorf("got %v %s, want %v", c.Verdict, c.Detail, tt.want)
 			}
+			countsShown(t, c)
 		})
+	}
+}
+
+// countsShown fails unless c's Counts are the numbers its Detail shows.
+func countsShown(t *testing.T, c Check) {
+	t.Helper()
+	if len(c.Counts) == 0 {
+		t.Errorf("%s: no counts", c.Name)
+	}
+	for k, n := range c.Counts {
+		if !strings.Contains(" "+c.Detail+" ", fmt.Sprintf(" %s=%d ", k, n)) {
+			t.Errorf("%s: Counts[%s]=%d, Detail %q shows otherwise", c.Name, k, n, c.Detail)
+		}
 	}
 }

@@ -80,12 +80,12 @@ func DefaultOptions() Options {
 }
 
 // DefaultFaults returns the faults a store is run with by default: all of
-// them, but kills for the in-memory store.
+// them ("all": NemLie left out), but kills for the in-memory store.
 func DefaultFaults(store string) []string {
 	if store == StoreMemory {
-		return slices.DeleteFunc(slices.Clone(NemesisKinds), func(k string) bool { return k == NemKill })
+		return slices.DeleteFunc(honestKinds(), func(k string) bool { return k == NemKill })
 	}
-	return slices.Clone(NemesisKinds)
+	return honestKinds()
 }
 
 // ErrOptions is wrapped by Validate's errors.

@@ -28,10 +28,21 @@ const (
 	NemPause = "pause"
 	// NemCut cuts every client's connections.
 	NemCut = "cut"
+	// NemLie makes a server execute every debit and answer it
+	// UNAVAILABLE, which says it did not: the server's fault
+	// unavailable_after_exec, for as long as the event lasts. A correct
+	// client cannot survive a server that lies, so this kind is for the
+	// negative control of the checkers alone: "all" leaves it out.
+	NemLie = "unavailable_after_exec"
 )
 
 // NemesisKinds lists every kind, in the order a schedule draws from.
-var NemesisKinds = []string{NemLate, NemNoReply, NemClose, NemPartial, NemBadMagic, NemUnavailable, NemSleep, NemKill, NemPause, NemCut}
+var NemesisKinds = []string{NemLate, NemNoReply, NemClose, NemPartial, NemBadMagic, NemUnavailable, NemSleep, NemKill, NemPause, NemCut, NemLie}
+
+// honestKinds are the kinds of "all": every one but NemLie.
+func honestKinds() []string {
+	return slices.DeleteFunc(slices.Clone(NemesisKinds), func(k string) bool { return k == NemLie })
+}
 
 // Event is one nemesis action of a schedule.
 type Event struct {
@@ -100,6 +111,12 @@ func Schedule(o Options) []Event {
 // faultRule draws a ctl.fault rule of kind: which method, how many
 // requests, how late or slow.
 func faultRule(rng *rand.Rand, kind string) string {
+	if kind == NemLie {
+		// Every debit while it lasts: a keyed debit's retries must meet
+		// the lie too, or the first retry is replayed OK and the lie
+		// leaves no trace in the history.
+		return "kind=" + kind + " method=debit"
+	}
 	methods := []string{"", "get", "debit"}
 	r := "kind=" + kind
 	if m := methods[rng.IntN(len(methods))]; m != "" {
@@ -133,10 +150,10 @@ func (o Options) kinds() []string {
 }
 
 // ParseFaults reads a comma-separated list of nemesis kinds; "all" is
-// every kind.
+// every kind but NemLie, which must be named.
 func ParseFaults(s string) ([]string, error) {
 	if s == "all" {
-		return slices.Clone(NemesisKinds), nil
+		return honestKinds(), nil
 	}
 	if s == "" || s == "none" {
 		return nil, nil
