@@ -43,14 +43,73 @@ func amplify(t *T, budget *client.RetryBudget) (requests int64, stats client.Sta
 	return t.counters(s).RequestsGet - before, c.Stats()
 }
 
+// The retry budget of the budget scenarios: 10 tokens, a tenth of one
+// given back by each answer.
+const (
+	budgetTokens = 10
+	budgetRatio  = 0.1
+)
+
 func retryBudgetCapsAmplification(t *T) {
-	const ratio, tokens = 0.1, 10
 	t.Field("calls", amplificationCalls)
 	t.Field("maxAttempts", client.DefaultConfig().MaxAttempts)
-	requests, st := amplify(t, &client.RetryBudget{MaxTokens: tokens, TokenRatio: ratio})
-	bound := int64(amplificationCalls*(1+ratio)) + tokens
+	requests, st := amplify(t, &client.RetryBudget{MaxTokens: budgetTokens, TokenRatio: budgetRatio})
+	bound := int64(amplificationCalls*(1+budgetRatio)) + budgetTokens
 	atMost(t, "serverRequests", requests, bound, "the budget must cap the retries")
 	atLeast(t, "retriesThrottled", st.RetriesThrottled, 1, "the budget never refused a retry")
+	budgetThreshold(t)
+}
+
+// budgetThreshold makes calls one at a time, so that the tokens, and
+// with them the retries the budget allows, are exact; the server's
+// request counter says how many attempts each call made. A refused
+// attempt spends a token and the call may then retry only while more
+// than half of the 10 are left; an answer gives back 0.1, up to 10.
+//
+//   - 20 answers on a full bucket leave it at 10, its cap.
+//   - With every get refused, the first call spends 4 tokens on its 4
+//     attempts (9, 8, 7: each leaves more than 5, so it retries), the
+//     second one, leaving 5, which is not more than half, and so does
+//     every call after it, down to 0 after 8 calls.
+//   - 60 answers bring the bucket back to 6: a refused call is left
+//     with 5 and is not retried. 11 more bring 5 to 6.1: a refused call
+//     is left with 5.1 and is retried.
+func budgetThreshold(t *T) {
+	s := t.startServer(serverOpts{NoExecLog: true})
+	cfg := client.DefaultConfig()
+	cfg.BackoffInitial, cfg.BackoffMax, cfg.Jitter = time.Millisecond, time.Millisecond, 0
+	cfg.RetryBudget = &client.RetryBudget{MaxTokens: budgetTokens, TokenRatio: budgetRatio}
+	c := t.client(s.Addr, cfg)
+	call := func() (client.Result, int64) {
+		before := t.counters(s).RequestsGet
+		r := c.Do(t.ctx, getCall("acct-R"))
+		return r, t.counters(s).RequestsGet - before
+	}
+	answer := func(n int) {
+		for range n {
+			if r, _ := call(); r.Status != proto.StatusOK {
+				t.Fatalf("a get the server serves: %s", attemptLog(r))
+			}
+		}
+	}
+	answer(20)
+	t.control(s, serverapi.MethodFault, "kind=unavailable method=get")
+	var refused []string
+	for range 8 {
+		_, n := call()
+		refused = append(refused, fmt.Sprint(n))
+	}
+	expectf(t, "refusedCallAttempts", strings.Join(refused, ","), "4,1,1,1,1,1,1,1",
+		"each call's requests to a server refusing all: 4 on a full bucket, then none retried at 5 tokens or fewer")
+	t.control(s, serverapi.MethodClear, "")
+	answer(60)
+	t.control(s, serverapi.MethodFault, "kind=unavailable method=get count=1")
+	r, n := call()
+	expectf(t, "refusedAfter60Answers", fmt.Sprintf("%s after %d", r.Status, n), "UNAVAILABLE after 1", "6 tokens, 5 after the refusal: %s", attemptLog(r))
+	answer(11)
+	t.control(s, serverapi.MethodFault, "kind=unavailable method=get count=1")
+	r, n = call()
+	expectf(t, "refusedAfter11More", fmt.Sprintf("%s after %d", r.Status, n), "OK after 2", "6.1 tokens, 5.1 after the refusal: %s", attemptLog(r))
 }
 
 func negativeControlNoRetryBudget(t *T) {
@@ -86,7 +145,7 @@ func breakerOpensAndRecovers(t *T) {
 		failedBeforeOpen++
 	}
 	expect(t, "opened", c.BreakerState(), "open")
-	t.Field("failedBeforeOpen", failedBeforeOpen)
+	expectf(t, "failedBeforeOpen", failedBeforeOpen, int(breakerConfig().MinCalls), "every call fails, so the breaker opens at its MinCalls-th")
 
 	before := t.counters(s).RequestsGet
 	fast := 0
@@ -99,25 +158,58 @@ func breakerOpensAndRecovers(t *T) {
 	expect(t, "serverRequestsWhileOpen", t.counters(s).RequestsGet-before, 0)
 	expect(t, "rejectedCircuitOpen", c.Stats().RejectedCircuitOpen, int64(50))
 
-	// The server recovers; once the open interval ends, probes pass.
+	// A probe the server refuses opens the breaker again.
+	halfOpen(t, c)
+	r := c.Do(t.ctx, getCall("acct-B"))
+	expect(t, "failedProbe", r.Status.String(), proto.StatusUnavailable.String())
+	expect(t, "afterFailedProbe", c.BreakerState(), "open")
+
+	// The server recovers, and holds the first get it sees: once the
+	// open interval ends, 4 calls at once meet the half-open breaker.
 	t.control(s, serverapi.MethodClear, "")
-	if !waitFor(5*time.Second, func() bool { return c.BreakerState() != "open" }) {
-		t.Fatalf("the breaker never left open")
-	}
-	var probes []string
+	t.control(s, serverapi.MethodFault, "kind=sleep method=get count=1 delay=500ms")
+	halfOpen(t, c)
+	before = t.counters(s).RequestsGet
+	results := make(chan client.Result, 4)
+	held := getCall("acct-B")
+	held.AttemptTimeout, held.Timeout = 2*time.Second, 2*time.Second // longer than the hold
 	for range 4 {
-		probes = append(probes, brief(c.Do(t.ctx, getCall("acct-B"))))
+		go func() { results <- c.Do(t.ctx, held) }()
 	}
-	expectf(t, "probes", strings.Join(probes, ","), "OK,OK,OK,OK", "once the server answers, the probes and the calls after them succeed")
-	expect(t, "stateAfterRecovery", c.BreakerState(), "closed")
+	ends := map[string]int{}
+	for range 3 { // the refused calls and the probe not held
+		ends[(<-results).Status.String()]++
+	}
+	// The held probe is still running: one probe of two has passed.
+	afterOne := c.BreakerState()
+	ends[(<-results).Status.String()]++
+	expectf(t, "probeRequests", t.counters(s).RequestsGet-before, int64(breakerConfig().Probes), "half-open lets exactly Probes calls through")
+	expect(t, "halfOpenEnds", fmt.Sprint(ends), fmt.Sprint(map[string]int{"OK": 2, proto.StatusCircuitOpen.String(): 2}))
+	expect(t, "afterOneProbePassed", afterOne, "half-open")
+	expect(t, "afterBothProbesPassed", c.BreakerState(), "closed")
+	var after []string
+	for range 4 {
+		after = append(after, brief(c.Do(t.ctx, getCall("acct-B"))))
+	}
+	expectf(t, "callsAfterRecovery", strings.Join(after, ","), "OK,OK,OK,OK", "once the breaker closes, every call reaches the server")
+}
+
+// halfOpen waits for the breaker of c to turn half-open.
+func halfOpen(t *T, c *client.Client) {
+	if !waitFor(5*time.Second, func() bool { return c.BreakerState() == "half-open" }) {
+		t.Fatalf("the breaker never turned half-open: %s", c.BreakerState())
+	}
 }
 
 func breakerTripsOnSlowCalls(t *T) {
-	s := t.startServer(serverOpts{Faults: []string{"kind=sleep method=get delay=60ms"}})
+	// The slow answers take twice SlowCall, and a fast one on a loaded
+	// machine stays well under it.
+	s := t.startServer(serverOpts{Faults: []string{"kind=sleep method=get delay=300ms"}})
 	cfg := client.DefaultConfig()
 	cfg.MaxAttempts = 1
+	cfg.AttemptTimeout = 2 * time.Second
 	cfg.Breaker = &client.BreakerConfig{Window: 5 * time.Second, Bucket: 100 * time.Millisecond, MinCalls: 5,
-		SlowCall: 30 * time.Millisecond, SlowRate: 0.5, OpenFor: time.Second, Probes: 1}
+		SlowCall: 150 * time.Millisecond, SlowRate: 0.5, OpenFor: time.Second, Probes: 1}
 	c := t.client(s.Addr, cfg)
 	var answers []string
 	for range 30 {
@@ -134,6 +226,18 @@ func breakerTripsOnSlowCalls(t *T) {
 	expect(t, "opened", c.BreakerState(), "open")
 	r := c.Do(t.ctx, getCall("acct-S"))
 	expect(t, "next", r.Status.String(), proto.StatusCircuitOpen.String())
+
+	// A probe answered OK, but slowly, opens it again; a fast one closes
+	// it.
+	halfOpen(t, c)
+	r = c.Do(t.ctx, getCall("acct-S"))
+	expect(t, "slowProbe", r.Status.String(), proto.StatusOK.String())
+	expect(t, "afterSlowProbe", c.BreakerState(), "open")
+	t.control(s, serverapi.MethodClear, "")
+	halfOpen(t, c)
+	r = c.Do(t.ctx, getCall("acct-S"))
+	expect(t, "fastProbe", r.Status.String(), proto.StatusOK.String())
+	expect(t, "afterFastProbe", c.BreakerState(), "closed")
 }
 
 // inflightCap is the in-flight cap of the permit scenarios.

@@ -3,6 +3,7 @@ package cases
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/client"
@@ -82,4 +83,101 @@ func hedgeCutsTail(t *T) {
 	expectf(t, "debitAttempts", r.Attempts, 1, "a keyless debit must not be hedged: %s", attemptLog(r))
 	between(t, "debitSlow", r.Elapsed, 100*time.Millisecond, -1)
 	expect(t, "debitHedges", c.Stats().Hedges-st.Hedges, 0)
+}
+
+// The call of hedge_budget_is_time_left: hedgeTotal long, hedged after
+// hedgeLate, with attempts allowed far longer than the call, so that the
+// call's deadline, not the attempt timeout, is what limits each attempt.
+const (
+	hedgeTotal   = 600 * time.Millisecond
+	hedgeLate    = 300 * time.Millisecond
+	hedgeAttempt = 5 * time.Second
+	// hedgeOverrun is how long past its deadline a call may end on a
+	// loaded 2-core machine. A hedge sent its whole attempt, or the
+	// budget its round started with, would end hedgeLate past it.
+	hedgeOverrun = hedgeLate / 2
+)
+
+// hedgeBudgetIsTimeLeft checks the budget rule on hedges: each hedge
+// sends what is left of the call at its own launch, and the call ends by
+// its deadline.
+//
+//   - The server holds the first get of a call for longer than the call;
+//     its hedge, sent hedgeLate in, is answered at once, and the server's
+//     answer says what budget it received: at most hedgeTotal-hedgeLate.
+//   - Every attempt of the next call is held, by its payload, for longer
+//     than the call: the call must end at its deadline, hedge included,
+//     not when an attempt's own timeout or a stale budget would have.
+func hedgeBudgetIsTimeLeft(t *T) {
+	s := t.startServer(serverOpts{Workers: 8})
+	cfg := client.DefaultConfig()
+	cfg.AttemptTimeout = hedgeAttempt
+	cfg.Hedge = &client.HedgeConfig{Delay: hedgeLate}
+	c := t.client(s.Addr, cfg)
+	if r := c.Do(t.ctx, getCall("acct-HB")); r.Status != proto.StatusOK {
+		t.Fatalf("first get, to open the connection: %s", attemptLog(r))
+	}
+	t.Field("callTimeout", ms(hedgeTotal))
+	t.Field("hedgeDelay", ms(hedgeLate))
+	t.Field("attemptTimeout", ms(hedgeAttempt))
+
+	t.control(s, serverapi.MethodFault, fmt.Sprintf("kind=sleep method=get count=1 delay=%v", hedgeAttempt))
+	call := getCall("acct-HB")
+	call.Timeout = hedgeTotal
+	r := c.Do(t.ctx, call)
+	won := len(r.Log) == 2 && r.Log[1].Hedge && r.Log[1].Class == client.ClassFinal
+	expectf(t, "heldCall", fmt.Sprintf("%s hedgeWon=%v", r.Status, won), "OK hedgeWon=true", "%s", attemptLog(r))
+	if won {
+		n, err := strconv.ParseUint(fields(r)["budget"], 10, 32)
+		if err != nil {
+			t.Fatalf("the hedge's answer %q has no budget", r.Payload)
+		}
+		within(t, "primaryBudget", budget(r.Log[0].BudgetMs), hedgeTotal)
+		within(t, "hedgeBudget", budget(uint32(n)), hedgeTotal-hedgeLate)
+	}
+
+	slow := getCall("acct-HB")
+	slow.Timeout = hedgeTotal
+	slow.Payload = fmt.Appendf(slow.Payload, " sleep=%d", hedgeAttempt.Milliseconds())
+	r = c.Do(t.ctx, slow)
+	hedged := len(r.Log) == 2 && r.Log[1].Hedge
+	expectf(t, "slowCall", fmt.Sprintf("%s hedged=%v", r.Status, hedged), proto.StatusDeadlineExceeded.String()+" hedged=true", "%s", attemptLog(r))
+	within(t, "slowCallElapsed", r.Elapsed, hedgeTotal+hedgeOverrun)
+}
+
+// hedgeWinsNotFailures runs hedging with the breaker and the retry
+// budget on. The server holds the first attempt of every call; each
+// call's hedge wins and the held attempt is abandoned. An abandoned
+// attempt says nothing about the server: counted as a failure, half the
+// attempts would have failed, which opens this breaker (a quarter of at
+// least 5) and empties the budget. So the breaker must stay closed, and
+// the budget full: a call the server then refuses makes all 4 of its
+// attempts, which needs more than 8 of the 10 tokens.
+func hedgeWinsNotFailures(t *T) {
+	s := t.startServer(serverOpts{Workers: 16})
+	cfg := client.DefaultConfig()
+	cfg.BackoffInitial, cfg.BackoffMax, cfg.Jitter = time.Millisecond, time.Millisecond, 0
+	cfg.Hedge = &client.HedgeConfig{Delay: hedgeDelay}
+	cfg.Breaker = &client.BreakerConfig{Window: 10 * time.Second, Bucket: time.Second, MinCalls: 5,
+		FailureRate: 0.25, OpenFor: 10 * time.Second, Probes: 1}
+	cfg.RetryBudget = &client.RetryBudget{MaxTokens: budgetTokens, TokenRatio: budgetRatio}
+	c := t.client(s.Addr, cfg)
+	const calls = 20
+	ends := map[string]int{}
+	for range calls {
+		slowNextGet(t, s)
+		ends[c.Do(t.ctx, getCall("acct-HW")).Status.String()]++
+	}
+	st := c.Stats()
+	expect(t, "ends", fmt.Sprint(ends), fmt.Sprint(map[string]int{"OK": calls}))
+	expectf(t, "hedgeWins", st.HedgeWins, int64(calls), "each call's held attempt must lose to its hedge")
+	expect(t, "breaker", c.BreakerState(), "closed")
+	expect(t, "rejectedCircuitOpen", st.RejectedCircuitOpen, int64(0))
+	expect(t, "retriesThrottled", st.RetriesThrottled, int64(0))
+
+	t.control(s, serverapi.MethodFault, "kind=unavailable method=get")
+	before := t.counters(s).RequestsGet
+	r := c.Do(t.ctx, getCall("acct-HW"))
+	expectf(t, "refusedCallRequests", t.counters(s).RequestsGet-before, int64(client.DefaultConfig().MaxAttempts),
+		"a full budget retries a refused call to its last attempt: %s", attemptLog(r))
 }
