@@ -60,3 +60,42 @@ func TestDuplicateWaitsFromArrival(t *testing.T) {
 		return
 	}
 }
+
+// TestLateFaultFromArrival: the late fault times its answer from the
+// request's arrival too. With the only worker busy for 1 s, a debit with
+// a 2 s budget under "late delay=200ms" waits in the queue, executes,
+// and must be answered 2.2 s after it was sent; timed from the take, the
+// answer would come at about 3.2 s.
+func TestLateFaultFromArrival(t *testing.T) {
+	t.Parallel()
+	const (
+		queued = time.Second
+		budget = 2 * time.Second
+		delay  = 200 * time.Millisecond
+	)
+	cfg := server.DefaultConfig()
+	cfg.Workers = 1
+	_, addr := servertest.Start(t, cfg, fmt.Sprintf("kind=late method=debit count=1 delay=%v", delay))
+	rc := servertest.Dial(t, addr)
+	blocker := servertest.Request(1, bank.MethodGet, fmt.Sprintf("account=b sleep=%d", queued.Milliseconds()))
+	blocker.BudgetMs = 10_000
+	rc.Send(blocker)
+	debit := servertest.Request(2, bank.MethodDebit, "account=a amount=10 sleep=0") // sleep=0: through the queue
+	debit.BudgetMs = uint32(budget.Milliseconds())
+	sent := time.Now()
+	rc.Send(debit)
+	for {
+		f := rc.Recv()
+		if f.ID != 2 {
+			continue
+		}
+		took := time.Since(sent)
+		if f.Status != proto.StatusOK {
+			t.Fatalf("late debit: %v %q, want OK, late", f.Status, f.Payload)
+		}
+		if want := budget + delay; took < want-100*time.Millisecond || took > want+queued/2 {
+			t.Errorf("late debit answered %v after it was sent, want about its budget plus delay, %v, counted from its arrival, not %v", took, want, want+queued)
+		}
+		return
+	}
+}
