@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
@@ -317,7 +318,10 @@ func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 
 // duplicateWaitsAcrossInstances sends a keyed debit to A, which executes
 // it slowly (a sleep field), and the same debit to B once A has claimed
-// the key: B must wait for A's running record, not execute.
+// the key: B must wait for A's running record, not execute. Before that
+// duplicate, a debit reusing the key with another amount reaches B, which
+// must refuse it at once: a waiter that ignored the fingerprint would be
+// handed A's answer.
 func duplicateWaitsAcrossInstances(t *T, kind string) {
 	const origSleep = 600 * time.Millisecond
 	store := t.newStore(kind)
@@ -334,6 +338,21 @@ func duplicateWaitsAcrossInstances(t *T, kind string) {
 		<-done
 		t.Fatalf("A never claimed the key")
 	}
+	// The key reused with another body while A runs is refused by B at
+	// once, as key reuse: not made to wait for A, nor handed A's answer.
+	reuse := debitCall("acct-W", 20, call.Key)
+	reuse.Payload = fmt.Appendf(reuse.Payload, " sleep=%d", origSleep.Milliseconds())
+	reuse.Timeout, reuse.AttemptTimeout = call.Timeout, call.AttemptTimeout
+	rc := t.client(b.Addr, client.DefaultConfig()).Do(t.ctx, reuse)
+	execAAtReuse := t.counters(a).ExecDebit
+	reused := brief(rc, "balance", "exec", "replayed")
+	if rc.Status != proto.StatusOK {
+		reused += " " + string(rc.Payload)
+	}
+	expectf(t, "reuseOnB", reused, proto.StatusInvalidArgument.String()+" "+bank.ErrKeyReused,
+		"a different body under a running key is key reuse; log %s", attemptLog(rc))
+	expectf(t, "debitExecAAtReuse", execAAtReuse, 0, "the reuse must be refused while A still executes, not once A answered")
+
 	sent := time.Now()
 	rb := t.client(b.Addr, client.DefaultConfig()).Do(t.ctx, call)
 	waited := time.Since(sent)
@@ -348,5 +367,6 @@ func duplicateWaitsAcrossInstances(t *T, kind string) {
 	expect(t, "debitExecA", ctrA.ExecDebit, 1)
 	expect(t, "debitExecB", ctrB.ExecDebit, 0)
 	expect(t, "dedupHitsB", ctrB.DedupHits, 1)
+	expect(t, "keyConflictsB", ctrB.KeyConflicts, 1)
 	expect(t, "balance", t.balance(b, "acct-W"), bank.DefaultBalance-10)
 }

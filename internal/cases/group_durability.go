@@ -36,7 +36,7 @@ func durabilityGroup() []Case {
 		"two servers on one store: A executes and drops the connection, the client fails over to B, which replays A's answer: executed once",
 		sql, dedupSharedAcrossInstances)
 	add("duplicate_waits_across_instances",
-		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once",
+		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once; the key reused with another body meanwhile is refused at once",
 		sql, duplicateWaitsAcrossInstances)
 	add("memory_dedup_not_shared",
 		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
