@@ -292,7 +292,8 @@ func leaseExpiryTakeover(t *T, kind string) {
 func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	const ttl = 400 * time.Millisecond
 	t.Field("ttl", ttl)
-	s := t.startServer(serverOpts{Store: t.newStore(kind), DedupTTL: ttl, DedupLease: ttl / 2})
+	store := t.newStore(kind)
+	s := t.startServer(serverOpts{Store: store, DedupTTL: ttl, DedupLease: ttl / 2})
 	c := t.client(s.Addr, client.DefaultConfig())
 	call := debitCall("acct-T", 10, "debit-acct-T-0001")
 	sent := time.Now()
@@ -314,6 +315,30 @@ func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	expectf(t, "afterTTL", brief(r3, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
 		"past its TTL the key is forgotten, and the same debit executes again")
 	expect(t, "balance", t.balance(s, "acct-T"), bank.DefaultBalance-20)
+
+	// Forgotten by its TTL, not by the sweep: a record past its TTL that
+	// no sweep has deleted yet must not be replayed either. The first
+	// server, which sweeps every TTL/2, executes a second key and stops
+	// before that key's TTL ends; the key's reuse reaches a server whose
+	// TTL is the default, so that it sweeps only once a minute.
+	call = debitCall("acct-U", 10, "debit-acct-U-0001")
+	u1 := c.Do(t.ctx, call)
+	answered := time.Now() // the record's TTL runs from before this
+	s.Stop()
+	expect(t, "unsweptFirst", brief(u1, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false")
+	late := t.startServer(serverOpts{Store: store})
+	// The TTL passing is the event awaited; nothing announces it. The
+	// extra 10 ms covers the record's whole-millisecond expiry.
+	time.Sleep(time.Until(answered.Add(ttl + 10*time.Millisecond)))
+	u2 := t.client(late.Addr, client.DefaultConfig()).Do(t.ctx, call)
+	expectf(t, "afterTTLUnswept", brief(u2, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
+		"a record past its TTL is forgotten whether or not a sweep deleted it yet; log %s", attemptLog(u2))
+	lateEvents := t.events(late)
+	expectf(t, "lateSweeps", countEvents(lateEvents, func(e serverapi.Event) bool { return e.Name == serverapi.EventSweep }), 0,
+		"the late server's sweep must not have run, or the record was not left unswept")
+	ctr := t.counters(late)
+	expect(t, "lateDebitExec", ctr.ExecDebit, 1)
+	expect(t, "lateDedupHits", ctr.DedupHits, 0)
 }
 
 // duplicateWaitsAcrossInstances sends a keyed debit to A, which executes

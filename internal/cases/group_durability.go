@@ -45,7 +45,7 @@ func durabilityGroup() []Case {
 		"the executor dies holding a running claim; 4 concurrent retries wait out its lease, exactly one takes over and the others get its answer",
 		sql, leaseExpiryTakeover)
 	add("ttl_expired_key_executes_again",
-		"the documented boundary: a key reused after its record's TTL, once swept, executes again",
+		"the documented boundary: a key reused after its record's TTL executes again, once swept and also before any sweep",
 		sql, ttlExpiredKeyExecutesAgain)
 	return out
 }

@@ -25,6 +25,17 @@ var durabilityMutants = []mutant{
 			"duplicate_waits_across_instances_postgres": "debitExecAAtReuse=1, want 0",
 		},
 	},
+	{
+		name: "expired_record_replayed_until_swept",
+		bug:  "Claim takes a succeeded record for an answer whatever its expiry, relying on the sweeper to delete expired ones: a key reused past its TTL but before the next sweep is replayed",
+		file: "internal/bank/sqlstore.go",
+		old:  "answered := r.status == stSucceeded && r.expAt > now\n",
+		new:  "answered := r.status == stSucceeded // the sweeper deletes expired records\n",
+		catch: map[string]string{
+			"ttl_expired_key_executes_again_sqlite":   "afterTTLUnswept=OK balance=990 exec=1 replayed=true, want OK balance=980 exec=2 replayed=false",
+			"ttl_expired_key_executes_again_postgres": "afterTTLUnswept=OK balance=990 exec=1 replayed=true, want OK balance=980 exec=2 replayed=false",
+		},
+	},
 }
 
 // claimToAwait is sqlstore.go's text between Claim's refusal of a running
