@@ -395,3 +395,56 @@ func duplicateWaitsAcrossInstances(t *T, kind string) {
 	expect(t, "keyConflictsB", ctrB.KeyConflicts, 1)
 	expect(t, "balance", t.balance(b, "acct-W"), bank.DefaultBalance-10)
 }
+
+// debitsAddUpAcrossInstances sends keyed debits of one account, each with
+// a key of its own, to two servers on one store at once, several
+// connections to each: every debit the servers executed must be in the
+// account's balance and count, whichever server executed it and whatever
+// ran beside it. A debit that read the balance outside its transaction
+// would write back a stale one and lose another's debit.
+func debitsAddUpAcrossInstances(t *T, kind string) {
+	const (
+		conns  = 4 // per server, each a client of its own
+		each   = 5 // debits per connection, one after another
+		amount = 10
+		total  = 2 * conns * each
+	)
+	t.Field("debits", total)
+	store := t.newStore(kind)
+	a := t.startServer(serverOpts{Store: store})
+	b := t.startServer(serverOpts{Store: store})
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		answers = map[string]int{} // by status
+	)
+	for si, s := range []*server{a, b} {
+		for ci := range conns {
+			c := t.client(s.Addr, client.DefaultConfig())
+			wg.Go(func() {
+				for di := range each {
+					r := c.Do(t.ctx, debitCall("acct-C", amount, fmt.Sprintf("debit-acct-C-%d-%d-%d", si, ci, di)))
+					mu.Lock()
+					answers[r.Status.String()]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	expect(t, "answers", fmt.Sprint(answers), fmt.Sprintf("map[%s:%d]", proto.StatusOK, total))
+	executed := t.counters(a).ExecDebit + t.counters(b).ExecDebit
+	expect(t, "debitExec", executed, total)
+	acct := t.control(a, bank.MethodGet, "account=acct-C")
+	balance, err := acct.Int("balance", -1)
+	if err != nil {
+		t.Fatalf("balance of acct-C: %v", err)
+	}
+	debits, err := acct.Int("exec", -1)
+	if err != nil {
+		t.Fatalf("debits of acct-C: %v", err)
+	}
+	expectf(t, "balance", balance, bank.DefaultBalance-amount*executed,
+		"the account must hold each of the %d debits the servers executed", executed)
+	expectf(t, "accountDebits", debits, executed, "the account must count each debit the servers executed")
+}

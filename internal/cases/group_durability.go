@@ -38,6 +38,9 @@ func durabilityGroup() []Case {
 	add("duplicate_waits_across_instances",
 		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once; the key reused with another body meanwhile is refused at once",
 		sql, duplicateWaitsAcrossInstances)
+	add("debits_add_up_across_instances",
+		"40 keyed debits of one account reach two servers on one store at once, 4 connections to each: the balance and the debit count hold every debit the servers executed",
+		sql, debitsAddUpAcrossInstances)
 	add("memory_dedup_not_shared",
 		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
 		[]string{bank.KindMemory}, memoryDedupNotShared)

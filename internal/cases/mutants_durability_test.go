@@ -36,6 +36,26 @@ var durabilityMutants = []mutant{
 			"ttl_expired_key_executes_again_postgres": "afterTTLUnswept=OK balance=990 exec=1 replayed=true, want OK balance=980 exec=2 replayed=false",
 		},
 	},
+	{
+		name: "debit_reads_balance_outside_tx",
+		bug:  "Debit checks the funds by reading the balance with s.db before its transaction, then writes back that balance less the amount: concurrent debits of one account write stale balances over each other",
+		file: "internal/bank/sqlstore.go",
+		old: "\ttx, err := s.db.BeginTx(ctx, nil)\n\tif err != nil {\n\t\treturn Account{}, fmt.Errorf(\"bank: store: %w\", err)\n\t}\n" +
+			"\tdefer tx.Rollback() // a no-op after Commit\n" +
+			"\t// Names and keys are bytes on the wire, bound as bytes: a BLOB in\n\t// SQLite, a BYTEA in PostgreSQL, whatever their encoding.\n" +
+			"\tvar a Account\n\terr = tx.QueryRowContext(ctx, s.q.debit, amount, account, amount).Scan(&a.Balance, &a.Debits)\n",
+		new: "\tvar a Account\n\terr := s.db.QueryRowContext(ctx, s.q.getAccount, account).Scan(&a.Balance, &a.Debits)\n" +
+			"\ttx, txErr := s.db.BeginTx(ctx, nil)\n\tif txErr != nil {\n\t\treturn Account{}, fmt.Errorf(\"bank: store: %w\", txErr)\n\t}\n" +
+			"\tdefer tx.Rollback() // a no-op after Commit\n" +
+			"\tswitch {\n\tcase err == nil && a.Balance >= amount:\n" +
+			"\t\ta.Balance, a.Debits = a.Balance-amount, a.Debits+1\n" +
+			"\t\t_, err = tx.ExecContext(ctx, s.d.rebind(`UPDATE accounts SET balance = ?, debits = ? WHERE name = ?`), a.Balance, a.Debits, account)\n" +
+			"\tcase err == nil:\n\t\terr = sql.ErrNoRows // too low: the statements below report it\n\t}\n",
+		catch: map[string]string{
+			"debits_add_up_across_instances_sqlite":   ", want 600: the account must hold each of the 40 debits the servers executed",
+			"debits_add_up_across_instances_postgres": ", want 600: the account must hold each of the 40 debits the servers executed",
+		},
+	},
 }
 
 // claimToAwait is sqlstore.go's text between Claim's refusal of a running
