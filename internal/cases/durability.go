@@ -448,3 +448,57 @@ func debitsAddUpAcrossInstances(t *T, kind string) {
 		"the account must hold each of the %d debits the servers executed", executed)
 	expectf(t, "accountDebits", debits, executed, "the account must count each debit the servers executed")
 }
+
+// commitOutcomeUnknown runs a server whose PostgreSQL connection goes
+// through a relay that loses a keyed debit's COMMIT: first after
+// PostgreSQL committed it, then before PostgreSQL read it. Neither time
+// can the server know whether the debit took effect, so it must send no
+// answer, leaving the attempt's outcome unknown, rather than one saying
+// the debit did not execute; and it must keep the key claimed. The
+// client's retry then finds the committed answer, or waits out the
+// claim's lease before it takes the key over and executes.
+func commitOutcomeUnknown(t *T, kind string) {
+	const lease = time.Second
+	t.Field("lease", lease)
+	relay, dsn := t.startPGRelay(t.newStore(kind))
+	s := t.startServer(serverOpts{Store: dsn, DedupLease: lease})
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts, cfg.Deadline = 20, 5*time.Second
+	c := t.client(s.Addr, cfg)
+	lose := func(what string, how commitCut, call client.Call) client.Result {
+		cut := relay.arm(how)
+		r := c.Do(t.ctx, call)
+		select {
+		case <-cut:
+		default:
+			t.Fatalf("%s: the relay never cut the debit's COMMIT; log %s", what, attemptLog(r))
+		}
+		return r
+	}
+
+	// The COMMIT took effect and its answer was lost.
+	r := lose("answerLost", cutCommitAnswer, debitCall("acct-K", 10, "debit-acct-K-0001"))
+	expectf(t, "answerLost", firstAndLast(r), client.OutcomeTimeout.String()+"..RESPONSE/OK",
+		"a commit whose answer was lost may have taken effect: no answer, not a retryable refusal; log %s", attemptLog(r))
+	expectf(t, "answerLostResult", brief(r, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=true",
+		"the commit happened: the retry finds its answer; log %s", attemptLog(r))
+
+	// The COMMIT never reached PostgreSQL.
+	sent := time.Now() // the key's claim, and its lease, start after this
+	r = lose("commitLost", cutBeforeCommit, debitCall("acct-N", 10, "debit-acct-N-0001"))
+	answered := time.Since(sent)
+	expectf(t, "commitLost", firstAndLast(r), client.OutcomeTimeout.String()+"..RESPONSE/OK",
+		"a commit whose connection died may have taken effect: no answer, not a retryable refusal; log %s", attemptLog(r))
+	t.Volatile("commitLostAttempts", len(r.Log))
+	// The key stays claimed: no retry executes before the lease of the
+	// lost commit's claim has run out.
+	between(t, "commitLostAnswered", answered, lease, -1)
+	expectf(t, "commitLostResult", brief(r, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false",
+		"nothing committed: a retry takes the key over and executes, once; log %s", attemptLog(r))
+
+	ctr := t.counters(s)
+	expect(t, "debitExec", ctr.ExecDebit, 1)
+	expect(t, "dedupHits", ctr.DedupHits, 1)
+	expect(t, "balanceK", t.balance(s, "acct-K"), bank.DefaultBalance-10)
+	expect(t, "balanceN", t.balance(s, "acct-N"), bank.DefaultBalance-10)
+}

@@ -41,6 +41,9 @@ func durabilityGroup() []Case {
 	add("debits_add_up_across_instances",
 		"40 keyed debits of one account reach two servers on one store at once, 4 connections to each: the balance and the debit count hold every debit the servers executed",
 		sql, debitsAddUpAcrossInstances)
+	add("commit_outcome_unknown",
+		"the server's COMMIT of a keyed debit is lost, once after PostgreSQL committed it and once before: the server leaves the outcome unknown, sending no answer, and keeps the key claimed, so the retry replays the committed debit or, after the lease, executes the lost one; each executed once",
+		[]string{bank.KindPostgres}, commitOutcomeUnknown)
 	add("memory_dedup_not_shared",
 		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
 		[]string{bank.KindMemory}, memoryDedupNotShared)

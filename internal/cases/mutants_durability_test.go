@@ -56,6 +56,16 @@ var durabilityMutants = []mutant{
 			"debits_add_up_across_instances_postgres": ", want 600: the account must hold each of the 40 debits the servers executed",
 		},
 	},
+	{
+		name: "commit_unknown_returned_plain",
+		bug:  "Debit wraps a failed COMMIT like any other store error, dropping ErrCommitUnknown: the server answers UNAVAILABLE, which says the debit did not execute, and releases the key, so a retry executes at once instead of waiting out the claim's lease",
+		file: "internal/bank/sqlstore.go",
+		old:  "return Account{}, fmt.Errorf(\"%w: %w\", ErrCommitUnknown, err)",
+		new:  "return Account{}, fmt.Errorf(\"bank: store: %w\", err)",
+		catch: map[string]string{
+			"commit_outcome_unknown": "answerLost=RESPONSE/UNAVAILABLE..RESPONSE/OK, want TIMEOUT..RESPONSE/OK",
+		},
+	},
 }
 
 // claimToAwait is sqlstore.go's text between Claim's refusal of a running
