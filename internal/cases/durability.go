@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
@@ -291,7 +292,8 @@ func leaseExpiryTakeover(t *T, kind string) {
 func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	const ttl = 400 * time.Millisecond
 	t.Field("ttl", ttl)
-	s := t.startServer(serverOpts{Store: t.newStore(kind), DedupTTL: ttl, DedupLease: ttl / 2})
+	store := t.newStore(kind)
+	s := t.startServer(serverOpts{Store: store, DedupTTL: ttl, DedupLease: ttl / 2})
 	c := t.client(s.Addr, client.DefaultConfig())
 	call := debitCall("acct-T", 10, "debit-acct-T-0001")
 	sent := time.Now()
@@ -313,11 +315,38 @@ func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	expectf(t, "afterTTL", brief(r3, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
 		"past its TTL the key is forgotten, and the same debit executes again")
 	expect(t, "balance", t.balance(s, "acct-T"), bank.DefaultBalance-20)
+
+	// Forgotten by its TTL, not by the sweep: a record past its TTL that
+	// no sweep has deleted yet must not be replayed either. The first
+	// server, which sweeps every TTL/2, executes a second key and stops
+	// before that key's TTL ends; the key's reuse reaches a server whose
+	// TTL is the default, so that it sweeps only once a minute.
+	call = debitCall("acct-U", 10, "debit-acct-U-0001")
+	u1 := c.Do(t.ctx, call)
+	answered := time.Now() // the record's TTL runs from before this
+	s.Stop()
+	expect(t, "unsweptFirst", brief(u1, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false")
+	late := t.startServer(serverOpts{Store: store})
+	// The TTL passing is the event awaited; nothing announces it. The
+	// extra 10 ms covers the record's whole-millisecond expiry.
+	time.Sleep(time.Until(answered.Add(ttl + 10*time.Millisecond)))
+	u2 := t.client(late.Addr, client.DefaultConfig()).Do(t.ctx, call)
+	expectf(t, "afterTTLUnswept", brief(u2, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
+		"a record past its TTL is forgotten whether or not a sweep deleted it yet; log %s", attemptLog(u2))
+	lateEvents := t.events(late)
+	expectf(t, "lateSweeps", countEvents(lateEvents, func(e serverapi.Event) bool { return e.Name == serverapi.EventSweep }), 0,
+		"the late server's sweep must not have run, or the record was not left unswept")
+	ctr := t.counters(late)
+	expect(t, "lateDebitExec", ctr.ExecDebit, 1)
+	expect(t, "lateDedupHits", ctr.DedupHits, 0)
 }
 
 // duplicateWaitsAcrossInstances sends a keyed debit to A, which executes
 // it slowly (a sleep field), and the same debit to B once A has claimed
-// the key: B must wait for A's running record, not execute.
+// the key: B must wait for A's running record, not execute. Before that
+// duplicate, a debit reusing the key with another amount reaches B, which
+// must refuse it at once: a waiter that ignored the fingerprint would be
+// handed A's answer.
 func duplicateWaitsAcrossInstances(t *T, kind string) {
 	const origSleep = 600 * time.Millisecond
 	store := t.newStore(kind)
@@ -334,6 +363,21 @@ func duplicateWaitsAcrossInstances(t *T, kind string) {
 		<-done
 		t.Fatalf("A never claimed the key")
 	}
+	// The key reused with another body while A runs is refused by B at
+	// once, as key reuse: not made to wait for A, nor handed A's answer.
+	reuse := debitCall("acct-W", 20, call.Key)
+	reuse.Payload = fmt.Appendf(reuse.Payload, " sleep=%d", origSleep.Milliseconds())
+	reuse.Timeout, reuse.AttemptTimeout = call.Timeout, call.AttemptTimeout
+	rc := t.client(b.Addr, client.DefaultConfig()).Do(t.ctx, reuse)
+	execAAtReuse := t.counters(a).ExecDebit
+	reused := brief(rc, "balance", "exec", "replayed")
+	if rc.Status != proto.StatusOK {
+		reused += " " + string(rc.Payload)
+	}
+	expectf(t, "reuseOnB", reused, proto.StatusInvalidArgument.String()+" "+bank.ErrKeyReused,
+		"a different body under a running key is key reuse; log %s", attemptLog(rc))
+	expectf(t, "debitExecAAtReuse", execAAtReuse, 0, "the reuse must be refused while A still executes, not once A answered")
+
 	sent := time.Now()
 	rb := t.client(b.Addr, client.DefaultConfig()).Do(t.ctx, call)
 	waited := time.Since(sent)
@@ -348,5 +392,113 @@ func duplicateWaitsAcrossInstances(t *T, kind string) {
 	expect(t, "debitExecA", ctrA.ExecDebit, 1)
 	expect(t, "debitExecB", ctrB.ExecDebit, 0)
 	expect(t, "dedupHitsB", ctrB.DedupHits, 1)
+	expect(t, "keyConflictsB", ctrB.KeyConflicts, 1)
 	expect(t, "balance", t.balance(b, "acct-W"), bank.DefaultBalance-10)
+}
+
+// debitsAddUpAcrossInstances sends keyed debits of one account, each with
+// a key of its own, to two servers on one store at once, several
+// connections to each: every debit the servers executed must be in the
+// account's balance and count, whichever server executed it and whatever
+// ran beside it. A debit that read the balance outside its transaction
+// would write back a stale one and lose another's debit.
+func debitsAddUpAcrossInstances(t *T, kind string) {
+	const (
+		conns  = 4 // per server, each a client of its own
+		each   = 5 // debits per connection, one after another
+		amount = 10
+		total  = 2 * conns * each
+	)
+	t.Field("debits", total)
+	store := t.newStore(kind)
+	a := t.startServer(serverOpts{Store: store})
+	b := t.startServer(serverOpts{Store: store})
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		answers = map[string]int{} // by status
+	)
+	for si, s := range []*server{a, b} {
+		for ci := range conns {
+			c := t.client(s.Addr, client.DefaultConfig())
+			wg.Go(func() {
+				for di := range each {
+					r := c.Do(t.ctx, debitCall("acct-C", amount, fmt.Sprintf("debit-acct-C-%d-%d-%d", si, ci, di)))
+					mu.Lock()
+					answers[r.Status.String()]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	expect(t, "answers", fmt.Sprint(answers), fmt.Sprintf("map[%s:%d]", proto.StatusOK, total))
+	executed := t.counters(a).ExecDebit + t.counters(b).ExecDebit
+	expect(t, "debitExec", executed, total)
+	acct := t.control(a, bank.MethodGet, "account=acct-C")
+	balance, err := acct.Int("balance", -1)
+	if err != nil {
+		t.Fatalf("balance of acct-C: %v", err)
+	}
+	debits, err := acct.Int("exec", -1)
+	if err != nil {
+		t.Fatalf("debits of acct-C: %v", err)
+	}
+	expectf(t, "balance", balance, bank.DefaultBalance-amount*executed,
+		"the account must hold each of the %d debits the servers executed", executed)
+	expectf(t, "accountDebits", debits, executed, "the account must count each debit the servers executed")
+}
+
+// commitOutcomeUnknown runs a server whose PostgreSQL connection goes
+// through a relay that loses a keyed debit's COMMIT: first after
+// PostgreSQL committed it, then before PostgreSQL read it. Neither time
+// can the server know whether the debit took effect, so it must send no
+// answer, leaving the attempt's outcome unknown, rather than one saying
+// the debit did not execute; and it must keep the key claimed. The
+// client's retry then finds the committed answer, or waits out the
+// claim's lease before it takes the key over and executes.
+func commitOutcomeUnknown(t *T, kind string) {
+	const lease = time.Second
+	t.Field("lease", lease)
+	relay, dsn := t.startPGRelay(t.newStore(kind))
+	s := t.startServer(serverOpts{Store: dsn, DedupLease: lease})
+	cfg := client.DefaultConfig()
+	cfg.MaxAttempts, cfg.Deadline = 20, 5*time.Second
+	c := t.client(s.Addr, cfg)
+	lose := func(what string, how commitCut, call client.Call) client.Result {
+		cut := relay.arm(how)
+		r := c.Do(t.ctx, call)
+		select {
+		case <-cut:
+		default:
+			t.Fatalf("%s: the relay never cut the debit's COMMIT; log %s", what, attemptLog(r))
+		}
+		return r
+	}
+
+	// The COMMIT took effect and its answer was lost.
+	r := lose("answerLost", cutCommitAnswer, debitCall("acct-K", 10, "debit-acct-K-0001"))
+	expectf(t, "answerLost", firstAndLast(r), client.OutcomeTimeout.String()+"..RESPONSE/OK",
+		"a commit whose answer was lost may have taken effect: no answer, not a retryable refusal; log %s", attemptLog(r))
+	expectf(t, "answerLostResult", brief(r, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=true",
+		"the commit happened: the retry finds its answer; log %s", attemptLog(r))
+
+	// The COMMIT never reached PostgreSQL.
+	sent := time.Now() // the key's claim, and its lease, start after this
+	r = lose("commitLost", cutBeforeCommit, debitCall("acct-N", 10, "debit-acct-N-0001"))
+	answered := time.Since(sent)
+	expectf(t, "commitLost", firstAndLast(r), client.OutcomeTimeout.String()+"..RESPONSE/OK",
+		"a commit whose connection died may have taken effect: no answer, not a retryable refusal; log %s", attemptLog(r))
+	t.Volatile("commitLostAttempts", len(r.Log))
+	// The key stays claimed: no retry executes before the lease of the
+	// lost commit's claim has run out.
+	between(t, "commitLostAnswered", answered, lease, -1)
+	expectf(t, "commitLostResult", brief(r, "balance", "exec", "replayed"), "OK balance=990 exec=1 replayed=false",
+		"nothing committed: a retry takes the key over and executes, once; log %s", attemptLog(r))
+
+	ctr := t.counters(s)
+	expect(t, "debitExec", ctr.ExecDebit, 1)
+	expect(t, "dedupHits", ctr.DedupHits, 1)
+	expect(t, "balanceK", t.balance(s, "acct-K"), bank.DefaultBalance-10)
+	expect(t, "balanceN", t.balance(s, "acct-N"), bank.DefaultBalance-10)
 }

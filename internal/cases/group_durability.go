@@ -36,8 +36,14 @@ func durabilityGroup() []Case {
 		"two servers on one store: A executes and drops the connection, the client fails over to B, which replays A's answer: executed once",
 		sql, dedupSharedAcrossInstances)
 	add("duplicate_waits_across_instances",
-		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once",
+		"a duplicate reaches B while A still executes the original: B waits for A's running record and replays its answer; executed once; the key reused with another body meanwhile is refused at once",
 		sql, duplicateWaitsAcrossInstances)
+	add("debits_add_up_across_instances",
+		"40 keyed debits of one account reach two servers on one store at once, 4 connections to each: the balance and the debit count hold every debit the servers executed",
+		sql, debitsAddUpAcrossInstances)
+	add("commit_outcome_unknown",
+		"the server's COMMIT of a keyed debit is lost, once after PostgreSQL committed it and once before: the server leaves the outcome unknown, sending no answer, and keeps the key claimed, so the retry replays the committed debit or, after the lease, executes the lost one; each executed once",
+		[]string{bank.KindPostgres}, commitOutcomeUnknown)
 	add("memory_dedup_not_shared",
 		"negative control: two servers each with its own in-memory store; the retry that fails over to B executes again",
 		[]string{bank.KindMemory}, memoryDedupNotShared)
@@ -45,7 +51,7 @@ func durabilityGroup() []Case {
 		"the executor dies holding a running claim; 4 concurrent retries wait out its lease, exactly one takes over and the others get its answer",
 		sql, leaseExpiryTakeover)
 	add("ttl_expired_key_executes_again",
-		"the documented boundary: a key reused after its record's TTL, once swept, executes again",
+		"the documented boundary: a key reused after its record's TTL executes again, once swept and also before any sweep",
 		sql, ttlExpiredKeyExecutesAgain)
 	return out
 }
