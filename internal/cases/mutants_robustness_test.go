@@ -2,4 +2,16 @@ package cases
 
 // robustnessMutants are the bugs of issue 26 ("Behaviours no test pins") that
 // the robustness and evidence groups' server limits must catch.
-var robustnessMutants = []mutant{}
+var robustnessMutants = []mutant{
+	{
+		name: "request_status_accepted",
+		bug:  "the decoder checks that a status is one that travels but not that a request carries none: a REQUEST with a status is served",
+		file: "internal/proto/decoder.go",
+		old:  "\tif f.Type == TypeRequest && f.Status != StatusOK {\n\t\treturn f, protocolErrorf(\"request with status %d\", b[16])\n\t}\n",
+		new:  "",
+		catch: map[string]string{
+			"decoder_split_model":              "framesBeforeRequestWithStatus=2 frames, then <nil>",
+			"server_split_and_invalid_request": "requestWithStatusAnswered=1,2, want none",
+		},
+	},
+}
