@@ -4,6 +4,16 @@ package cases
 // the robustness and evidence groups' server limits must catch.
 var robustnessMutants = []mutant{
 	{
+		name: "cancel_matches_any_conn",
+		bug:  "ctl.cancel marks the queued request with the ID named whatever its connection: a cancel on connection B drops connection A's request",
+		file: "internal/server/queue.go",
+		old:  "if j := &q.jobs[i]; j.c == c && j.f.ID == id {",
+		new:  "if j := &q.jobs[i]; j.f.ID == id {",
+		catch: map[string]string{
+			"cancel_skips_queued_work": "foreignFound=true, want false",
+		},
+	},
+	{
 		name: "request_status_accepted",
 		bug:  "the decoder checks that a status is one that travels but not that a request carries none: a REQUEST with a status is served",
 		file: "internal/proto/decoder.go",
