@@ -14,6 +14,7 @@ func robustnessGroup() []Case {
 		{Name: "hostile_idle_connections", Group: GroupRobustness, Doc: "500 idle connections cost two goroutines each, block no one, and are reaped when closed", run: hostileIdleConnections},
 		{Name: "hostile_connect_churn", Group: GroupRobustness, Doc: "2000 connections opened and closed or reset at once: the server keeps serving and accepting", run: hostileConnectChurn},
 		{Name: "hostile_never_reads", Group: GroupRobustness, Doc: "clients that never read their answers are held back by TCP and dropped at the write timeout", run: hostileNeverReads},
+		{Name: "hostile_conns_past_limit", Group: GroupRobustness, Doc: "with -max-conns 8, exactly 8 connections are served and the 9th is closed on accept; the open ones are still served, and once one closes a new one is", run: hostileConnsPastLimit},
 		{Name: "backpressure_burst", Group: GroupRobustness, Doc: "a burst past a queue of 8: each debit is executed or UNAVAILABLE unexecuted, and a retrying client gets each executed once", run: backpressureBurst},
 	}
 }

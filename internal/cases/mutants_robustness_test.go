@@ -4,6 +4,26 @@ package cases
 // the robustness and evidence groups' server limits must catch.
 var robustnessMutants = []mutant{
 	{
+		name: "max_conns_one_more",
+		bug:  "the connection limit is checked with > instead of >=: -max-conns+1 connections are served",
+		file: "internal/server/server.go",
+		old:  "if open := len(s.conns); open >= s.cfg.MaxConns {",
+		new:  "if open := len(s.conns); open > s.cfg.MaxConns {",
+		catch: map[string]string{
+			"hostile_conns_past_limit": "served=9, want 8",
+		},
+	},
+	{
+		name: "max_conns_one_fewer",
+		bug:  "the connection limit counts the connection just accepted among those open: only -max-conns-1 connections are served",
+		file: "internal/server/server.go",
+		old:  "if open := len(s.conns); open >= s.cfg.MaxConns {",
+		new:  "if open := len(s.conns) + 1; open >= s.cfg.MaxConns {",
+		catch: map[string]string{
+			"hostile_conns_past_limit": "served=7, want 8",
+		},
+	},
+	{
 		name: "cancel_matches_any_conn",
 		bug:  "ctl.cancel marks the queued request with the ID named whatever its connection: a cancel on connection B drops connection A's request",
 		file: "internal/server/queue.go",
