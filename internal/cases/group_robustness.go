@@ -16,5 +16,6 @@ func robustnessGroup() []Case {
 		{Name: "hostile_never_reads", Group: GroupRobustness, Doc: "clients that never read their answers are held back by TCP and dropped at the write timeout", run: hostileNeverReads},
 		{Name: "hostile_conns_past_limit", Group: GroupRobustness, Doc: "with -max-conns 8, exactly 8 connections are served and the 9th is closed on accept; the open ones are still served, and once one closes a new one is", run: hostileConnsPastLimit},
 		{Name: "backpressure_burst", Group: GroupRobustness, Doc: "a burst past a queue of 8: each debit is executed or UNAVAILABLE unexecuted, and a retrying client gets each executed once", run: backpressureBurst},
+		{Name: "backpressure_conn_share", Group: GroupRobustness, Doc: "one connection writes 6 slow debits past -queue-per-conn 4: exactly 4 are taken, executing or queued, and 2 answered UNAVAILABLE unexecuted; a second connection gets its own 4", run: backpressureConnShare},
 	}
 }

@@ -4,6 +4,26 @@ package cases
 // the robustness and evidence groups' server limits must catch.
 var robustnessMutants = []mutant{
 	{
+		name: "conn_share_one_more",
+		bug:  "the per-connection share is checked with > instead of >=: a connection may have -queue-per-conn+1 requests queued or executing",
+		file: "internal/server/conn.go",
+		old:  "if c.queued.Load() >= int32(s.cfg.MaxQueuedPerConn) {",
+		new:  "if c.queued.Load() > int32(s.cfg.MaxQueuedPerConn) {",
+		catch: map[string]string{
+			"backpressure_conn_share": "shareAccepted=5, want 4",
+		},
+	},
+	{
+		name: "conn_share_one_fewer",
+		bug:  "the per-connection share counts the arriving request as well as those it holds: a connection gets only -queue-per-conn-1 requests queued or executing",
+		file: "internal/server/conn.go",
+		old:  "if c.queued.Load() >= int32(s.cfg.MaxQueuedPerConn) {",
+		new:  "if c.queued.Load()+1 >= int32(s.cfg.MaxQueuedPerConn) {",
+		catch: map[string]string{
+			"backpressure_conn_share": "shareAccepted=3, want 4",
+		},
+	},
+	{
 		name: "max_conns_one_more",
 		bug:  "the connection limit is checked with > instead of >=: -max-conns+1 connections are served",
 		file: "internal/server/server.go",
