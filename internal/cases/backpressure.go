@@ -284,3 +284,55 @@ func joinIDs(ids []uint64) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// orderRounds is how many times inline_never_overtakes_queue puts a get
+// right behind a queued debit. One round in which the get ran first is
+// a failure; many rounds make a server that lets it overtake do so in
+// at least one, however its goroutines are scheduled.
+const orderRounds = 20
+
+// inlineNeverOvertakesQueue: with one worker, each round writes a debit
+// that must take the queue (sleep=0) and, in the same write, a get that
+// the reader could run itself. Nothing else is queued or executing, so
+// the reader is free to run the get, but not before the debit queued
+// ahead of it: the server's log must show every debit executed before its
+// get, and every get must see its debit in the balance.
+func inlineNeverOvertakesQueue(t *T) {
+	s := t.startServer(serverOpts{Workers: 1})
+	const account = "acct-order"
+	rc := t.dialFrames(s.Addr)
+	gotAfter := 0 // gets that saw their round's debit
+	firstBad := "none"
+	for r := range orderRounds {
+		debitID, getID := uint64(2*r+1), uint64(2*r+2)
+		rc.send(t,
+			proto.Frame{Type: proto.TypeRequest, ID: debitID, BudgetMs: 5000, Method: bank.MethodDebit,
+				Payload: []byte("account=" + account + " amount=1 sleep=0")},
+			proto.Frame{Type: proto.TypeRequest, ID: getID, BudgetMs: 5000, Method: bank.MethodGet,
+				Payload: []byte("account=" + account)})
+		answers := rc.readN(t, 2)
+		get, want := answers[getID], strconv.Itoa(bank.DefaultBalance-(r+1))
+		if get.Status == proto.StatusOK && answers[debitID].Status == proto.StatusOK && fieldOf(get.Payload, "balance") == want {
+			gotAfter++
+		} else if firstBad == "none" {
+			firstBad = fmt.Sprintf("round %d: debit %v %q, get %v %q, want balance=%s",
+				r+1, answers[debitID].Status, answers[debitID].Payload, get.Status, get.Payload, want)
+		}
+	}
+
+	evs := t.events(s)
+	conn := t.connNumber(evs, rc.local())
+	order := eventIDs(evs, func(e serverapi.Event) bool { return isExecOK(e, conn) })
+	overtaken := 0
+	for i := 0; i+1 < len(order); i += 2 {
+		if order[i] > order[i+1] {
+			overtaken++
+		}
+	}
+
+	t.Field("workers", 1)
+	t.Field("rounds", orderRounds)
+	expectf(t, "executed", len(order), 2*orderRounds, "EXEC events of the connection")
+	expectf(t, "overtaken", overtaken, 0, "rounds whose get executed before the debit queued ahead of it; execution order %s", joinIDs(order))
+	expectf(t, "getsSawTheirDebit", gotAfter, orderRounds, "first wrong: %s", firstBad)
+}

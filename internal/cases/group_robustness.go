@@ -17,5 +17,6 @@ func robustnessGroup() []Case {
 		{Name: "hostile_conns_past_limit", Group: GroupRobustness, Doc: "with -max-conns 8, exactly 8 connections are served and the 9th is closed on accept; the open ones are still served, and once one closes a new one is", run: hostileConnsPastLimit},
 		{Name: "backpressure_burst", Group: GroupRobustness, Doc: "a burst past a queue of 8: each debit is executed or UNAVAILABLE unexecuted, and a retrying client gets each executed once", run: backpressureBurst},
 		{Name: "backpressure_conn_share", Group: GroupRobustness, Doc: "one connection writes 6 slow debits past -queue-per-conn 4: exactly 4 are taken, executing or queued, and 2 answered UNAVAILABLE unexecuted; a second connection gets its own 4", run: backpressureConnShare},
+		{Name: "inline_never_overtakes_queue", Group: GroupRobustness, Doc: "with one worker, a get the reader could run itself, written right behind a queued debit, executes after it: 20 rounds, in the server log's order", run: inlineNeverOvertakesQueue},
 	}
 }

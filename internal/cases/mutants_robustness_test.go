@@ -44,6 +44,16 @@ var robustnessMutants = []mutant{
 		},
 	},
 	{
+		name: "inline_claim_ignores_queue",
+		bug:  "the reader's fast path claims a slot whenever one is free, queued requests or not: a get runs inline ahead of a debit queued before it and not yet taken by a worker",
+		file: "internal/server/queue.go",
+		old:  "if q.closed || len(q.jobs) > 0 || q.busy >= q.limit {",
+		new:  "if q.closed || q.busy >= q.limit {",
+		catch: map[string]string{
+			"inline_never_overtakes_queue": "rounds whose get executed before the debit queued ahead of it",
+		},
+	},
+	{
 		name: "cancel_matches_any_conn",
 		bug:  "ctl.cancel marks the queued request with the ID named whatever its connection: a cancel on connection B drops connection A's request",
 		file: "internal/server/queue.go",
