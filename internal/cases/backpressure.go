@@ -2,12 +2,16 @@ package cases
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // Settings of backpressure_burst.
@@ -133,4 +137,202 @@ func tally(results []client.Result) (ok, unavailable, other int, first string) {
 		}
 	}
 	return ok, unavailable, other, first
+}
+
+// Settings of backpressure_conn_share.
+const (
+	shareLimit = 4 // -queue-per-conn
+	// Two of the share execute and two wait in the queue: the share
+	// counts both.
+	shareWorkers = 2
+	shareExtra   = 2 // requests past the share in the same write
+	// Each debit of the share sleeps so long that none is done before the
+	// reader has dispatched the whole write, on a loaded machine too.
+	shareSleepMs = 300
+	// Long enough that no debit expires waiting behind the share.
+	shareBudgetMs = 10_000
+)
+
+// backpressureConnShare: one connection writes shareLimit+shareExtra
+// slow debits at once. The server takes exactly shareLimit of them,
+// executing or queued, and answers the rest UNAVAILABLE unexecuted; a
+// second connection still gets a share of its own, and once the first
+// connection's debits are answered its share is free again. The server's
+// log says which requests executed and which were turned away.
+func backpressureConnShare(t *T) {
+	s := t.startServerLimits(serverOpts{Workers: shareWorkers}, limits{queuePerConn: shareLimit})
+	const account = "acct-share"
+	debit := func(id uint64, sleepMs int) proto.Frame {
+		return proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: shareBudgetMs, Method: bank.MethodDebit,
+			Payload: fmt.Appendf(nil, "account=%s amount=1 sleep=%d", account, sleepMs)}
+	}
+
+	a := t.dialFrames(s.Addr)
+	sent := shareLimit + shareExtra
+	batch := make([]proto.Frame, sent)
+	for i := range batch {
+		batch[i] = debit(uint64(i+1), shareSleepMs)
+	}
+	a.send(t, batch...)
+	// The refusals come at once, from A's reader, while A's share is
+	// still full; B then sends a share of its own.
+	b := t.dialFrames(s.Addr)
+	other := make([]proto.Frame, shareLimit)
+	for i := range other {
+		other[i] = debit(uint64(i+1), 0)
+	}
+	b.send(t, other...)
+	answersA := a.readN(t, sent)
+	answersB := b.readN(t, shareLimit)
+	// Every answer of A's batch is in: its share is free again.
+	afterID := uint64(sent + 1)
+	a.send(t, debit(afterID, 0))
+	after := a.readN(t, 1)[afterID]
+
+	ctr := t.counters(s)
+	balance := t.balance(s, account)
+	evs := t.events(s)
+	connA, connB := t.connNumber(evs, a.local()), t.connNumber(evs, b.local())
+	inBatch := func(e serverapi.Event) bool { id, _ := e.Int(serverapi.KeyID); return id >= 1 && id <= int64(sent) }
+	execA := eventIDs(evs, func(e serverapi.Event) bool { return isExecOK(e, connA) && inBatch(e) })
+	refusedA := eventIDs(evs, func(e serverapi.Event) bool { return isShareFull(e, connA) && inBatch(e) })
+	refusedB := eventIDs(evs, func(e serverapi.Event) bool { return isShareFull(e, connB) })
+
+	t.Field("queuePerConn", shareLimit)
+	t.Field("workers", shareWorkers)
+	t.Field("sent", sent)
+	t.Field("sleepMs", shareSleepMs)
+	expectf(t, "shareAccepted", len(execA), shareLimit, "executed %v of one write of %d: the server took more or fewer than -queue-per-conn", execA, sent)
+	expectf(t, "shareRefusedIDs", joinIDs(refusedA), joinIDs(idRange(shareLimit+1, sent)), "QUEUE_FULL share=true logged for these")
+	expectf(t, "refusedAnswered", answerIDs(answersA, isShareAnswer), joinIDs(slices.Sorted(slices.Values(refusedA))), "UNAVAILABLE %q answers, against the log", shareFullText)
+	expectf(t, "okAnswered", answerIDs(answersA, isOK), joinIDs(slices.Sorted(slices.Values(execA))), "OK answers, against the log's executions")
+	expectf(t, "otherConnRefused", joinIDs(refusedB), "none", "a second connection's share was taken by the first's")
+	expectf(t, "otherConnOk", answerIDs(answersB, isOK), joinIDs(idRange(1, shareLimit)), "")
+	expectf(t, "afterAnswered", after.Status, proto.StatusOK, "a debit sent once the share was answered: %q", after.Payload)
+	expect(t, "connQueueFull", ctr.ConnQueueFull, int64(len(refusedA)))
+	expect(t, "queueFull", ctr.QueueFull, 0)
+	// A's share, B's share and A's debit afterwards, one each.
+	expect(t, "balance", balance, int64(bank.DefaultBalance-2*shareLimit-1))
+}
+
+// shareFullText is the payload of an UNAVAILABLE answer for a full share.
+const shareFullText = "connection's queue share full"
+
+func isOK(f proto.Frame) bool { return f.Status == proto.StatusOK }
+
+func isShareAnswer(f proto.Frame) bool {
+	return f.Status == proto.StatusUnavailable && string(f.Payload) == shareFullText
+}
+
+// isExecOK says whether e is the execution, answered OK, of a request of
+// connection conn.
+func isExecOK(e serverapi.Event, conn int64) bool {
+	n, _ := e.Int(serverapi.KeyConn)
+	return e.Name == serverapi.EventExec && n == conn && e.Text(serverapi.KeyStatus) == proto.StatusOK.String()
+}
+
+// isShareFull says whether e turned a request of connection conn away
+// because its share was full.
+func isShareFull(e serverapi.Event, conn int64) bool {
+	n, _ := e.Int(serverapi.KeyConn)
+	return e.Name == serverapi.EventQueueFull && n == conn && e.Bool(serverapi.KeyShare)
+}
+
+// eventIDs returns the request IDs of the events match holds for, in log
+// order.
+func eventIDs(evs []serverapi.Event, match func(serverapi.Event) bool) []uint64 {
+	var ids []uint64
+	for _, e := range evs {
+		if match(e) {
+			id, _ := e.Int(serverapi.KeyID)
+			ids = append(ids, uint64(id))
+		}
+	}
+	return ids
+}
+
+// answerIDs renders the IDs of the answers match holds for, ascending.
+func answerIDs(answers map[uint64]proto.Frame, match func(proto.Frame) bool) string {
+	var ids []uint64
+	for id, f := range answers {
+		if match(f) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return joinIDs(ids)
+}
+
+// idRange returns the IDs from lo to hi inclusive.
+func idRange(lo, hi int) []uint64 {
+	var ids []uint64
+	for id := lo; id <= hi; id++ {
+		ids = append(ids, uint64(id))
+	}
+	return ids
+}
+
+// joinIDs renders IDs as "1,2,3", or "none"; sorted or in log order, as
+// given.
+func joinIDs(ids []uint64) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// orderRounds is how many times inline_never_overtakes_queue puts a get
+// right behind a queued debit. One round in which the get ran first is
+// a failure; many rounds make a server that lets it overtake do so in
+// at least one, however its goroutines are scheduled.
+const orderRounds = 20
+
+// inlineNeverOvertakesQueue: with one worker, each round writes a debit
+// that must take the queue (sleep=0) and, in the same write, a get that
+// the reader could run itself. Nothing else is queued or executing, so
+// the reader is free to run the get, but not before the debit queued
+// ahead of it: the server's log must show every debit executed before its
+// get, and every get must see its debit in the balance.
+func inlineNeverOvertakesQueue(t *T) {
+	s := t.startServer(serverOpts{Workers: 1})
+	const account = "acct-order"
+	rc := t.dialFrames(s.Addr)
+	gotAfter := 0 // gets that saw their round's debit
+	firstBad := "none"
+	for r := range orderRounds {
+		debitID, getID := uint64(2*r+1), uint64(2*r+2)
+		rc.send(t,
+			proto.Frame{Type: proto.TypeRequest, ID: debitID, BudgetMs: 5000, Method: bank.MethodDebit,
+				Payload: []byte("account=" + account + " amount=1 sleep=0")},
+			proto.Frame{Type: proto.TypeRequest, ID: getID, BudgetMs: 5000, Method: bank.MethodGet,
+				Payload: []byte("account=" + account)})
+		answers := rc.readN(t, 2)
+		get, want := answers[getID], strconv.Itoa(bank.DefaultBalance-(r+1))
+		if get.Status == proto.StatusOK && answers[debitID].Status == proto.StatusOK && fieldOf(get.Payload, "balance") == want {
+			gotAfter++
+		} else if firstBad == "none" {
+			firstBad = fmt.Sprintf("round %d: debit %v %q, get %v %q, want balance=%s",
+				r+1, answers[debitID].Status, answers[debitID].Payload, get.Status, get.Payload, want)
+		}
+	}
+
+	evs := t.events(s)
+	conn := t.connNumber(evs, rc.local())
+	order := eventIDs(evs, func(e serverapi.Event) bool { return isExecOK(e, conn) })
+	overtaken := 0
+	for i := 0; i+1 < len(order); i += 2 {
+		if order[i] > order[i+1] {
+			overtaken++
+		}
+	}
+
+	t.Field("workers", 1)
+	t.Field("rounds", orderRounds)
+	expectf(t, "executed", len(order), 2*orderRounds, "EXEC events of the connection")
+	expectf(t, "overtaken", overtaken, 0, "rounds whose get executed before the debit queued ahead of it; execution order %s", joinIDs(order))
+	expectf(t, "getsSawTheirDebit", gotAfter, orderRounds, "first wrong: %s", firstBad)
 }

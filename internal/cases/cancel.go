@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // cancelSkipsQueuedWork: with one worker busy on a 300ms get, a keyless
@@ -28,6 +30,76 @@ func cancelSkipsQueuedWork(t *T) {
 	expect(t, "contrastCancelsSent", off.cancelsSent, int64(0))
 	expectf(t, "contrastExecDebit", off.execDebit, int64(1), "without ctl.cancel the abandoned debit should still execute")
 	expect(t, "contrastCanceled", off.canceled, int64(0))
+
+	foreign := foreignCancel(t)
+	expectf(t, "foreignFound", foreign.found, "false", "a ctl.cancel on another connection naming the queued debit's ID")
+	expectf(t, "foreignWhileQueued", foreign.whileQueued, true, "the foreign cancel came after the debit left the queue: the check proves nothing")
+	expectf(t, "foreignDebit", foreign.debit, proto.StatusOK.String(), "the debit of the connection that canceled nothing")
+	expectf(t, "foreignExecDebit", foreign.execDebit, 1, "EXEC events of the debit")
+	expect(t, "foreignCanceled", foreign.canceled, 0)
+}
+
+// foreignCanceled is what foreignCancel saw.
+type foreignCanceled struct {
+	found       string // the cancel's answer's found field: true or false
+	whileQueued bool   // the server took the cancel while the debit was queued
+	debit       string // the debit's answer status
+	execDebit   int    // the debit's EXEC events
+	canceled    int    // CANCELED events
+}
+
+// foreignRole is the role the canceling connection declares, right after
+// its cancel, so that the server's log dates the cancel.
+const foreignRole = "foreign-cancel"
+
+// foreignCancel: with one worker busy on a 500ms get, connection A has a
+// debit with request ID 2 queued; connection B, which never sent a
+// request 2, sends ctl.cancel id=2. A cancel names a request of its own
+// connection (SPEC.md, ctl.cancel): B's finds nothing, and A's debit
+// executes.
+func foreignCancel(t *T) foreignCanceled {
+	s := t.startServer(serverOpts{Workers: 1})
+	const account = "acct-foreign"
+	req := func(id uint64, method, payload string) proto.Frame {
+		return proto.Frame{Type: proto.TypeRequest, ID: id, BudgetMs: 10_000, Method: method, Payload: []byte(payload)}
+	}
+	a := t.dialFrames(s.Addr)
+	// The ping is answered by A's reader at once, after it queued the
+	// debit: its answer says the debit is in the queue.
+	a.send(t,
+		req(1, bank.MethodGet, "account="+account+" sleep=500"),
+		req(2, bank.MethodDebit, "account="+account+" amount=10"),
+		req(3, serverapi.MethodPing, ""))
+	if f, err := a.read(); err != nil || f.ID != 3 {
+		t.Fatalf("connection A: first answer %v %v, want the ping's (3)", err, f.ID)
+	}
+	b := t.dialFrames(s.Addr)
+	b.send(t, req(1, serverapi.MethodCancel, "id=2"), req(2, serverapi.MethodHello, "role="+foreignRole))
+	answersB := b.readN(t, 2)
+	answersA := a.readN(t, 2)
+
+	evs := t.events(s)
+	// B's reader took the cancel before it logged B's role; the worker
+	// takes the debit only after it has executed the get.
+	roleAt, getAt := -1, -1
+	for i, e := range evs {
+		switch {
+		case e.Name == serverapi.EventConnRole && e.Text(serverapi.KeyRole) == foreignRole && roleAt < 0:
+			roleAt = i
+		case e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodGet &&
+			e.Text(serverapi.KeyAccount) == account && getAt < 0:
+			getAt = i
+		}
+	}
+	return foreignCanceled{
+		found:       fieldOf(answersB[1].Payload, "found"),
+		whileQueued: roleAt >= 0 && getAt >= 0 && roleAt < getAt,
+		debit:       answersA[2].Status.String(),
+		execDebit: countEvents(evs, func(e serverapi.Event) bool {
+			return e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodDebit && e.Text(serverapi.KeyAccount) == account
+		}),
+		canceled: countEvents(evs, func(e serverapi.Event) bool { return e.Name == serverapi.EventCanceled }),
+	}
 }
 
 // abandonedDebit is what abandonQueuedDebit saw.

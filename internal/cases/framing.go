@@ -135,6 +135,9 @@ func decoderSplitModel(t *T) {
 	badMagic[4], badMagic[5] = 0xde, 0xad
 	beforeMagic, deadAfter := feedThenBad(t, good, badMagic, frames[3])
 	beforeLength, _ := feedThenBad(t, good, binary.BigEndian.AppendUint32(nil, proto.MinFrameLen-1), frames[3])
+	// A request must carry status 0; a valid status is no excuse.
+	statusReq := proto.Frame{Type: proto.TypeRequest, ID: 9, BudgetMs: 100, Method: "m"}
+	beforeStatus, _ := feedThenBad(t, good, t.withStatus(statusReq, proto.StatusAppError), frames[3])
 
 	t.Field("model", "in-process")
 	t.Field("frames", n)
@@ -148,6 +151,8 @@ func decoderSplitModel(t *T) {
 	expectf(t, "framesBeforeBadMagic", beforeMagic, "2 frames, then bad magic 0xdead", "one Feed of 2 frames and a bad one")
 	expectf(t, "framesBeforeBadLength", beforeLength, fmt.Sprintf("2 frames, then frame length %d outside [%d,%d]", proto.MinFrameLen-1, proto.MinFrameLen, proto.MaxFrameLen),
 		"one Feed of 2 frames and a bad length prefix")
+	expectf(t, "framesBeforeRequestWithStatus", beforeStatus, fmt.Sprintf("2 frames, then request with status %d", proto.StatusAppError),
+		"one Feed of 2 frames and a request with status APP_ERROR")
 	expectf(t, "deadAfterError", deadAfter, "0 frames, same error", "a valid frame fed after the error")
 	t.Check(err1 == nil && errR == nil, "decode errors: %v, %v", err1, errR)
 }
@@ -288,6 +293,9 @@ func serverSplitAndInvalidRequest(t *T) {
 	// A RESPONSE frame from a client is a bad frame too.
 	respThenReq := t.encode(proto.Frame{Type: proto.TypeResponse, ID: 1, Method: bank.MethodGet}, debit(2, "acct-P"))
 	answeredRR, closedRR, errRR := answersUntilClose(s.Addr, respThenReq)
+	// So is a REQUEST carrying a status, which must be 0 in a request.
+	statusThenReq := append(t.withStatus(debit(1, "acct-T"), proto.StatusUnavailable), t.encode(debit(2, "acct-T"))...)
+	answeredST, closedST, errST := answersUntilClose(s.Addr, statusThenReq)
 
 	c := t.client(s.Addr, client.DefaultConfig())
 	after := c.Do(t.ctx, getCall("acct-S"))
@@ -303,7 +311,10 @@ func serverSplitAndInvalidRequest(t *T) {
 	expectf(t, "responseThenRequestAnswered", answeredRR, "none", "one write of a RESPONSE frame and debit 2: %v", errRR)
 	expectf(t, "responseThenRequestClosed", closedRR, true, "server did not close after a RESPONSE frame: %v", errRR)
 	expect(t, "responseThenRequestBalance", t.balance(s, "acct-P"), bank.DefaultBalance)
-	expect(t, "protocolErrors", ctr.ProtocolErrors, 4)
+	expectf(t, "requestWithStatusAnswered", answeredST, "none", "one write of debit 1 with status UNAVAILABLE and debit 2: %v", errST)
+	expectf(t, "requestWithStatusClosed", closedST, true, "server did not close after a request with a status: %v", errST)
+	expect(t, "requestWithStatusBalance", t.balance(s, "acct-T"), bank.DefaultBalance)
+	expect(t, "protocolErrors", ctr.ProtocolErrors, 5)
 	t.Field("afterwards", brief(after, "account"))
 	t.Check(after.Status == proto.StatusOK, "new connection afterwards: %v", after.Status)
 }

@@ -14,6 +14,9 @@ func robustnessGroup() []Case {
 		{Name: "hostile_idle_connections", Group: GroupRobustness, Doc: "500 idle connections cost two goroutines each, block no one, and are reaped when closed", run: hostileIdleConnections},
 		{Name: "hostile_connect_churn", Group: GroupRobustness, Doc: "2000 connections opened and closed or reset at once: the server keeps serving and accepting", run: hostileConnectChurn},
 		{Name: "hostile_never_reads", Group: GroupRobustness, Doc: "clients that never read their answers are held back by TCP and dropped at the write timeout", run: hostileNeverReads},
+		{Name: "hostile_conns_past_limit", Group: GroupRobustness, Doc: "with -max-conns 8, exactly 8 connections are served and the 9th is closed on accept; the open ones are still served, and once one closes a new one is", run: hostileConnsPastLimit},
 		{Name: "backpressure_burst", Group: GroupRobustness, Doc: "a burst past a queue of 8: each debit is executed or UNAVAILABLE unexecuted, and a retrying client gets each executed once", run: backpressureBurst},
+		{Name: "backpressure_conn_share", Group: GroupRobustness, Doc: "one connection writes 6 slow debits past -queue-per-conn 4: exactly 4 are taken, executing or queued, and 2 answered UNAVAILABLE unexecuted; a second connection gets its own 4", run: backpressureConnShare},
+		{Name: "inline_never_overtakes_queue", Group: GroupRobustness, Doc: "with one worker, a get the reader could run itself, written right behind a queued debit, executes after it: 20 rounds, in the server log's order", run: inlineNeverOvertakesQueue},
 	}
 }

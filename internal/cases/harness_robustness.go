@@ -9,6 +9,8 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // Resident memory an attack may add to the server between its baseline
@@ -217,4 +219,27 @@ func (p *polite) String() string { return fmt.Sprintf("%d/%d", p.ok, p.calls) }
 // correct.
 func (p *polite) check(t *T, when string) {
 	t.Check(p.calls > 0 && p.ok == p.calls, "polite client %s: %d of %d gets correct; first wrong: %s", when, p.ok, p.calls, p.bad)
+}
+
+// limits are the server limits a robustness scenario sets that
+// serverOpts has no field for; 0 leaves the server's default.
+type limits struct {
+	maxConns     int // -max-conns
+	queuePerConn int // -queue-per-conn
+}
+
+// startServerLimits is startServer with the limits l as well.
+func (t *T) startServerLimits(o serverOpts, l limits) *server {
+	var extra []string
+	if l.maxConns > 0 {
+		extra = append(extra, "-"+serverapi.FlagMaxConns, strconv.Itoa(l.maxConns))
+	}
+	if l.queuePerConn > 0 {
+		extra = append(extra, "-"+serverapi.FlagQueuePerConn, strconv.Itoa(l.queuePerConn))
+	}
+	s := t.spawnServer(o, extra)
+	if err := s.Await(t.ctx, o.StartDelay+serverproc.StartTimeout); err != nil {
+		t.Fatalf("start rpcserver: %v", err)
+	}
+	return s
 }

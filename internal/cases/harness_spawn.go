@@ -37,9 +37,20 @@ func (t *T) startServer(o serverOpts) *server {
 
 // startServerNoWait is startServer without waiting for the announce line,
 // for a server that binds late; the scenario calls Await.
-func (t *T) startServerNoWait(o serverOpts) *server {
+func (t *T) startServerNoWait(o serverOpts) *server { return t.spawnServer(o, nil) }
+
+// spawnServer starts rpcserver with o's flags followed by extra, which
+// are flags serverOpts has no field for.
+func (t *T) spawnServer(o serverOpts, extra []string) *server {
+	if o.Exec != nil && len(extra) > 0 {
+		// Exec rewrites the command line; flags appended after it would
+		// be the wrapper's, not rpcserver's.
+		t.Fatalf("start rpcserver: extra flags %q with an Exec wrapper", extra)
+	}
 	o.Bin, o.LogPath, o.Stderr = t.env.ServerBin, t.logPath(), os.Stderr
-	p, err := serverproc.Start(t.ctx, o.Spec())
+	spec := o.Spec()
+	spec.Args = append(spec.Args, extra...)
+	p, err := serverproc.Start(t.ctx, spec)
 	if err != nil {
 		t.Fatalf("start rpcserver: %v", err)
 	}

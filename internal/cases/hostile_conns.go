@@ -3,7 +3,9 @@ package cases
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 func hostileSlowSender(t *T) {
@@ -368,4 +371,96 @@ func (a *neverReader) awaitStalled(t *T) {
 	case <-time.After(neverReadStopWithin):
 		t.Fatalf("attacker %s: the server kept reading for %v", a.name, neverReadStopWithin)
 	}
+}
+
+// connLimit is hostile_conns_past_limit's -max-conns.
+const connLimit = 8
+
+// hostileConnsPastLimit opens connections one after another, each making
+// a get, until the server turns one away: with -max-conns 8 it must serve
+// exactly 8, the polite client's included, and close the 9th on accept.
+// The connections open are still served, and once one closes a new one
+// is. No control call is made while the limit is reached, since its own
+// connection would be turned away: the server's log is read instead.
+func hostileConnsPastLimit(t *T) {
+	s := t.startServerLimits(serverOpts{}, limits{maxConns: connLimit})
+	c := t.politeClient(s)
+
+	served := 1 // the polite client's connection
+	var open []*rawConn
+	for served <= connLimit+1 {
+		rc, ok := t.servedConn(s.Addr, uint64(served))
+		if !ok {
+			break
+		}
+		open = append(open, rc)
+		served++
+	}
+	var during polite
+	during.gets(t, c, politeDuring)
+
+	// One closes; the server must take a new one in its place once it
+	// has noticed.
+	gone := open[0].local()
+	open[0].nc.Close()
+	reaped := waitFor(settleTimeout, func() bool {
+		return countEvents(t.events(s), func(e serverapi.Event) bool {
+			return e.Name == serverapi.EventConnClosed && e.Text(serverapi.KeyRemote) == gone
+		}) == 1
+	})
+	replacement, servedAfter := t.servedConn(s.Addr, 1)
+	if servedAfter {
+		replacement.nc.Close()
+	}
+	for _, rc := range open[1:] {
+		rc.nc.Close()
+	}
+
+	evs := t.events(s)
+	rejected := 0
+	rejectedOpen := "none"
+	for _, e := range evs {
+		if e.Name == serverapi.EventConnRejected {
+			rejected++
+			if n, ok := e.Int(serverapi.KeyOpen); ok && rejected == 1 {
+				rejectedOpen = strconv.FormatInt(n, 10)
+			}
+		}
+	}
+	t.Field("maxConns", connLimit)
+	expectf(t, "served", served, connLimit, "connections served before one was closed unanswered, the polite client's included")
+	expectf(t, "turnedAwayLogged", rejected, 1, "%s events", serverapi.EventConnRejected)
+	expectf(t, "turnedAwayAtOpen", rejectedOpen, strconv.Itoa(connLimit), "connections open when the first was turned away")
+	t.Field("politeWhileFull", &during)
+	t.Check(reaped, "the server did not log %s for the closed connection within %v", serverapi.EventConnClosed, settleTimeout)
+	expectf(t, "servedAfterOneClosed", servedAfter, true, "a connection opened after one of the %d closed", connLimit)
+	during.check(t, "while the server was at -max-conns")
+}
+
+// servedConn opens a connection to addr and makes a get with the given ID
+// on it. It returns the connection and true when the get was answered OK,
+// or false when the server closed the connection unanswered, as it does
+// one over -max-conns; anything else fails the scenario.
+func (t *T) servedConn(addr string, id uint64) (*rawConn, bool) {
+	rc := t.dialFrames(addr)
+	werr := writeTimed(rc.nc, t.requestBytes(id, bank.MethodGet, "account=acct-limit"))
+	if werr != nil && !isReset(werr) {
+		t.Fatalf("connection %s: %v", rc.local(), werr)
+	}
+	var (
+		f   proto.Frame
+		err = werr
+	)
+	if err == nil {
+		f, err = rc.read()
+	}
+	switch {
+	case err == nil && f.ID == id && f.Status == proto.StatusOK:
+		return rc, true
+	case errors.Is(err, io.EOF) || isReset(err):
+		rc.nc.Close()
+		return nil, false
+	}
+	t.Fatalf("connection %s: get answered %v %v %q, want OK or a close", rc.local(), err, f.Status, f.Payload)
+	return nil, false
 }
