@@ -263,8 +263,8 @@ func serve(o options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-%s: %w", serverapi.FlagAddr, err)
 	}
 	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, fmt.Sprintf(
-		"workers=%d queue=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults)))
+		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults)))
 	fmt.Fprintln(stdout, serverapi.Announce(ln.Addr().String()))
 
 	errc := make(chan error, 1)
