@@ -183,6 +183,11 @@ func twoInstances(t *T, specA, specB string) shared {
 	a := t.startServer(serverOpts{Store: specA, Faults: []string{"kind=close method=debit count=1"}})
 	b := t.startServer(serverOpts{Store: specB})
 	cfg := client.DefaultConfig()
+	// A's first debit on a durable store opens its first connection to
+	// the database: on a loaded machine that can take longer than the
+	// default 300ms attempt, which would time the attempt out before the
+	// close this scenario is about.
+	cfg.AttemptTimeout, cfg.Deadline = 3*time.Second, 10*time.Second
 	cfg.Trace = t.trace.hook()
 	c, err := client.NewMulti([]string{a.Addr, b.Addr}, cfg)
 	if err != nil {
