@@ -39,7 +39,7 @@ func newDiffCmd(a *app) *cobra.Command {
   rpcbench diff evidence /tmp/ev           # a directory stands for its output.txt`,
 		Short: "Compare two runs' output files, or the evidence with a fresh run",
 		Long: `Compare two output.txt files case by case. A case differs when it is
-missing from either run, when its verdict changed (PASS, FAIL, INTERRUPTED,
+missing from either run, when its verdict changed (PASS, FAIL, ERROR, INTERRUPTED,
 SKIP; a change to or from SKIP names the skip's why and compares no
 fields, since a skipped case ran nothing), when a stable field (key=value recorded, key==value asserted,
 key<=value bound) changed, appeared or disappeared, or when a field

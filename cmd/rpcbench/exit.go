@@ -16,7 +16,8 @@ import (
 // Exit codes. exitCode is the only place that maps errors to them.
 const (
 	exitOK = 0
-	// exitFailed: a scenario failed, or diff found a difference.
+	// exitFailed: a scenario failed or ended in ERROR, or diff found a
+	// difference.
 	exitFailed = 1
 	// exitError: a usage error (bad flag, argument, command, group or
 	// scenario name), or the command could not do its work at all
@@ -37,7 +38,7 @@ var exitCodes = []struct {
 	Meaning string
 }{
 	{strconv.Itoa(exitOK), "nothing failed (skips allowed), or diff found no differences"},
-	{strconv.Itoa(exitFailed), "a scenario or check failed, or diff found differences"},
+	{strconv.Itoa(exitFailed), "a scenario or check failed or ended in ERROR (something it drives, such as a client adapter, broke its contract), or diff found differences"},
 	{strconv.Itoa(exitError), "usage error (a bad flag, argument, command, group or scenario name), or the command could not start its work: rpcserver missing, an output path that cannot be written, no usable temporary directory, an evidence directory another run holds, an input diff or report cannot read"},
 	{strconv.Itoa(exitUnknown), "`rpcbench call` ended with its outcome unknown: the request may or may not have executed"},
 	{strconv.Itoa(exitInterrupted), "interrupted by SIGINT; 128 plus the signal for another: 143 for SIGTERM, 141 when stdout's reader went away (SIGPIPE)"},

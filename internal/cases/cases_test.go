@@ -211,6 +211,26 @@ func TestInterruptedIsNeitherPassNorFail(t *testing.T) {
 	}
 }
 
+// TestErroredIsError: a scenario that calls Errored ends ERROR, its why
+// naming the error before any failed check, and nothing after the call
+// runs; one that only fails a check ends FAIL.
+func TestErroredIsError(t *testing.T) {
+	after := false
+	errored := Case{Name: "errored", NoServer: true, run: func(t *T) {
+		t.Check(false, "x=1, want 2")
+		t.Errored("adapter fake exited with 2 calls unanswered")
+		after = true
+	}}
+	line := errored.Run(context.Background(), Env{})
+	if line.Verdict != report.Error || line.Why() != "adapter fake exited with 2 calls unanswered; x=1, want 2" || after {
+		t.Errorf("got %s (ran past Errored: %v), want ERROR, why naming the error then the failure", report.Format(line), after)
+	}
+	failed := Case{Name: "failed", NoServer: true, run: func(t *T) { t.Check(false, "x=1, want 2") }}
+	if line := failed.Run(context.Background(), Env{}); line.Verdict != report.Fail {
+		t.Errorf("got %s, want FAIL", report.Format(line))
+	}
+}
+
 // TestExecEventsCountExecutions: the server log alone says how often a
 // debit executed: its EXEC events with status OK, on connections that did
 // not declare themselves control connections, match the count the

@@ -115,8 +115,11 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		return Stopped(ctx, c.Name, t.fields, t.failures)
 	}
 	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
+	if len(t.errors) > 0 {
+		line.Verdict = report.Error
+	}
 	if !line.Passed() {
-		line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: strings.Join(t.failures, "; ")})
+		line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: strings.Join(append(slices.Clone(t.errors), t.failures...), "; ")})
 	}
 	return line
 }
@@ -167,6 +170,9 @@ type T struct {
 	name     string
 	fields   []report.Field
 	failures []string
+	// errors say why the scenario could not establish what happened
+	// (Errored); any makes its verdict ERROR.
+	errors   []string
 	cleanups []func()
 	servers  int
 	trace    tracer
@@ -218,6 +224,17 @@ func (t *T) Check(ok bool, format string, args ...any) bool {
 // Fatalf records a failure and stops the scenario.
 func (t *T) Fatalf(format string, args ...any) {
 	t.failures = append(t.failures, fmt.Sprintf(format, args...))
+	panic(abort{})
+}
+
+// Errored records that the scenario cannot establish what happened,
+// because something it drives broke its contract (a client adapter that
+// does not speak the client-under-test protocol, dies or hangs), and stops
+// the scenario. Its verdict is then ERROR, whatever its checks said: what
+// was observed is not a finding about the stack under test, and no check
+// of it may pass.
+func (t *T) Errored(format string, args ...any) {
+	t.errors = append(t.errors, fmt.Sprintf(format, args...))
 	panic(abort{})
 }
 

@@ -33,7 +33,7 @@ type Result struct {
 }
 
 // Status is the result's verdict as the machine-readable outputs write
-// it: pass, fail, interrupted, skip or timeout.
+// it: pass, fail, error, interrupted, skip or timeout.
 func (r Result) Status() string {
 	switch {
 	case r.TimedOut:
@@ -44,6 +44,8 @@ func (r Result) Status() string {
 		return "interrupted"
 	case r.Verdict == Skipped:
 		return "skip"
+	case r.Verdict == Error:
+		return "error"
 	}
 	return "fail"
 }
@@ -67,6 +69,7 @@ type (
 		Cases         []jsonCase  `json:"cases"`
 		Passed        int         `json:"passed"`
 		Failed        int         `json:"failed"`
+		Errors        int         `json:"errors"`
 		Interrupted   int         `json:"interrupted"`
 		Skipped       int         `json:"skipped"`
 		Summary       string      `json:"summary"`
@@ -84,6 +87,7 @@ type (
 		Runs            int    `json:"runs"`
 		Passed          int    `json:"passed"`
 		FailedRuns      []int  `json:"failed_runs"`
+		ErrorRuns       []int  `json:"error_runs"`
 		InterruptedRuns []int  `json:"interrupted_runs"`
 		SkippedRuns     []int  `json:"skipped_runs"`
 	}
@@ -167,7 +171,7 @@ func WriteJSON(w io.Writer, info RunInfo, results []Result) error {
 		r.Run.Command = []string{}
 	}
 	t := Tally(lines)
-	r.Passed, r.Failed, r.Interrupted, r.Skipped = t.Passed, t.Failed, t.Interrupted, t.Skipped
+	r.Passed, r.Failed, r.Errors, r.Interrupted, r.Skipped = t.Passed, t.Failed, t.Errors, t.Interrupted, t.Skipped
 	for i, res := range results {
 		c := jsonCase{Name: res.Name, Group: res.Group, Start: stamp(res.Start), DurationMs: ms(res.Duration), PassIndex: res.PassIndex,
 			Verdict: res.Status(), Pass: res.Passed(), Why: res.Why(), Fields: []jsonField{}}

@@ -19,6 +19,8 @@ func TestWriteJSON(t *testing.T) {
 		{Line: Line{Name: "a", Verdict: Interrupted, Fields: []Field{{Key: "ok", Value: "true", Kind: Asserted}, {Key: "r", Value: "0.5", Kind: Bound}}},
 			Group: "evidence", Start: t0, Duration: 0, PassIndex: 2},
 		{Line: Skip("c", "nethost: test hosts unavailable: not running as root"), Group: "network", Start: t0, PassIndex: 1},
+		{Line: Line{Name: "d", Verdict: Error, Fields: []Field{{Key: "why", Value: "adapter grpc-go did not answer init"}}},
+			Group: "grpc", Start: t0, PassIndex: 1},
 	}
 	info := RunInfo{Command: []string{"rpcbench", "all"}, Version: "v commit c go", Start: t0, End: t0.Add(2 * time.Second)}
 	var b strings.Builder
@@ -49,16 +51,20 @@ func TestWriteJSON(t *testing.T) {
 				}},
 			map[string]any{"name": "c", "group": "network", "start": start, "duration_ms": 0.0, "pass_index": 1.0,
 				"verdict": "skip", "pass": false, "why": "nethost: test hosts unavailable: not running as root", "fields": []any{}},
+			map[string]any{"name": "d", "group": "grpc", "start": start, "duration_ms": 0.0, "pass_index": 1.0,
+				"verdict": "error", "pass": false, "why": "adapter grpc-go did not answer init", "fields": []any{}},
 		},
 		"passed":      1.0,
 		"failed":      1.0,
+		"errors":      1.0,
 		"interrupted": 1.0,
 		"skipped":     1.0,
-		"summary":     "1 passed, 1 failed, 1 interrupted, 1 skipped",
+		"summary":     "1 passed, 1 failed, 1 errors, 1 interrupted, 1 skipped",
 		"per_case": []any{
-			map[string]any{"name": "a", "runs": 2.0, "passed": 1.0, "failed_runs": []any{}, "interrupted_runs": []any{2.0}, "skipped_runs": []any{}},
-			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
-			map[string]any{"name": "c", "runs": 1.0, "passed": 0.0, "failed_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{1.0}},
+			map[string]any{"name": "a", "runs": 2.0, "passed": 1.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{2.0}, "skipped_runs": []any{}},
+			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
+			map[string]any{"name": "c", "runs": 1.0, "passed": 0.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{1.0}},
+			map[string]any{"name": "d", "runs": 1.0, "passed": 0.0, "failed_runs": []any{}, "error_runs": []any{1.0}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

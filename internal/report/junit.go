@@ -43,19 +43,20 @@ type JUnitProperty struct {
 	Name, Value string
 }
 
-// JUnitCase is one <testcase>: a failure when Failure is set, skipped
-// when Skipped is, else passed.
+// JUnitCase is one <testcase>: a failure when Failure is set, an error
+// when Error is, skipped when Skipped is, else passed.
 type JUnitCase struct {
 	Name, Classname string
 	// Time is the case's duration in seconds, written to the millisecond.
 	Time    float64
 	Failure *JUnitMessage
+	Error   *JUnitMessage
 	Skipped *JUnitMessage
 	// SystemOut is what the case printed; "" writes no <system-out>.
 	SystemOut string
 }
 
-// JUnitMessage is the <failure> or <skipped> element of a case.
+// JUnitMessage is the <failure>, <error> or <skipped> element of a case.
 type JUnitMessage struct {
 	// Message is the one-line reason.
 	Message string
@@ -99,6 +100,7 @@ type (
 		Classname string           `xml:"classname,attr"`
 		Time      string           `xml:"time,attr"`
 		Failure   *junitMessageXML `xml:"failure,omitempty"`
+		Error     *junitMessageXML `xml:"error,omitempty"`
 		Skipped   *junitMessageXML `xml:"skipped,omitempty"`
 		SystemOut string           `xml:"system-out,omitempty"`
 	}
@@ -130,6 +132,10 @@ func EncodeJUnit(w io.Writer, doc JUnit) error {
 				xc.Failure = (*junitMessageXML)(c.Failure)
 				x.Failures++
 			}
+			if c.Error != nil {
+				xc.Error = (*junitMessageXML)(c.Error)
+				x.Errors++
+			}
 			if c.Skipped != nil {
 				xc.Skipped = (*junitMessageXML)(c.Skipped)
 				skipped++
@@ -142,6 +148,7 @@ func EncodeJUnit(w io.Writer, doc JUnit) error {
 		}
 		tests += x.Tests
 		failures += x.Failures
+		errors += x.Errors
 		out.Suites = append(out.Suites, x)
 	}
 	if doc.Name != "" {
@@ -200,6 +207,8 @@ func junitOf(info RunInfo, results []Result) JUnit {
 			switch r.Status() {
 			case "fail", "timeout":
 				c.Failure = &JUnitMessage{Message: r.Why(), Type: r.Status(), Text: Format(r.Line)}
+			case "error":
+				c.Error = &JUnitMessage{Message: r.Why(), Type: r.Status(), Text: Format(r.Line)}
 			case "interrupted", "skip":
 				c.Skipped = &JUnitMessage{Message: r.Why()}
 			}

@@ -177,3 +177,43 @@ func TestEncodeJUnitShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteJUnitError: an ERROR case is an <error>, counted in the
+// suite's and the document's errors, not in their failures.
+func TestWriteJUnitError(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)
+	results := []Result{
+		{Line: Line{Name: "e", Verdict: Error, Fields: []Field{{Key: "why", Value: "adapter grpc-go exited"}}}, Group: "grpc", Start: t0, PassIndex: 1},
+		{Line: Line{Name: "f", Verdict: Pass}, Group: "grpc", Start: t0, PassIndex: 1},
+	}
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, RunInfo{Start: t0, End: t0}, results); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Suites   []struct {
+			Failures int `xml:"failures,attr"`
+			Errors   int `xml:"errors,attr"`
+			Cases    []struct {
+				Name  string `xml:"name,attr"`
+				Error *struct {
+					Message string `xml:"message,attr"`
+					Type    string `xml:"type,attr"`
+				} `xml:"error"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, b.String())
+	}
+	if doc.Errors != 1 || doc.Failures != 0 || len(doc.Suites) != 1 || doc.Suites[0].Errors != 1 || doc.Suites[0].Failures != 0 {
+		t.Fatalf("errors/failures: document %d/%d, suites %+v; want 1/0 each\n%s", doc.Errors, doc.Failures, doc.Suites, b.String())
+	}
+	c := doc.Suites[0].Cases[0]
+	if c.Error == nil || c.Failure != nil || c.Error.Message != "adapter grpc-go exited" || c.Error.Type != "error" {
+		t.Errorf("case e: %+v, want an <error> of type error with the why, and no <failure>\n%s", c, b.String())
+	}
+}

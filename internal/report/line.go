@@ -127,8 +127,9 @@ func (l Line) Why() string {
 func (l Line) Passed() bool { return l.Verdict == Pass }
 
 // Failed reports whether the line counts as failed: its verdict is FAIL,
-// or one this package does not know, so that a line nobody judged never
-// passes for a good one. PASS, INTERRUPTED and SKIP are not failures.
+// ERROR, or one this package does not know, so that a line nobody judged
+// never passes for a good one. PASS, INTERRUPTED and SKIP are not
+// failures. Tally counts ERROR apart.
 func (l Line) Failed() bool {
 	switch l.Verdict {
 	case Pass, Interrupted, Skipped:
@@ -140,7 +141,7 @@ func (l Line) Failed() bool {
 // Format renders l as one line without a trailing newline; Parse reads it
 // back. Name must be non-empty and hold no white space. The line is
 //
-//	CASE <name> PASS|FAIL|INTERRUPTED|SKIP key=value key==value key<=value key~=value ...
+//	CASE <name> PASS|FAIL|ERROR|INTERRUPTED|SKIP key=value key==value key<=value key~=value ...
 //
 // with one space between items and each field written as its key, its
 // Kind's operator (= Recorded, == Asserted, <= Bound, ~= Volatile) and its

@@ -28,7 +28,7 @@ func (e *SyntaxError) Error() string {
 
 // Parse reads one line written by Format:
 //
-//	CASE <name> PASS|FAIL|INTERRUPTED|SKIP k=v k==v k<=v k~=v k=[value with [nested] spaces] k="go quoted"
+//	CASE <name> PASS|FAIL|ERROR|INTERRUPTED|SKIP k=v k==v k<=v k~=v k=[value with [nested] spaces] k="go quoted"
 //
 // Fields are separated by one or more spaces. The operator after the key
 // gives the field's Kind. A value starting with '[' extends to its

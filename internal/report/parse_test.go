@@ -318,19 +318,23 @@ func TestSummary(t *testing.T) {
 		{[]Line{{Verdict: Verdict(7)}}, "0 passed, 1 failed"},
 		{[]Line{{Verdict: Pass}, {Verdict: Skipped}, {Verdict: Fail}}, "1 passed, 1 failed, 1 skipped"},
 		{[]Line{{Verdict: Skipped}, {Verdict: Interrupted}, {Verdict: Skipped}}, "0 passed, 0 failed, 1 interrupted, 2 skipped"},
+		{[]Line{{Verdict: Error}, {Verdict: Fail}, {Verdict: Error}, {Verdict: Skipped}}, "0 passed, 1 failed, 2 errors, 1 skipped"},
 	}
 	for _, tt := range tests {
 		if got := Summary(tt.lines); got != tt.want {
 			t.Errorf("Summary = %q, want %q", got, tt.want)
 		}
+		if got, ok := parseSummary(tt.want); !ok || got != Tally(tt.lines) {
+			t.Errorf("parseSummary(%q) = %+v, %v; want %+v", tt.want, got, ok, Tally(tt.lines))
+		}
 	}
 }
 
-// TestTally: SKIP, like INTERRUPTED, is counted apart from passed and
-// failed; a verdict nobody knows counts as failed.
+// TestTally: SKIP, like INTERRUPTED and ERROR, is counted apart from
+// passed and failed; a verdict nobody knows counts as failed.
 func TestTally(t *testing.T) {
-	lines := []Line{{Verdict: Pass}, {Verdict: Fail}, {Verdict: Interrupted}, Skip("s", "why"), Skip("t", "why"), {Verdict: Verdict(9)}}
-	want := Totals{Passed: 1, Failed: 2, Interrupted: 1, Skipped: 2}
+	lines := []Line{{Verdict: Pass}, {Verdict: Fail}, {Verdict: Interrupted}, Skip("s", "why"), Skip("t", "why"), {Verdict: Verdict(9)}, {Verdict: Error}}
+	want := Totals{Passed: 1, Failed: 2, Errors: 1, Interrupted: 1, Skipped: 2}
 	if diff := cmp.Diff(want, Tally(lines)); diff != "" {
 		t.Errorf("Tally mismatch (-want +got):\n%s", diff)
 	}
@@ -346,6 +350,7 @@ func TestPassedFailed(t *testing.T) {
 		{Fail, false, true},
 		{Interrupted, false, false},
 		{Skipped, false, false},
+		{Error, false, true},
 		{Verdict(7), false, true},
 	}
 	for _, tt := range tests {

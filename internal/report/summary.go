@@ -10,9 +10,9 @@ import (
 )
 
 // Totals is what a summary line says: how many lines passed, failed,
-// were interrupted and were skipped.
+// ended in ERROR, were interrupted and were skipped.
 type Totals struct {
-	Passed, Failed, Interrupted, Skipped int
+	Passed, Failed, Errors, Interrupted, Skipped int
 }
 
 // Tally counts lines by verdict. A line of a verdict this package does
@@ -27,6 +27,8 @@ func Tally(lines []Line) Totals {
 			t.Interrupted++
 		case Skipped:
 			t.Skipped++
+		case Error:
+			t.Errors++
 		default:
 			t.Failed++
 		}
@@ -35,14 +37,17 @@ func Tally(lines []Line) Totals {
 }
 
 // Summary returns the line that ends an output.txt: exactly
-// "N passed, M failed", then ", K interrupted" when K > 0, then
-// ", J skipped" when J > 0. A run with neither reads as it did before
-// SKIP existed.
+// "N passed, M failed", then ", E errors" when E > 0, then
+// ", K interrupted" when K > 0, then ", J skipped" when J > 0. A run with
+// none of them reads as it did before they existed.
 func Summary(lines []Line) string { return Tally(lines).String() }
 
 // String returns t as Summary writes it.
 func (t Totals) String() string {
 	s := fmt.Sprintf("%d passed, %d failed", t.Passed, t.Failed)
+	if t.Errors > 0 {
+		s += fmt.Sprintf(", %d errors", t.Errors)
+	}
 	if t.Interrupted > 0 {
 		s += fmt.Sprintf(", %d interrupted", t.Interrupted)
 	}
@@ -52,9 +57,9 @@ func (t Totals) String() string {
 	return s
 }
 
-var summaryLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed(?:, (\d+) interrupted)?(?:, (\d+) skipped)?$`)
+var summaryLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed(?:, (\d+) errors)?(?:, (\d+) interrupted)?(?:, (\d+) skipped)?$`)
 
-// parseSummary reads a line Summary wrote, and also accepts
+// parseSummary reads a line Summary wrote, and also accepts ", 0 errors",
 // ", 0 interrupted" and ", 0 skipped". A count too large for an int reads
 // as -1, which no tally equals.
 func parseSummary(s string) (Totals, bool) {
@@ -72,7 +77,7 @@ func parseSummary(s string) (Totals, bool) {
 		}
 		return v
 	}
-	return Totals{Passed: n(m[1]), Failed: n(m[2]), Interrupted: n(m[3]), Skipped: n(m[4])}, true
+	return Totals{Passed: n(m[1]), Failed: n(m[2]), Errors: n(m[3]), Interrupted: n(m[4]), Skipped: n(m[5])}, true
 }
 
 // CaseCount is how one case fared in a run that may hold it several times
@@ -84,6 +89,9 @@ type CaseCount struct {
 	// FailedRuns lists the 1-based occurrences that failed: 3 means the
 	// case's third line. It is empty, never nil, when none failed.
 	FailedRuns []int
+	// ErrorRuns lists the 1-based occurrences that ended in ERROR; empty,
+	// never nil, when none did.
+	ErrorRuns []int
 	// InterruptedRuns lists the 1-based occurrences that were interrupted;
 	// empty, never nil, when none was.
 	InterruptedRuns []int
@@ -102,7 +110,7 @@ func CountByCase(lines []Line) []CaseCount {
 		if !ok {
 			i = len(out)
 			at[l.Name] = i
-			out = append(out, CaseCount{Name: l.Name, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}})
+			out = append(out, CaseCount{Name: l.Name, FailedRuns: []int{}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}})
 		}
 		c := &out[i]
 		c.Runs++
@@ -113,6 +121,8 @@ func CountByCase(lines []Line) []CaseCount {
 			c.InterruptedRuns = append(c.InterruptedRuns, c.Runs)
 		case Skipped:
 			c.SkippedRuns = append(c.SkippedRuns, c.Runs)
+		case Error:
+			c.ErrorRuns = append(c.ErrorRuns, c.Runs)
 		default:
 			c.FailedRuns = append(c.FailedRuns, c.Runs)
 		}
@@ -121,7 +131,8 @@ func CountByCase(lines []Line) []CaseCount {
 }
 
 // WriteCounts writes counts as an aligned table, one line per case, with
-// the occurrences that failed, were interrupted or were skipped:
+// the occurrences that failed, ended in ERROR, were interrupted or were
+// skipped:
 //
 //	normal_multiplex             30/30
 //	late_response_dropped_by_id  28/30  failed in runs 4, 17
@@ -135,6 +146,9 @@ func WriteCounts(w io.Writer, counts []CaseCount) error {
 		fmt.Fprintf(tw, "%s\t%d/%d", c.Name, c.Passed, c.Runs)
 		var notes []string
 		if s := runsNote("failed", c.FailedRuns); s != "" {
+			notes = append(notes, s)
+		}
+		if s := runsNote("errored", c.ErrorRuns); s != "" {
 			notes = append(notes, s)
 		}
 		if s := runsNote("interrupted", c.InterruptedRuns); s != "" {

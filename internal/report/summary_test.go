@@ -19,8 +19,8 @@ func TestCountByCase(t *testing.T) {
 	}{
 		{"none", nil, []CaseCount{}},
 		{"each once", []Line{pass("a"), fail("b")}, []CaseCount{
-			{Name: "a", Runs: 1, Passed: 1, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
-			{Name: "b", Runs: 1, Passed: 0, FailedRuns: []int{1}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "a", Runs: 1, Passed: 1, FailedRuns: []int{}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "b", Runs: 1, Passed: 0, FailedRuns: []int{1}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 		{"repeated, in order of first appearance", []Line{
 			pass("b"), pass("a"),
@@ -28,15 +28,18 @@ func TestCountByCase(t *testing.T) {
 			pass("b"), pass("a"),
 			fail("b"),
 		}, []CaseCount{
-			{Name: "b", Runs: 4, Passed: 2, FailedRuns: []int{2, 4}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
-			{Name: "a", Runs: 3, Passed: 3, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "b", Runs: 4, Passed: 2, FailedRuns: []int{2, 4}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "a", Runs: 3, Passed: 3, FailedRuns: []int{}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 		{"interrupted", []Line{pass("a"), fail("a"), interrupted("a")}, []CaseCount{
-			{Name: "a", Runs: 3, Passed: 1, FailedRuns: []int{2}, InterruptedRuns: []int{3}, SkippedRuns: []int{}},
+			{Name: "a", Runs: 3, Passed: 1, FailedRuns: []int{2}, ErrorRuns: []int{}, InterruptedRuns: []int{3}, SkippedRuns: []int{}},
+		}},
+		{"an error is counted apart", []Line{pass("a"), {Name: "a", Verdict: Error}}, []CaseCount{
+			{Name: "a", Runs: 2, Passed: 1, FailedRuns: []int{}, ErrorRuns: []int{2}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 		{"skipped is neither passed nor failed", []Line{skipped("a"), pass("b"), skipped("a")}, []CaseCount{
-			{Name: "a", Runs: 2, Passed: 0, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{1, 2}},
-			{Name: "b", Runs: 1, Passed: 1, FailedRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
+			{Name: "a", Runs: 2, Passed: 0, FailedRuns: []int{}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{1, 2}},
+			{Name: "b", Runs: 1, Passed: 1, FailedRuns: []int{}, ErrorRuns: []int{}, InterruptedRuns: []int{}, SkippedRuns: []int{}},
 		}},
 	}
 	for _, tt := range tests {
@@ -53,8 +56,9 @@ func TestWriteCounts(t *testing.T) {
 		{Name: "normal_multiplex", Runs: 30, Passed: 30, FailedRuns: []int{}},
 		{Name: "late", Runs: 30, Passed: 29, FailedRuns: []int{17}},
 		{Name: "flaky_case", Runs: 30, Passed: 28, FailedRuns: []int{4, 17}},
-		{Name: "stopped", Runs: 30, Passed: 28, FailedRuns: []int{4}, InterruptedRuns: []int{30}},
+		{Name: "stopped", Runs: 30, Passed: 28, FailedRuns: []int{4}, ErrorRuns: []int{}, InterruptedRuns: []int{30}},
 		{Name: "no_root", Runs: 3, Passed: 0, SkippedRuns: []int{1, 2, 3}},
+		{Name: "bad_adapter", Runs: 2, Passed: 1, ErrorRuns: []int{2}},
 	}
 	var b strings.Builder
 	if err := WriteCounts(&b, counts); err != nil {
@@ -64,7 +68,8 @@ func TestWriteCounts(t *testing.T) {
 		"late              29/30  failed in run 17\n" +
 		"flaky_case        28/30  failed in runs 4, 17\n" +
 		"stopped           28/30  failed in run 4; interrupted in run 30\n" +
-		"no_root           0/3    skipped in runs 1, 2, 3\n"
+		"no_root           0/3    skipped in runs 1, 2, 3\n" +
+		"bad_adapter       1/2    errored in run 2\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("WriteCounts mismatch (-want +got):\n%s", diff)
 	}

@@ -19,13 +19,7 @@ import (
 // counts or classifies verdicts (Line.Failed, Tally, CountByCase,
 // Result.Status, WriteJUnit) treats a verdict it does not name as a
 // failure, so a new one never passes for PASS before each of them is
-// taught it. The ones foreseen for judging other stacks are
-//
-//	Finding      FINDING      the stack under test violated an invariant,
-//	                          and the evidence shows it
-//	Error        ERROR        rpcbench could not establish what happened
-//	                          (Unknown is one such outcome, under its own word)
-//	Unsupported  UNSUPPORTED  the stack lacks the capability
+// taught it.
 type Verdict int
 
 const (
@@ -45,6 +39,12 @@ const (
 	// out of time). Only CHECK and CHAOS lines carry it, never a CASE
 	// line; whoever acts on it treats it as not passed.
 	Unknown
+	// Error: rpcbench could not establish what happened, because
+	// something it drives broke its contract: a client adapter that does
+	// not speak the client-under-test protocol, dies or hangs. It is not
+	// a finding about the stack under test, and it is counted apart from
+	// FAIL; like FAIL it is not a pass.
+	Error
 )
 
 // verdicts is indexed by Verdict.
@@ -59,11 +59,12 @@ var verdicts = [...]struct {
 	Interrupted: {"INTERRUPTED", []color.Attribute{color.FgYellow}, true},
 	Skipped:     {"SKIP", []color.Attribute{color.FgYellow, color.Faint}, true},
 	Unknown:     {"UNKNOWN", []color.Attribute{color.FgYellow}, false},
+	Error:       {"ERROR", []color.Attribute{color.FgMagenta}, true},
 }
 
 // String returns the verdict as a line writes it: "PASS", "FAIL",
-// "INTERRUPTED", "SKIP" or "UNKNOWN", and UNKNOWN_VERDICT_<n> for any
-// other value.
+// "INTERRUPTED", "SKIP", "UNKNOWN" or "ERROR", and UNKNOWN_VERDICT_<n>
+// for any other value.
 func (v Verdict) String() string {
 	if v.known() {
 		return verdicts[v].word
@@ -94,7 +95,7 @@ func PassIf(ok bool) Verdict {
 
 // VerdictPainter returns a function that writes a verdict's word for w
 // under m: coloured (PASS green, FAIL red, INTERRUPTED and UNKNOWN
-// yellow, SKIP faint yellow) when UseColor(w, m) says so, as decided
+// yellow, SKIP faint yellow, ERROR magenta) when UseColor(w, m) says so, as decided
 // once, now; an unknown verdict is never coloured. Printer colours CASE
 // lines with it, and chaos and conform their CHECK and CHAOS lines.
 func VerdictPainter(w io.Writer, m ColorMode) func(Verdict) string {

@@ -80,8 +80,9 @@ func Load(dir string, o Options) (*Page, error) {
 	return p, nil
 }
 
-// verdictRank orders failing scenarios first, then interrupted, then
-// skipped ones (which did not pass either), then those that passed.
+// verdictRank orders failing scenarios (FAIL and ERROR) first, then
+// interrupted, then skipped ones (which did not pass either), then those
+// that passed.
 func verdictRank(v string) int {
 	switch v {
 	case report.Pass.String():

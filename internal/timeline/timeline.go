@@ -58,7 +58,7 @@ type Page struct {
 	// Failing counts the scenarios that did not pass, skipped ones
 	// included.
 	Failing int
-	// Scenarios are those that did not pass first (FAIL, then
+	// Scenarios are those that did not pass first (FAIL and ERROR, then
 	// INTERRUPTED, then SKIP), then those that passed; within each, in
 	// output.txt's order.
 	Scenarios []Scenario
@@ -81,7 +81,7 @@ func (p *Page) Timelines() int {
 // Scenario is one CASE line and what its logs show.
 type Scenario struct {
 	Name string
-	// Verdict is "PASS", "FAIL", "INTERRUPTED" or "SKIP".
+	// Verdict is "PASS", "FAIL", "ERROR", "INTERRUPTED" or "SKIP".
 	Verdict string
 	// Anchor is the page-unique HTML id of the scenario's section.
 	Anchor string
