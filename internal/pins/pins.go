@@ -1,0 +1,210 @@
+// Package pins judges what a stack under test did against what its
+// expectations file says it does.
+//
+// A scenario that judges another stack observes, for each invariant it
+// checks, whether the invariant held, was violated, or could not be
+// checked because the stack lacks the capability. A violation is a
+// finding about the stack, not a failure of rpcbench: what each (stack,
+// configuration) is known to violate is pinned, one line each with its
+// reason, in the stack's expectations file. The scenario passes when the
+// observations and the pins agree; an unpinned violation fails it, and so
+// does a pin whose violation no longer happens (a stale pin), so that a
+// new version of the stack that changes its behaviour shows up either
+// way.
+//
+// The file is plain text, one pin a line:
+//
+//	# comment
+//	<config> <scenario> <invariant>  # <reason>
+//
+// The reason is required: a pin says why the stack does what it does.
+// Blank lines and lines that start with # are ignored.
+package pins
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Outcome is what a scenario observed of one invariant.
+type Outcome uint8
+
+const (
+	// Holds: the invariant held.
+	Holds Outcome = iota + 1
+	// Violated: the evidence shows the stack broke it.
+	Violated
+	// Unsupported: the stack lacks what the invariant needs (it declared
+	// so), and it was not checked.
+	Unsupported
+)
+
+var outcomeNames = [...]string{Holds: "holds", Violated: "violated", Unsupported: "unsupported"}
+
+func (o Outcome) String() string {
+	if o >= Holds && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("unknown_outcome_%d", uint8(o))
+}
+
+// Key names one pinned violation.
+type Key struct {
+	Config, Scenario, Invariant string
+}
+
+func (k Key) String() string { return k.Config + " " + k.Scenario + " " + k.Invariant }
+
+// Pin is one line of an expectations file.
+type Pin struct {
+	Key
+	Reason string
+	// Line is its line number in the file, for messages.
+	Line int
+}
+
+// Pins are a stack's expectations file, read by Load.
+type Pins struct {
+	// Stack names the stack, as its adapter does.
+	Stack string
+	// Path is the file they were read from.
+	Path string
+	pins map[Key]Pin
+}
+
+// ErrSyntax is wrapped by the errors of a file that cannot be read as
+// pins.
+var ErrSyntax = errors.New("pins: bad expectations file")
+
+// Known reports whether a key names a configuration, scenario and
+// invariant that exist; Load refuses a pin that names anything else, so
+// that a typo does not silently pin nothing.
+type Known func(Key) error
+
+// Load reads the expectations file of stack at path. A missing file is no
+// pins at all. Every pin must be known.
+func Load(stack, path string, known Known) (Pins, error) {
+	p := Pins{Stack: stack, Path: path, pins: map[Key]Pin{}}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, err
+	}
+	defer f.Close()
+	return p, p.read(f, known)
+}
+
+// Parse reads pins from r, as Load does from a file named path.
+func Parse(stack, path string, r io.Reader, known Known) (Pins, error) {
+	p := Pins{Stack: stack, Path: path, pins: map[Key]Pin{}}
+	return p, p.read(r, known)
+}
+
+func (p *Pins) read(r io.Reader, known Known) error {
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		body, reason, ok := strings.Cut(line, "#")
+		reason = strings.TrimSpace(reason)
+		f := strings.Fields(body)
+		switch {
+		case len(f) != 3:
+			return fmt.Errorf("%w: %s:%d: want <config> <scenario> <invariant> # <reason>, got %q", ErrSyntax, p.Path, n, line)
+		case !ok || reason == "":
+			return fmt.Errorf("%w: %s:%d: %s has no reason: end the line with # and why the stack does this", ErrSyntax, p.Path, n, strings.Join(f, " "))
+		}
+		k := Key{Config: f[0], Scenario: f[1], Invariant: f[2]}
+		if prev, dup := p.pins[k]; dup {
+			return fmt.Errorf("%w: %s:%d: %s is pinned already on line %d", ErrSyntax, p.Path, n, k, prev.Line)
+		}
+		if err := known(k); err != nil {
+			return fmt.Errorf("%w: %s:%d: %v", ErrSyntax, p.Path, n, err)
+		}
+		p.pins[k] = Pin{Key: k, Reason: reason, Line: n}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("pins: read %s: %w", p.Path, err)
+	}
+	return nil
+}
+
+// Lookup returns the pin of k, if there is one.
+func (p Pins) Lookup(k Key) (Pin, bool) {
+	pin, ok := p.pins[k]
+	return pin, ok
+}
+
+// All returns every pin, in file order.
+func (p Pins) All() []Pin {
+	out := make([]Pin, 0, len(p.pins))
+	for _, pin := range p.pins {
+		out = append(out, pin)
+	}
+	slices.SortFunc(out, func(a, b Pin) int { return a.Line - b.Line })
+	return out
+}
+
+// Observation is what one scenario saw of one invariant.
+type Observation struct {
+	Invariant string
+	Outcome   Outcome
+}
+
+// Judgement is a scenario's verdict on one (stack, configuration): Agree
+// when every observation matches the pins, else the disagreements, each
+// one sentence; AllUnsupported when the stack supported none of the
+// invariants, so that the scenario is a SKIP.
+type Judgement struct {
+	Disagreements  []string
+	AllUnsupported bool
+}
+
+// Agree reports whether the observations and the pins agree.
+func (j Judgement) Agree() bool { return len(j.Disagreements) == 0 }
+
+// Judge compares what scenario observed under config with the pins:
+//   - a violation with no pin disagrees (an unpinned violation);
+//   - a pin whose invariant held disagrees (a stale pin);
+//   - a pin whose invariant was unsupported disagrees too: the pin says
+//     the stack was seen to violate something it now declares it cannot
+//     do, which one of the two must be told;
+//   - a pin of config and scenario on an invariant the scenario did not
+//     observe at all disagrees (stale as well).
+//
+// An observation of an unknown outcome disagrees.
+func (p Pins) Judge(config, scenario string, obs []Observation) Judgement {
+	var j Judgement
+	j.AllUnsupported = len(obs) > 0
+	for _, o := range obs {
+		k := Key{Config: config, Scenario: scenario, Invariant: o.Invariant}
+		pin, pinned := p.pins[k]
+		switch {
+		case o.Outcome == Violated && !pinned:
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s violated %s, and %s pins no such violation", o.Invariant, p.Stack, o.Invariant, p.Path))
+		case o.Outcome == Holds && pinned:
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d says %s violates it (%s), but it held", o.Invariant, p.Path, pin.Line, p.Stack, pin.Reason))
+		case o.Outcome == Unsupported && pinned:
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s:%d pins a violation, but %s declares it unsupported", o.Invariant, p.Path, pin.Line, p.Stack))
+		case o.Outcome != Holds && o.Outcome != Violated && o.Outcome != Unsupported:
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: observed %v", o.Invariant, o.Outcome))
+		}
+		j.AllUnsupported = j.AllUnsupported && o.Outcome == Unsupported
+	}
+	for _, pin := range p.All() {
+		if pin.Config == config && pin.Scenario == scenario &&
+			!slices.ContainsFunc(obs, func(o Observation) bool { return o.Invariant == pin.Invariant }) {
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d pins it, but %s does not check it", pin.Invariant, p.Path, pin.Line, scenario))
+		}
+	}
+	return j
+}

@@ -1,0 +1,123 @@
+package pins
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// known accepts the names the tests use and refuses any other scenario.
+func known(k Key) error {
+	if !strings.HasPrefix(k.Scenario, "grpc_") {
+		return fmt.Errorf("no scenario %q", k.Scenario)
+	}
+	return nil
+}
+
+const sample = `# grpc-go v1.85.0
+retry     grpc_unavailable_after_exec  no_double_exec  # trailers-only UNAVAILABLE is retried by the policy
+
+throttled grpc_unavailable_after_exec  no_double_exec  # throttling bounds amplification, not duplicates
+`
+
+func TestParse(t *testing.T) {
+	p, err := Parse("grpc-go", "grpc-go.txt", strings.NewReader(sample), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Pin{
+		{Key{"retry", "grpc_unavailable_after_exec", "no_double_exec"}, "trailers-only UNAVAILABLE is retried by the policy", 2},
+		{Key{"throttled", "grpc_unavailable_after_exec", "no_double_exec"}, "throttling bounds amplification, not duplicates", 4},
+	}
+	if diff := cmp.Diff(want, p.All()); diff != "" {
+		t.Errorf("pins (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, text, want string }{
+		{"no reason", "retry grpc_x no_double_exec\n", "grpc-go.txt:1: retry grpc_x no_double_exec has no reason"},
+		{"empty reason", "retry grpc_x no_double_exec #  \n", "has no reason"},
+		{"two fields", "retry grpc_x # why\n", "grpc-go.txt:1: want <config> <scenario> <invariant> # <reason>"},
+		{"four fields", "retry grpc_x a b # why\n", "want <config> <scenario> <invariant>"},
+		{"duplicate", "retry grpc_x a # why\n\nretry grpc_x a # again\n", "grpc-go.txt:3: retry grpc_x a is pinned already on line 1"},
+		{"unknown scenario", "retry late_response a # why\n", `grpc-go.txt:1: no scenario "late_response"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("grpc-go", "grpc-go.txt", strings.NewReader(tt.text), known)
+			if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want ErrSyntax with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Load("grpc-js", filepath.Join(dir, "grpc-js.txt"), known)
+	if err != nil || len(p.All()) != 0 {
+		t.Errorf("a missing file: %v pins, error %v; want none, nil", p.All(), err)
+	}
+	path := filepath.Join(dir, "grpc-go.txt")
+	if err := os.WriteFile(path, []byte(sample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Load("grpc-go", path, known); err != nil || len(p.All()) != 2 {
+		t.Errorf("Load: %d pins, error %v; want 2, nil", len(p.All()), err)
+	}
+}
+
+// TestJudge: observations and pins agree only when every violation is
+// pinned and every pin's violation happened.
+func TestJudge(t *testing.T) {
+	p, err := Parse("grpc-go", "grpc-go.txt", strings.NewReader(sample), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sc = "grpc_unavailable_after_exec"
+	obs := func(pairs ...any) []Observation {
+		var out []Observation
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, Observation{pairs[i].(string), pairs[i+1].(Outcome)})
+		}
+		return out
+	}
+	tests := []struct {
+		name, config string
+		obs          []Observation
+		want         []string // substrings, one per disagreement
+		unsupported  bool
+	}{
+		{"pinned violation", "retry", obs("no_double_exec", Violated, "within_deadline", Holds), nil, false},
+		{"holds, no pin", "default", obs("no_double_exec", Holds), nil, false},
+		{"unpinned violation", "default", obs("no_double_exec", Violated),
+			[]string{"no_double_exec: grpc-go violated no_double_exec, and grpc-go.txt pins no such violation"}, false},
+		{"stale pin", "retry", obs("no_double_exec", Holds),
+			[]string{"no_double_exec: stale pin: grpc-go.txt:2 says grpc-go violates it (trailers-only UNAVAILABLE is retried by the policy), but it held"}, false},
+		{"pinned but unsupported", "retry", obs("no_double_exec", Unsupported),
+			[]string{"grpc-go.txt:2 pins a violation, but grpc-go declares it unsupported"}, true},
+		{"pin never checked", "throttled", obs("within_deadline", Holds),
+			[]string{"no_double_exec: stale pin: grpc-go.txt:4 pins it, but grpc_unavailable_after_exec does not check it"}, false},
+		{"all unsupported", "default", obs("hedge_tail", Unsupported, "hedge_extra", Unsupported), nil, true},
+		{"an unknown outcome", "default", obs("no_double_exec", Outcome(0)), []string{"no_double_exec: observed unknown_outcome_0"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := p.Judge(tt.config, sc, tt.obs)
+			if len(j.Disagreements) != len(tt.want) || j.Agree() != (len(tt.want) == 0) || j.AllUnsupported != tt.unsupported {
+				t.Fatalf("got %q (all unsupported %v), want %d disagreements %q (all unsupported %v)", j.Disagreements, j.AllUnsupported, len(tt.want), tt.want, tt.unsupported)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(j.Disagreements[i], w) {
+					t.Errorf("disagreement %d = %q, want it to contain %q", i, j.Disagreements[i], w)
+				}
+			}
+		})
+	}
+}
