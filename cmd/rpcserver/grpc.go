@@ -91,7 +91,8 @@ const sniffTimeout = time.Second
 // 'P', which begins the HTTP/2 client preface, goes to h2; anything else
 // (an rpcbench frame begins with 0x00, its length being at most 64 KiB),
 // a silence of sniffTimeout, or a connection that cannot be peeked, goes
-// to rpc. Closing either returned listener closes ln.
+// to rpc. Closing either returned listener closes ln; an accept error
+// other than that is waited out, as the server's own accept loop does.
 func splitListener(ln net.Listener) (rpc, h2 net.Listener) {
 	done := make(chan struct{})
 	var once sync.Once
@@ -103,12 +104,17 @@ func splitListener(ln net.Listener) (rpc, h2 net.Listener) {
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					continue
+				if errors.Is(err, net.ErrClosed) {
+					return
 				}
-				r.err, h.err = err, err
-				return
+				// Out of file descriptors, or a connection reset before
+				// it was accepted: no reason to stop serving.
+				select {
+				case <-time.After(5 * time.Millisecond):
+				case <-done:
+					return
+				}
+				continue
 			}
 			go func() {
 				to := r
@@ -158,7 +164,6 @@ type chanListener struct {
 	conns chan net.Conn
 	done  chan struct{}
 	stop  func()
-	err   error // the accept error that ended ln, read after done
 }
 
 func (l *chanListener) Accept() (net.Conn, error) {
@@ -166,9 +171,6 @@ func (l *chanListener) Accept() (net.Conn, error) {
 	case nc := <-l.conns:
 		return nc, nil
 	case <-l.done:
-		if l.err != nil && !errors.Is(l.err, net.ErrClosed) {
-			return nil, l.err
-		}
 		return nil, net.ErrClosed
 	}
 }
