@@ -327,4 +327,3 @@ func replyText(t *testing.T, data []byte) string {
 	}
 	return strings.Join(parts, " ")
 }
-
