@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/grpcwire"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
@@ -44,6 +45,8 @@ type options struct {
 	crash      string
 	sqlOpts    bank.SQLOptions
 	cfg        server.Config
+	grpc       bool
+	grpcFaults []grpcwire.Fault
 }
 
 // faultList prints fault rules as the LISTEN event reports them.
@@ -150,6 +153,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.sqlOpts.Lease, serverapi.FlagDedupLease, bank.DefaultLease, "how long a SQL store's claim holds a running key before a retry may take it over; at least 1ms")
 	fs.StringVar(&o.crash, serverapi.FlagCrash, "", "fault: SIGKILL this process when the first keyed debit reaches this `point`: "+serverapi.CrashBeforeCommit+" or "+serverapi.CrashAfterCommit)
 	fs.Var(&faults, serverapi.FlagFault, "fault `rule`, repeatable, e.g. \"kind=late method=get count=1 delay=150ms\"")
+	grpcFaults := grpcFaultFlags{methods: faults.methods}
+	fs.BoolVar(&o.grpc, serverapi.FlagGRPC, false, "gRPC mode: serve the Bank gRPC service (h2c) on the same listener too; see internal/grpcwire/SPEC.md")
+	fs.Var(&grpcFaults, serverapi.FlagGRPCFault, "gRPC fault `rule`, repeatable, with -"+serverapi.FlagGRPC+", e.g. \"kind=rst code=CANCEL method=debit count=1\" (internal/grpcwire/SPEC.md)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -164,6 +170,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, usagef("unexpected arguments %q", fs.Args())
 	}
 	o.cfg.Faults = faults.rules
+	o.grpcFaults = grpcFaults.rules
+	if len(o.grpcFaults) > 0 && !o.grpc {
+		return o, usagef("-%s needs -%s", serverapi.FlagGRPCFault, serverapi.FlagGRPC)
+	}
 	switch o.crash {
 	case "", serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit:
 	default:
@@ -240,7 +250,18 @@ func serve(o options, stdout, stderr io.Writer) error {
 	defer st.Close()
 	lg.Info(serverapi.EventStoreOpen, serverapi.KeyStore, st.Kind, serverapi.KeyTTL, o.sqlOpts.TTL.String(), serverapi.KeyLease, o.sqlOpts.Lease.String())
 
-	srv, err := server.New(o.cfg, bank.New(st.Store, lg))
+	b := bank.New(st.Store, lg)
+	var gs *grpcwire.Server
+	if o.grpc {
+		gcfg := grpcwire.DefaultConfig()
+		gcfg.Faults, gcfg.Log = o.grpcFaults, lg
+		if gs, err = grpcwire.New(gcfg, b); err != nil {
+			return err
+		}
+		defer gs.Close()
+		o.cfg.Control = grpcControl(gs, lg)
+	}
+	srv, err := server.New(o.cfg, b)
 	if err != nil {
 		return err
 	}
@@ -262,17 +283,30 @@ func serve(o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-%s: %w", serverapi.FlagAddr, err)
 	}
-	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, fmt.Sprintf(
+	config := fmt.Sprintf(
 		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults)))
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults))
+	rpcLn := ln
+	errc := make(chan error, 2)
+	if gs != nil {
+		gf := grpcFaultFlags{rules: o.grpcFaults}
+		config += fmt.Sprintf(" grpc=true grpc-faults=[%v]", gf.String())
+		var h2Ln net.Listener
+		rpcLn, h2Ln = splitListener(ln)
+		go func() { errc <- gs.Serve(h2Ln) }()
+	}
+	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, config)
 	fmt.Fprintln(stdout, serverapi.Announce(ln.Addr().String()))
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(rpcLn) }()
 	select {
 	case s := <-sigs:
 		lg.Info(serverapi.EventSignal, serverapi.KeySignal, s.String())
 		srv.Close()
+		if gs != nil {
+			gs.Close()
+			<-errc
+		}
 		<-errc
 		return nil
 	case err := <-errc:

@@ -215,6 +215,13 @@ func (b *Bank) logExec(r *server.Request, account []byte, st proto.Status) {
 	if !b.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
+	if a := r.Attempt; a != nil {
+		b.log.Debug(serverapi.EventExec, serverapi.KeyConn, r.Conn, serverapi.KeyID, r.ID, serverapi.KeyMethod, r.Method,
+			serverapi.KeyKey, r.Key, serverapi.KeyAccount, string(account), serverapi.KeyStatus, st.String(),
+			serverapi.KeyWire, a.Wire, serverapi.KeyStream, a.Stream, serverapi.KeyCall, a.Call, serverapi.KeyAttempt, a.N,
+			serverapi.KeyPrev, a.Prev, serverapi.KeyGRPCTimeout, a.Timeout, serverapi.KeyBudget, r.BudgetMs)
+		return
+	}
 	b.log.Debug(serverapi.EventExec, serverapi.KeyConn, r.Conn, serverapi.KeyID, r.ID, serverapi.KeyMethod, r.Method,
 		serverapi.KeyKey, r.Key, serverapi.KeyAccount, string(account), serverapi.KeyStatus, st.String())
 }

@@ -54,6 +54,13 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Faults are rules active from the start.
 	Faults []Fault
+	// Control, when set, sees every control request first, on the
+	// reader: if it answers (ok), that is the answer; otherwise the
+	// server answers as it would without it. rpcserver's gRPC mode sets
+	// it to take ctl.fault and ctl.stats requests meant for the gRPC
+	// side and to clear that side's rules on ctl.clear. Nil: the
+	// server's own control methods only.
+	Control func(method string, payload []byte) (st proto.Status, text string, ok bool)
 	// Log receives one event per connection, protocol error, expired
 	// request and fault fired, named by serverapi's Event constants. Nil
 	// discards.

@@ -24,6 +24,26 @@ type Request struct {
 	// Done is closed when the server starts closing. A handler that
 	// sleeps or waits must then stop and answer UNAVAILABLE unexecuted.
 	Done <-chan struct{}
+	// Attempt, set only by the gRPC transport (internal/grpcwire), says
+	// which attempt of which logical call the request is, for the
+	// handler's EXEC events; nil on rpcbench's own wire.
+	Attempt *Attempt
+}
+
+// Attempt is what a transport whose clients retry by themselves knows of
+// a request's place among its call's attempts: the keys of an EXEC event
+// the gRPC side logs (serverapi.KeyCall and the rest).
+type Attempt struct {
+	Wire   string // serverapi.WireGRPC
+	Stream uint32 // the HTTP/2 stream id
+	// Call names the logical call: x-rpcbench-call, else the key, else "".
+	Call string
+	// N is the server's count of Call's attempts, this one included,
+	// from 1; 0 when Call is "".
+	N int
+	// Prev and Timeout are the grpc-previous-rpc-attempts and
+	// grpc-timeout headers as sent, "-" when absent.
+	Prev, Timeout string
 }
 
 // Sleep pauses for d, or less if the server starts closing meanwhile; it

@@ -291,6 +291,11 @@ func request(j *job, done <-chan struct{}) Request {
 }
 
 func (s *Server) control(c *conn, f *proto.Frame) []byte {
+	if s.cfg.Control != nil {
+		if st, text, ok := s.cfg.Control(f.Method, f.Payload); ok {
+			return respond(f, st, text)
+		}
+	}
 	switch f.Method {
 	case serverapi.MethodHello:
 		role, ok := strings.CutPrefix(string(f.Payload), "role=")

@@ -45,6 +45,18 @@ const (
 	EventSweep              = "SWEEP"
 	EventClaim              = "CLAIM"
 	EventCanceled           = "CANCELED"
+
+	// Events of rpcserver's gRPC mode (internal/grpcwire/SPEC.md).
+
+	// EventAttempt is logged for every request HEADERS the gRPC side
+	// accepts, before anything else is decided about it: one per
+	// attempt, transparent retries included.
+	EventAttempt = "ATTEMPT"
+	// EventStreamReset is logged when a gRPC client resets a stream
+	// (RST_STREAM), with its code.
+	EventStreamReset = "STREAM_RESET"
+	// EventGoAwayReceived is logged when a gRPC client sends GOAWAY.
+	EventGoAwayReceived = "GOAWAY_RECEIVED"
 )
 
 // eventKeys lists, for every event, the attribute keys rpcserver always
@@ -82,6 +94,9 @@ var eventKeys = map[string][]string{
 	EventSweep:              {KeyDeleted},
 	EventClaim:              {KeyID, KeyKey},
 	EventCanceled:           {KeyConn, KeyID, KeyMethod, KeyWaited},
+	EventAttempt:            {KeyWire, KeyConn, KeyStream, KeyID, KeyMethod, KeyCall, KeyAttempt, KeyPrev, KeyGRPCTimeout, KeyBudget},
+	EventStreamReset:        {KeyWire, KeyConn, KeyStream, KeyCode},
+	EventGoAwayReceived:     {KeyWire, KeyConn, KeyCode},
 }
 
 // Event attribute keys.
@@ -115,6 +130,18 @@ const (
 	KeyLease     = "lease"     // the lease a claim takes on a key
 	KeyPoint     = "point"     // a crash point
 	KeyDeleted   = "deleted"   // records a sweep deleted
+
+	// Keys of the gRPC mode's events. EXEC, FAULT, EXPIRED, CONN_OPEN,
+	// CONN_CLOSED and PROTOCOL_ERROR carry KeyWire (and EXEC the call's
+	// keys) only when they come from the gRPC side, so that rpcbench's
+	// own wire logs exactly what it logged before the mode existed.
+	KeyWire        = "wire"         // "grpc" on an event of the gRPC side
+	KeyStream      = "stream"       // an HTTP/2 stream id
+	KeyCall        = "call"         // the logical call: x-rpcbench-call, else the idempotency key, else ""
+	KeyAttempt     = "attempt"      // the server's count of the call's attempts so far, this one included, from 1; 0 for a call without a name
+	KeyPrev        = "prev"         // the grpc-previous-rpc-attempts header as sent, "-" when absent
+	KeyGRPCTimeout = "grpc_timeout" // the grpc-timeout header as sent, "-" when absent
+	KeyCode        = "code"         // an HTTP/2 error code (RST_STREAM, GOAWAY) or a gRPC status, by name
 )
 
 // attrKind is the JSON type of an attribute's value.
@@ -137,6 +164,8 @@ var keyKinds = map[string]attrKind{
 	KeyRole: attrText, KeyAccount: attrText, KeyStatus: attrText, KeyShare: attrBool,
 	KeyStore: attrText, KeyTTL: attrText, KeyLease: attrText, KeyPoint: attrText,
 	KeyDeleted: attrNumber,
+	KeyWire:    attrText, KeyStream: attrNumber, KeyCall: attrText, KeyAttempt: attrNumber,
+	KeyPrev: attrText, KeyGRPCTimeout: attrText, KeyCode: attrText,
 }
 
 // check reports whether v is of kind k, and if not, what was wanted.

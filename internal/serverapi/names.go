@@ -58,7 +58,17 @@ const (
 	FlagDedupTTL     = "dedup-ttl"
 	FlagDedupLease   = "dedup-lease"
 	FlagCrash        = "crash"
+	// FlagGRPC turns on the gRPC mode: the listener serves gRPC (h2c)
+	// besides rpcbench's wire, told apart by a connection's first byte.
+	FlagGRPC = "grpc"
+	// FlagGRPCFault is a gRPC fault rule, repeatable (grpcwire.ParseFault).
+	FlagGRPCFault = "grpc-fault"
 )
+
+// WireGRPC is the value of KeyWire on the gRPC side's events, and the
+// "wire=grpc" field that sends ctl.fault and ctl.stats to the gRPC side
+// in the gRPC mode.
+const WireGRPC = "grpc"
 
 // Control methods. The transport answers them on the connection's reader,
 // without queueing, so they work while every worker is busy.

@@ -241,8 +241,13 @@ type RPCServer struct {
 	// DedupTTL and DedupLease tune a SQL store's idempotency records.
 	DedupTTL, DedupLease time.Duration
 	// Crash is a serverapi.Crash* point.
-	Crash  string
-	Stderr io.Writer
+	Crash string
+	// GRPC starts rpcserver in its gRPC mode (-grpc): the same address
+	// serves the Bank gRPC service too (internal/grpcwire/SPEC.md), with
+	// GRPCFaults as -grpc-fault rules.
+	GRPC       bool
+	GRPCFaults []string
+	Stderr     io.Writer
 	// Exec, when set, runs rpcserver through another program: it is
 	// given rpcserver's path and arguments and returns what to start
 	// instead, such as nethost.Host.Exec to run it inside a test host.
@@ -297,6 +302,12 @@ func (o RPCServer) Spec() Spec {
 	}
 	if o.Crash != "" {
 		args = append(args, flag(serverapi.FlagCrash, o.Crash)...)
+	}
+	if o.GRPC {
+		args = append(args, "-"+serverapi.FlagGRPC)
+	}
+	for _, f := range o.GRPCFaults {
+		args = append(args, flag(serverapi.FlagGRPCFault, f)...)
 	}
 	bin := o.Bin
 	if o.Exec != nil {

@@ -1,0 +1,700 @@
+package grpcwire
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// HTTP/2's defaults (RFC 9113 §6.5.2), which hold on the send side until
+// the client's SETTINGS say otherwise.
+const (
+	defaultWindow    = 65535
+	defaultMaxFrame  = 16384
+	maxWindow        = 1<<31 - 1
+	prefixLen        = 5 // a gRPC message's compressed flag and length
+	headerTableLimit = 4096
+)
+
+// conn is one HTTP/2 connection: a reader goroutine that reads every
+// frame, answers SETTINGS and PING itself and starts a goroutine per
+// complete request; and a writer goroutine, the only one that writes to
+// the socket and the only one that touches the HPACK encoder and the
+// send windows.
+type conn struct {
+	s  *Server
+	id uint64
+	nc net.Conn
+	fr *http2.Framer // read by the reader; written by the writer only
+	bw *bufio.Writer // the Framer's output, flushed by the writer
+
+	// rd is touched by the reader goroutine only.
+	rd struct {
+		maxID uint32 // the highest client stream id seen
+	}
+
+	mu      sync.Mutex // guards streams, ops, closing, goaway
+	streams map[uint32]*stream
+	ops     []op // waiting for the writer
+	// closing is set once a close is queued: later ops are dropped.
+	closing bool
+	// goaway, when set, is the last-stream-id of the GOAWAY sent:
+	// HEADERS for a stream above it are ignored.
+	goaway    uint32
+	goawaySet bool
+
+	wake      chan struct{} // capacity 1: the writer has ops
+	closeOnce sync.Once
+	done      chan struct{} // closed by close
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		s: s, id: s.connSeq.Add(1), nc: nc,
+		streams: make(map[uint32]*stream),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	c.bw = bufio.NewWriterSize(nc, 32<<10)
+	c.fr = http2.NewFramer(c.bw, nc)
+	c.fr.SetMaxReadFrameSize(defaultMaxFrame)
+	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderListSize
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(headerTableLimit, nil)
+	return c
+}
+
+// opKind is what the writer does with an op.
+type opKind uint8
+
+const (
+	opSettings     opKind = iota + 1 // the server's SETTINGS
+	opSettingsAck                    // ACK a client SETTINGS
+	opPeerSettings                   // apply the client's SETTINGS to the send side
+	opPingAck                        // answer a PING
+	opWindow                         // the client's WINDOW_UPDATE: grow a send window
+	opCredit                         // send WINDOW_UPDATE on stream 0 for n request bytes
+	opGoAway                         // send GOAWAY(last, code, debug)
+	opHeaders                        // send a header block on a stream, END_STREAM when end
+	opData                           // send a message on a stream, flow-controlled
+	opRST                            // send RST_STREAM(code)
+	opRaw                            // write raw bytes (a cut frame)
+	opClose                          // close the connection: FIN or RST
+	opForget                         // the stream is finished: drop its send window
+)
+
+// op is one thing for the writer to do. Ops on streams (opHeaders,
+// opData, opRST, opRaw, opForget), opGoAway and opClose go out in the
+// order they were queued; the others (SETTINGS and PING ACKs, window
+// bookkeeping and credit) are done at once, even while an opData waits
+// for a send window.
+type op struct {
+	kind     opKind
+	stream   uint32
+	st       *stream // the stream's state, for ops on streams
+	fields   []hpack.HeaderField
+	end      bool
+	data     []byte
+	code     http2.ErrCode
+	last     uint32
+	ping     [8]byte
+	settings []http2.Setting
+	n        uint32
+	rst      bool // opClose: with RST (SO_LINGER 0) instead of FIN
+}
+
+func (o *op) onStream() bool {
+	switch o.kind {
+	case opHeaders, opData, opRST, opRaw, opForget, opGoAway, opClose:
+		return true
+	}
+	return false
+}
+
+// queue hands ops to the writer. Ops queued after a close are dropped.
+func (c *conn) queue(ops ...op) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	for _, o := range ops {
+		c.ops = append(c.ops, o)
+		if o.kind == opClose {
+			c.closing = true
+			break
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// closeWith queues ops, then a close of the connection with FIN or RST.
+func (c *conn) closeWith(rst bool, ops ...op) {
+	c.queue(append(ops, op{kind: opClose, rst: rst})...)
+}
+
+// close closes the socket once; the reader and the writer then end.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.ops = nil
+		c.mu.Unlock()
+		close(c.done)
+		c.nc.Close()
+		c.s.forget(c)
+		c.s.log.Info(serverapi.EventConnClosed, serverapi.KeyConn, c.id, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyWire, serverapi.WireGRPC)
+	})
+}
+
+// protocolError logs and counts a malformed frame or request.
+func (c *conn) protocolError(text string) {
+	c.s.counters.protocolErrors.Add(1)
+	c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, text,
+		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+}
+
+// connError answers a connection error: GOAWAY with the last stream the
+// server took, then a close with FIN.
+func (c *conn) connError(code http2.ErrCode, text string) {
+	c.protocolError(text)
+	c.closeWith(false, c.goAway(c.rd.maxID, code, text))
+}
+
+// goAway returns the op that sends GOAWAY(last, code), and from now on
+// has the reader ignore HEADERS for streams above last, which the GOAWAY
+// says will not be processed.
+func (c *conn) goAway(last uint32, code http2.ErrCode, debug string) op {
+	c.mu.Lock()
+	if !c.goawaySet || last < c.goaway {
+		c.goaway, c.goawaySet = last, true
+	}
+	c.mu.Unlock()
+	return op{kind: opGoAway, last: last, code: code, data: []byte(debug)}
+}
+
+// streamError answers a stream error: RST_STREAM, the connection kept.
+func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
+	c.protocolError(text)
+	c.mu.Lock()
+	st := c.streams[id]
+	delete(c.streams, id)
+	c.mu.Unlock()
+	if st != nil {
+		// Nothing more goes out on it, whatever its goroutine answers.
+		st.reset.Store(true)
+	}
+	c.queue(op{kind: opRST, stream: id, code: code})
+}
+
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	defer c.close()
+	cfg := &c.s.cfg
+	c.queue(op{kind: opSettings, settings: []http2.Setting{
+		{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
+		{ID: http2.SettingMaxHeaderListSize, Val: cfg.MaxHeaderListSize},
+	}})
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c.nc, preface); err != nil {
+		c.readError(err)
+		return
+	}
+	if !bytes.Equal(preface, []byte(http2.ClientPreface)) {
+		c.connError(http2.ErrCodeProtocol, "grpcwire: connection did not start with the HTTP/2 client preface")
+		c.drain()
+		return
+	}
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var se http2.StreamError
+			var ce http2.ConnectionError
+			switch {
+			case errors.As(err, &se):
+				c.streamError(se.StreamID, se.Code, "grpcwire: "+se.Error())
+				continue
+			case errors.As(err, &ce):
+				c.connError(http2.ErrCode(ce), "grpcwire: "+c.errorText(err))
+			case errors.Is(err, http2.ErrFrameTooLarge):
+				c.connError(http2.ErrCodeFrameSize, "grpcwire: "+err.Error())
+			default:
+				c.readError(err)
+				return
+			}
+			c.drain()
+			return
+		}
+		if !c.handle(f) {
+			c.drain()
+			return
+		}
+	}
+}
+
+// errorText is a connection error's text, with the Framer's detail.
+func (c *conn) errorText(err error) string {
+	if d := c.fr.ErrorDetail(); d != nil {
+		return err.Error() + ": " + d.Error()
+	}
+	return err.Error()
+}
+
+// readError logs a read that failed for another reason than a
+// malformed frame: the peer went away, or the server closed the socket.
+func (c *conn) readError(err error) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return
+	}
+	c.s.log.Warn(serverapi.EventConnReadError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, err.Error(),
+		serverapi.KeyReset, errors.Is(err, syscall.ECONNRESET), serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+}
+
+// drain keeps reading, discarding, until the connection is closed (the
+// writer closes it Drain after a FIN) or the peer closes it.
+func (c *conn) drain() {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.nc.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// handle acts on one frame; it returns false when the connection must
+// close.
+func (c *conn) handle(f http2.Frame) bool {
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return true
+		}
+		var settings []http2.Setting
+		if err := f.ForeachSetting(func(s http2.Setting) error {
+			if err := s.Valid(); err != nil {
+				return err
+			}
+			settings = append(settings, s)
+			return nil
+		}); err != nil {
+			var ce http2.ConnectionError
+			code := http2.ErrCodeProtocol
+			if errors.As(err, &ce) {
+				code = http2.ErrCode(ce)
+			}
+			c.connError(code, "grpcwire: SETTINGS: "+err.Error())
+			return false
+		}
+		c.queue(op{kind: opPeerSettings, settings: settings}, op{kind: opSettingsAck})
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			c.queue(op{kind: opPingAck, ping: f.Data})
+		}
+	case *http2.WindowUpdateFrame:
+		c.queue(op{kind: opWindow, stream: f.StreamID, n: f.Increment})
+	case *http2.MetaHeadersFrame:
+		return c.headers(f)
+	case *http2.DataFrame:
+		return c.data(f)
+	case *http2.RSTStreamFrame:
+		c.mu.Lock()
+		st := c.streams[f.StreamID]
+		delete(c.streams, f.StreamID)
+		c.mu.Unlock()
+		if f.StreamID > c.rd.maxID {
+			c.connError(http2.ErrCodeProtocol, "grpcwire: RST_STREAM on idle stream")
+			return false
+		}
+		if st != nil {
+			st.reset.Store(true)
+			if !st.answered.Load() {
+				c.s.counters.canceled.Add(1)
+			}
+		}
+		c.s.log.Info(serverapi.EventStreamReset, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
+			serverapi.KeyStream, f.StreamID, serverapi.KeyCode, f.ErrCode.String())
+		c.queue(op{kind: opForget, stream: f.StreamID})
+	case *http2.GoAwayFrame:
+		c.s.log.Info(serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
+			serverapi.KeyCode, f.ErrCode.String())
+	case *http2.PushPromiseFrame:
+		c.connError(http2.ErrCodeProtocol, "grpcwire: PUSH_PROMISE from a client")
+		return false
+	}
+	// PRIORITY and unknown frame types are ignored (RFC 9113 §5.5).
+	return true
+}
+
+// headers starts a stream for a request's HEADERS.
+func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
+	id := f.StreamID
+	c.mu.Lock()
+	_, open := c.streams[id]
+	above := c.goawaySet && id > c.goaway
+	c.mu.Unlock()
+	switch {
+	case open:
+		// A unary client sends no trailers.
+		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: a second HEADERS on a request stream")
+		return true
+	case id%2 == 0:
+		c.connError(http2.ErrCodeProtocol, "grpcwire: HEADERS on an even stream id")
+		return false
+	case id <= c.rd.maxID:
+		c.connError(http2.ErrCodeStreamClosed, "grpcwire: HEADERS on a closed stream")
+		return false
+	}
+	c.rd.maxID = id
+	if above {
+		return true // the GOAWAY sent says it will not be processed
+	}
+	if f.Truncated {
+		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: header list over MaxHeaderListSize")
+		return true
+	}
+	st := c.newStream(f)
+	if st == nil {
+		return true
+	}
+	if f.StreamEnded() {
+		st.finish()
+	}
+	return true
+}
+
+// data adds a DATA frame to its stream's message.
+func (c *conn) data(f *http2.DataFrame) bool {
+	if n := f.Header().Length; n > 0 {
+		// Credit the connection window at once, padding included, so
+		// that the client never stalls on it; the stream windows are
+		// never drained by a unary request within MaxMessageLen.
+		c.queue(op{kind: opCredit, n: n})
+	}
+	id := f.StreamID
+	if id > c.rd.maxID {
+		c.connError(http2.ErrCodeProtocol, "grpcwire: DATA on idle stream")
+		return false
+	}
+	c.mu.Lock()
+	st := c.streams[id]
+	c.mu.Unlock()
+	if st == nil {
+		// Answered, reset or refused already: the client may still be
+		// sending.
+		return true
+	}
+	if st.ended {
+		c.streamError(id, http2.ErrCodeStreamClosed, "grpcwire: DATA after END_STREAM")
+		return true
+	}
+	st.add(f.Data())
+	if f.StreamEnded() {
+		st.finish()
+	}
+	return true
+}
+
+// peerWindowDelta is how much a new INITIAL_WINDOW_SIZE moves the send
+// windows of open streams.
+func peerWindowDelta(old, now uint32) int64 { return int64(now) - int64(old) }
+
+// writeLoop is the writer goroutine.
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	defer c.close()
+	w := writer{
+		c: c, connWin: defaultWindow, initWin: defaultWindow, maxFrame: defaultMaxFrame,
+		win: make(map[uint32]int64),
+	}
+	w.enc = hpack.NewEncoder(&w.hbuf)
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		ops := c.ops
+		c.ops = nil
+		c.mu.Unlock()
+		for i := range ops {
+			if ops[i].onStream() {
+				w.pending = append(w.pending, ops[i])
+				continue
+			}
+			if !w.do(&ops[i]) {
+				return
+			}
+		}
+		if !w.drainPending() {
+			return
+		}
+		if err := w.flush(); err != nil {
+			return
+		}
+		if w.closeNow != nil {
+			w.closeNow()
+			return
+		}
+	}
+}
+
+// writer is the writer goroutine's state.
+type writer struct {
+	c        *conn
+	enc      *hpack.Encoder
+	hbuf     bytes.Buffer
+	connWin  int64            // the client's connection receive window
+	win      map[uint32]int64 // each stream's, once known
+	initWin  uint32           // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	maxFrame uint32           // the client's SETTINGS_MAX_FRAME_SIZE
+	pending  []op             // stream ops in order, the first maybe waiting for a window
+	frames   int64            // frames written since the last flush
+	closeNow func()           // set by opClose: what closes the socket after the flush
+}
+
+// do performs a connection-level op; false means the connection must
+// close now.
+func (w *writer) do(o *op) bool {
+	fr := w.c.fr
+	var err error
+	switch o.kind {
+	case opSettings:
+		err = fr.WriteSettings(o.settings...)
+	case opSettingsAck:
+		err = fr.WriteSettingsAck()
+	case opPeerSettings:
+		for _, s := range o.settings {
+			switch s.ID {
+			case http2.SettingInitialWindowSize:
+				d := peerWindowDelta(w.initWin, s.Val)
+				for id := range w.win {
+					w.win[id] += d
+				}
+				w.initWin = s.Val
+			case http2.SettingMaxFrameSize:
+				w.maxFrame = s.Val
+			case http2.SettingHeaderTableSize:
+				w.enc.SetMaxDynamicTableSizeLimit(min(s.Val, headerTableLimit))
+			}
+		}
+		return true
+	case opPingAck:
+		err = fr.WritePing(true, o.ping)
+	case opWindow:
+		if o.stream == 0 {
+			w.connWin = min(w.connWin+int64(o.n), maxWindow)
+		} else {
+			w.win[o.stream] = min(w.window(o.stream)+int64(o.n), maxWindow)
+		}
+		return true
+	case opCredit:
+		err = fr.WriteWindowUpdate(0, o.n)
+	}
+	if err != nil {
+		return false
+	}
+	w.frames++
+	return true
+}
+
+// window returns a stream's send window, creating it at the client's
+// initial size.
+func (w *writer) window(id uint32) int64 {
+	v, ok := w.win[id]
+	if !ok {
+		v = int64(w.initWin)
+		w.win[id] = v
+	}
+	return v
+}
+
+// drainPending writes the pending stream ops in order until one waits
+// for a send window; false means the connection must close.
+func (w *writer) drainPending() bool {
+	for len(w.pending) > 0 && w.closeNow == nil {
+		o := &w.pending[0]
+		if o.st != nil && o.st.reset.Load() && o.kind != opForget {
+			// The client reset the stream: it wants nothing more on it.
+			w.pending = w.pending[1:]
+			continue
+		}
+		done, err := w.doStream(o)
+		if err != nil {
+			return false
+		}
+		if !done {
+			return true
+		}
+		w.pending = w.pending[1:]
+	}
+	return true
+}
+
+// doStream performs a stream op, or as much of an opData as the windows
+// allow; it reports whether the op is done.
+func (w *writer) doStream(o *op) (bool, error) {
+	fr := w.c.fr
+	switch o.kind {
+	case opHeaders:
+		w.hbuf.Reset()
+		for _, f := range o.fields {
+			if err := w.enc.WriteField(f); err != nil {
+				return false, err
+			}
+		}
+		block := w.hbuf.Bytes()
+		first := true
+		for first || len(block) > 0 {
+			chunk := block[:min(len(block), int(w.maxFrame))]
+			block = block[len(chunk):]
+			var err error
+			if first {
+				err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: o.stream, BlockFragment: chunk, EndStream: o.end, EndHeaders: len(block) == 0})
+			} else {
+				err = fr.WriteContinuation(o.stream, len(block) == 0, chunk)
+			}
+			if err != nil {
+				return false, err
+			}
+			w.frames++
+			first = false
+		}
+		if o.end {
+			delete(w.win, o.stream)
+		}
+		return true, nil
+	case opData:
+		for len(o.data) > 0 || o.end {
+			n := min(int64(len(o.data)), int64(w.maxFrame), w.connWin, w.window(o.stream))
+			if n <= 0 && len(o.data) > 0 {
+				return false, nil
+			}
+			end := o.end && int(n) == len(o.data)
+			if err := fr.WriteData(o.stream, end, o.data[:n]); err != nil {
+				return false, err
+			}
+			w.frames++
+			w.connWin -= n
+			w.win[o.stream] -= n
+			o.data = o.data[n:]
+			if end {
+				delete(w.win, o.stream)
+				break
+			}
+		}
+		return true, nil
+	case opRST:
+		delete(w.win, o.stream)
+		if err := fr.WriteRSTStream(o.stream, o.code); err != nil {
+			return false, err
+		}
+		w.frames++
+		return true, nil
+	case opRaw:
+		_, err := w.c.bw.Write(o.data)
+		return true, err
+	case opForget:
+		delete(w.win, o.stream)
+		return true, nil
+	case opGoAway:
+		if err := fr.WriteGoAway(o.last, o.code, o.data); err != nil {
+			return false, err
+		}
+		w.frames++
+		return true, nil
+	case opClose:
+		rst := o.rst
+		w.closeNow = func() { w.c.shut(rst) }
+		// Nothing is written after a close: ops behind it are dropped.
+		w.pending = w.pending[:1]
+		return true, nil
+	}
+	return true, nil
+}
+
+func (w *writer) flush() error {
+	if w.c.bw.Buffered() == 0 {
+		return nil
+	}
+	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	if err := w.c.bw.Flush(); err != nil {
+		return err
+	}
+	w.c.s.counters.framesSent.Add(w.frames)
+	w.frames = 0
+	return nil
+}
+
+// shut closes the socket as an injected close: with RST (SO_LINGER 0),
+// or with FIN (CloseWrite, then Drain of reading, then Close), so that
+// unread bytes do not turn the FIN into a RST.
+func (c *conn) shut(rst bool) {
+	c.s.log.Info(serverapi.EventConnCloseInjected, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyConn, c.id,
+		serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyReset, rst)
+	tc := tcpConn(c.nc)
+	if rst {
+		if tc != nil {
+			tc.SetLinger(0)
+		}
+		c.close()
+		return
+	}
+	if tc == nil {
+		c.close()
+		return
+	}
+	tc.CloseWrite()
+	t := time.NewTimer(c.s.cfg.Drain)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.done:
+	}
+	c.close()
+}
+
+// tcpConn returns nc as a *net.TCPConn, or nil.
+func tcpConn(nc net.Conn) *net.TCPConn {
+	tc, _ := nc.(*net.TCPConn)
+	return tc
+}
+
+// percentEncode encodes a grpc-message value (PROTOCOL-HTTP2.md): bytes
+// outside 0x20-0x7E, and '%', become %XX.
+func percentEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch < 0x20 || ch > 0x7e || ch == '%' {
+			const hex = "0123456789ABCDEF"
+			b.WriteByte('%')
+			b.WriteByte(hex[ch>>4])
+			b.WriteByte(hex[ch&0xf])
+			continue
+		}
+		b.WriteByte(ch)
+	}
+	return b.String()
+}

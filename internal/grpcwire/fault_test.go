@@ -1,0 +1,157 @@
+package grpcwire
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestFaultFrames sends one keyless debit per fault rule and checks the
+// frames the server sent and the executions its log shows.
+func TestFaultFrames(t *testing.T) {
+	code := func(c http2.ErrCode) *http2.ErrCode { return &c }
+	tests := []struct {
+		rule    string
+		timeout string // grpc-timeout; empty sends none
+		execs   int    // EXEC events
+		// want checks the result.
+		want func(t *testing.T, r *result)
+		// untilClose waits for the connection to end too.
+		untilClose bool
+	}{
+		{rule: "kind=unavailable", execs: 0, want: trailersOnly("14", "injected unavailable", "")},
+		{rule: "kind=unavailable retry_after=200ms", execs: 0, want: trailersOnly("14", "injected unavailable", "200")},
+		{rule: "kind=unavailable retry_after=never", execs: 0, want: trailersOnly("14", "injected unavailable", "-1")},
+		{rule: "kind=unavailable_after_exec", execs: 1, want: trailersOnly("14", "injected unavailable after executing", "")},
+		{rule: "kind=unavailable_after_headers", execs: 1, want: func(t *testing.T, r *result) {
+			if r.trailersOnly || r.header(":status") != "200" || r.trailers == nil || r.status() != "14" || r.dataFrames != 0 {
+				t.Errorf("got headers %v, %d DATA, trailers %v; want HEADERS, no DATA, trailers grpc-status 14", r.headers, r.dataFrames, r.trailers)
+			}
+		}},
+		{rule: "kind=close", execs: 1, untilClose: true, want: closed("eof", false)},
+		{rule: "kind=reset", execs: 1, untilClose: true, want: closed("reset", false)},
+		{rule: "kind=cut_data", execs: 1, untilClose: true, want: func(t *testing.T, r *result) {
+			if r.headers == nil || r.header(":status") != "200" || r.dataFrames != 0 || r.trailers != nil {
+				t.Errorf("got headers %v, %d whole DATA frames, trailers %v; want HEADERS then no whole DATA frame", r.headers, r.dataFrames, r.trailers)
+			}
+			// The Framer reports the cut frame as an unexpected EOF.
+			if got := r.closedBy(); got != "eof" {
+				t.Errorf("connection ended by %q, want eof (a cut frame, then FIN)", got)
+			}
+		}},
+		{rule: "kind=rst code=REFUSED_STREAM", execs: 0, want: rst(code(http2.ErrCodeRefusedStream), false)},
+		{rule: "kind=rst code=CANCEL", execs: 1, want: rst(code(http2.ErrCodeCancel), false)},
+		{rule: "kind=rst code=INTERNAL_ERROR headers=true", execs: 1, want: rst(code(http2.ErrCodeInternal), true)},
+		{rule: "kind=rst code=PROTOCOL_ERROR", execs: 1, want: rst(code(http2.ErrCodeProtocol), false)},
+		{rule: "kind=goaway_below", execs: 0, untilClose: true, want: goaway(func(id uint32) uint32 { return id - 2 })},
+		{rule: "kind=goaway_cover", execs: 1, untilClose: true, want: goaway(func(id uint32) uint32 { return id })},
+		{rule: "kind=late delay=100ms", timeout: "200m", execs: 1, want: func(t *testing.T, r *result) {
+			if r.status() != "0" {
+				t.Errorf("got trailers %v, want grpc-status 0, late", r.trailers)
+			}
+		}},
+		{rule: "kind=sleep delay=50ms", execs: 1, want: func(t *testing.T, r *result) {
+			if r.status() != "0" {
+				t.Errorf("got trailers %v, want grpc-status 0", r.trailers)
+			}
+		}},
+		{rule: "kind=noreply", execs: 1, want: func(t *testing.T, r *result) {
+			if r.headers != nil || r.rst != nil || r.connErr != nil {
+				t.Errorf("got headers %v rst %v conn %v, want nothing at all", r.headers, r.rst, r.connErr)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, tt.rule+" method=debit count=1")
+			c := dial(t, ts.addr)
+			// The stream id of the faulted call is 3: call 1 is a get the
+			// rule does not match, so that goaway_below has a stream to
+			// stay below.
+			warm := c.send(pathGet, getMsg("a"), nil)
+			if r := c.wait(warm, false, 2*time.Second); r.status() != "0" {
+				t.Fatalf("warm-up get: %v %v", r.headers, r.trailers)
+			}
+			meta := md{{MetaCall, "c1"}}
+			if tt.timeout != "" {
+				meta = append(meta, [2]string{"grpc-timeout", tt.timeout})
+			}
+			start := time.Now()
+			id := c.send(pathDebit, debitMsg("a", 10), meta)
+			wait := 2 * time.Second
+			if tt.rule == "kind=noreply" {
+				wait = 300 * time.Millisecond
+			}
+			r := c.wait(id, tt.untilClose, wait)
+			if tt.rule == "kind=late delay=100ms" {
+				if el := time.Since(start); el < 300*time.Millisecond {
+					t.Errorf("late answer after %v, want at least the timeout plus delay, 300ms", el)
+				}
+			}
+			tt.want(t, &r)
+			if got := len(ts.events(t, "EXEC")) - 1; got != tt.execs { // the warm-up get is one
+				t.Errorf("%d EXEC events for the debit, want %d", got, tt.execs)
+			}
+			if f := ts.events(t, "FAULT"); len(f) != 1 {
+				t.Errorf("%d FAULT events, want 1", len(f))
+			}
+		})
+	}
+}
+
+func trailersOnly(status, msg, pushback string) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		if !r.trailersOnly || r.header(":status") != "200" || r.header("content-type") != "application/grpc" {
+			t.Errorf("got headers %v (trailers-only %v), want one HEADERS with :status 200, content-type and END_STREAM", r.headers, r.trailersOnly)
+		}
+		if r.status() != status || r.header("grpc-message") != percentEncode(msg) {
+			t.Errorf("grpc-status %q grpc-message %q, want %q %q", r.status(), r.header("grpc-message"), status, percentEncode(msg))
+		}
+		if got := r.header("grpc-retry-pushback-ms"); got != pushback {
+			t.Errorf("grpc-retry-pushback-ms %q, want %q", got, pushback)
+		}
+	}
+}
+
+func closed(by string, headers bool) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		if (r.headers != nil) != headers || r.rst != nil || r.goaway != nil {
+			t.Errorf("got headers %v rst %v goaway %v before the close, want none", r.headers, r.rst, r.goaway)
+		}
+		if got := r.closedBy(); got != by {
+			t.Errorf("connection ended by %q, want %q", got, by)
+		}
+	}
+}
+
+func rst(code *http2.ErrCode, headers bool) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		if r.rst == nil || *r.rst != *code {
+			t.Errorf("RST_STREAM %v, want %v", r.rst, *code)
+		}
+		if (r.headers != nil) != headers || r.dataFrames != 0 || r.ended {
+			t.Errorf("got headers %v, %d DATA, ended %v; want headers only if %v, no DATA, no END_STREAM", r.headers, r.dataFrames, r.ended, headers)
+		}
+	}
+}
+
+func goaway(last func(id uint32) uint32) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		const id = 3
+		if r.goaway == nil || r.goaway.LastStreamID != last(id) || r.goaway.ErrCode != http2.ErrCodeNo {
+			t.Errorf("GOAWAY %+v, want last-stream-id %d NO_ERROR", r.goaway, last(id))
+		}
+		if r.headers != nil || r.rst != nil {
+			t.Errorf("got headers %v rst %v, want none", r.headers, r.rst)
+		}
+		if got := r.closedBy(); got != "eof" {
+			t.Errorf("connection ended by %q, want eof", got)
+		}
+	}
+}

@@ -1,0 +1,321 @@
+package grpcwire
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Service is the gRPC service the server serves.
+const Service = "rpcbench.bank.v1.Bank"
+
+// methodByPath maps a request's :path to the handler's method.
+var methodByPath = map[string]string{
+	"/" + Service + "/Get":   "get",
+	"/" + Service + "/Debit": "debit",
+	"/" + Service + "/Echo":  "echo",
+}
+
+// Config tunes a Server. Start from DefaultConfig; New validates it.
+type Config struct {
+	// MaxConcurrentStreams is SETTINGS_MAX_CONCURRENT_STREAMS: streams
+	// open at once per connection; a HEADERS beyond it is refused with
+	// RST_STREAM(REFUSED_STREAM), unexecuted. At least 1. Default 256.
+	MaxConcurrentStreams uint32
+	// MaxMessageLen bounds a request message, in bytes, checked against
+	// the length prefix before anything is allocated; a longer one is
+	// answered RESOURCE_EXHAUSTED. At least 1. Default 16384.
+	MaxMessageLen int
+	// MaxHeaderListSize is SETTINGS_MAX_HEADER_LIST_SIZE, in bytes as
+	// RFC 9113 counts them; a longer header list gets
+	// RST_STREAM(PROTOCOL_ERROR). At least 1024. Default 16384.
+	MaxHeaderListSize uint32
+	// Drain is how long a connection closed with FIN keeps being read
+	// after CloseWrite, so that the final Close finds no unread bytes
+	// and sends no RST. Must be positive. Default 200ms.
+	Drain time.Duration
+	// WriteTimeout bounds one flush to a connection; a peer that reads
+	// nothing for that long is disconnected. Must be positive. Default
+	// 10s.
+	WriteTimeout time.Duration
+	// Faults are rules active from the start.
+	Faults []Fault
+	// Log receives the events SPEC.md lists, named by serverapi's Event
+	// constants. Nil discards.
+	Log *slog.Logger
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxConcurrentStreams: 256,
+		MaxMessageLen:        16384,
+		MaxHeaderListSize:    16384,
+		Drain:                200 * time.Millisecond,
+		WriteTimeout:         10 * time.Second,
+	}
+}
+
+// ErrConfig is wrapped by every error Validate returns.
+var ErrConfig = errors.New("grpcwire: invalid config")
+
+// Validate reports the first field that is out of range.
+func (c *Config) Validate() error {
+	bad := func(field string, v any, rule string) error {
+		return fmt.Errorf("%w: %s %v %s", ErrConfig, field, v, rule)
+	}
+	switch {
+	case c.MaxConcurrentStreams < 1:
+		return bad("MaxConcurrentStreams", c.MaxConcurrentStreams, "must be at least 1")
+	case c.MaxMessageLen < 1:
+		return bad("MaxMessageLen", c.MaxMessageLen, "must be at least 1")
+	case c.MaxHeaderListSize < 1024:
+		return bad("MaxHeaderListSize", c.MaxHeaderListSize, "must be at least 1024")
+	case c.Drain <= 0:
+		return bad("Drain", c.Drain, "must be positive")
+	case c.WriteTimeout <= 0:
+		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
+	}
+	return nil
+}
+
+// Server serves a server.Handler as the Bank gRPC service, injecting
+// faults on request.
+type Server struct {
+	cfg     Config
+	h       server.Handler
+	methods []string
+	log     *slog.Logger
+	faults  faultTable
+	done    chan struct{}  // closed by Close
+	wg      sync.WaitGroup // connection goroutines, streams, Serve
+
+	connSeq, reqSeq atomic.Uint64 // number connections and requests, from 1
+
+	mu     sync.Mutex // guards conns, ln, closed
+	conns  map[*conn]struct{}
+	ln     net.Listener
+	closed bool
+
+	amu      sync.Mutex     // guards attempts
+	attempts map[string]int // attempts seen per logical call
+
+	reqs     map[string]*atomic.Int64 // requests per handler method; the map is never written after New
+	counters counters
+}
+
+type counters struct {
+	requestsOther, expired, unavailable, protocolErrors atomic.Int64
+	connsAccepted, framesSent, faultsFired, canceled    atomic.Int64
+}
+
+// New validates cfg and returns a Server for h, which must serve get,
+// debit and echo. A rule naming another method is refused with a
+// *server.MethodError.
+func New(cfg Config, h server.Handler) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	methods := append([]string(nil), h.Methods()...)
+	s := &Server{
+		cfg: cfg, h: h, methods: methods, log: cfg.Log,
+		done:     make(chan struct{}),
+		conns:    make(map[*conn]struct{}),
+		attempts: make(map[string]int),
+		reqs:     make(map[string]*atomic.Int64),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, m := range methodByPath {
+		if s.method(m) < 0 {
+			return nil, fmt.Errorf("grpcwire: the handler does not serve %q", m)
+		}
+	}
+	for _, m := range methods {
+		s.reqs[m] = new(atomic.Int64)
+	}
+	for _, f := range cfg.Faults {
+		if err := s.checkFault(f); err != nil {
+			return nil, err
+		}
+		s.faults.add(f)
+	}
+	return s, nil
+}
+
+func (s *Server) method(name string) int {
+	for i, m := range s.methods {
+		if m == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Server) checkFault(f Fault) error {
+	return server.Fault{Method: f.Method}.CheckMethod(s.methods)
+}
+
+// AddFault activates a rule. One naming a method the handler does not
+// serve is refused with a *server.MethodError.
+func (s *Server) AddFault(f Fault) error {
+	if err := s.checkFault(f); err != nil {
+		return err
+	}
+	s.faults.add(f)
+	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
+	return nil
+}
+
+// ClearFaults removes every rule.
+func (s *Server) ClearFaults() { s.faults.clear() }
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("grpcwire: closed")
+
+// Serve accepts connections on ln until Close. Each must start with the
+// HTTP/2 client preface. It always returns a non-nil error; after Close
+// it is ErrClosed.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	var pause time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return ErrClosed
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
+			select {
+			case <-time.After(pause):
+			case <-s.done:
+				return ErrClosed
+			}
+			continue
+		}
+		pause = 0
+		s.ServeConn(nc)
+	}
+}
+
+// ServeConn serves one accepted connection, on goroutines of its own,
+// and returns at once. After Close it closes nc.
+func (s *Server) ServeConn(nc net.Conn) {
+	s.counters.connsAccepted.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.log.Info(serverapi.EventConnOpen, serverapi.KeyConn, c.id, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyWire, serverapi.WireGRPC)
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// Close stops accepting, closes every connection and waits for every
+// goroutine of the server to exit.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// attempt counts one more attempt of call and returns its number, from
+// 1; 0 for a call without a name, which is not counted. The table grows
+// by one entry per distinct call name and is never pruned: a run names
+// its calls, and a benchmark that names none costs nothing.
+func (s *Server) attempt(call string) int {
+	if call == "" {
+		return 0
+	}
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	s.attempts[call]++
+	return s.attempts[call]
+}
+
+// Counters returns the gRPC side's counters under the names of
+// rpcserver's (serverapi.Counters), so that serverapi.ParseCounters
+// reads them: requests.<method> counts request HEADERS for a known
+// path, requests.other the others, and the handler's own counters
+// (exec.*, dedup_hits, key_conflicts) are the handler's, shared with
+// rpcbench's wire. Counters the gRPC side has no use for (requests.ctl,
+// queue_full, conn_queue_full, conns_rejected, out_limit_waits,
+// write_timeouts, write_chunks) are 0.
+func (s *Server) Counters() serverapi.Fields {
+	fs := serverapi.Fields{}
+	for _, name := range serverapi.CounterNames() {
+		fs[name] = "0"
+	}
+	add := func(name string, v int64) { fs[name] = strconv.FormatInt(v, 10) }
+	for m, n := range s.reqs {
+		add("requests."+m, n.Load())
+	}
+	c := &s.counters
+	add("requests.other", c.requestsOther.Load())
+	add("expired", c.expired.Load())
+	add("unavailable", c.unavailable.Load())
+	add("protocol_errors", c.protocolErrors.Load())
+	add("conns_accepted", c.connsAccepted.Load())
+	s.mu.Lock()
+	add("conns_open", int64(len(s.conns)))
+	s.mu.Unlock()
+	add("goroutines", int64(runtime.NumGoroutine()))
+	add("frames_sent", c.framesSent.Load())
+	add("faults_fired", c.faultsFired.Load())
+	add("canceled", c.canceled.Load())
+	s.h.Counters(add)
+	return fs
+}

@@ -1,0 +1,438 @@
+package grpcwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Metadata keys the server reads.
+const (
+	// MetaKey is the idempotency key's metadata key.
+	MetaKey = "idempotency-key"
+	// MetaCall names the logical call across its attempts, for the log.
+	MetaCall = "x-rpcbench-call"
+)
+
+// stream is one request: what its HEADERS said, its message as it
+// arrives, and whether it has been answered.
+type stream struct {
+	c       *conn
+	id      uint32
+	reqID   uint64
+	method  string // the handler's method
+	arrival time.Time
+	key     string
+	attempt server.Attempt
+	// timeout is the grpc-timeout; hasTimeout is false without one.
+	timeout    time.Duration
+	hasTimeout bool
+
+	// Touched by the reader only, until finish hands the stream to its
+	// goroutine.
+	prefix [prefixLen]byte
+	nPre   int
+	msg    []byte // allocated once the prefix said its length
+	ended  bool   // END_STREAM seen, or the stream answered early
+
+	reset    atomic.Bool // the client sent RST_STREAM
+	answered atomic.Bool // the final frame of an answer is queued
+}
+
+// newStream validates a request's HEADERS, logs its ATTEMPT and returns
+// its stream, or answers it at once and returns nil.
+func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
+	s := c.s
+	path := f.PseudoValue("path")
+	st := &stream{c: c, id: f.StreamID, reqID: s.reqSeq.Add(1), arrival: time.Now()}
+	st.attempt = server.Attempt{Wire: serverapi.WireGRPC, Stream: f.StreamID, Prev: "-", Timeout: "-"}
+	var contentType, call string
+	for _, hf := range f.RegularFields() {
+		switch hf.Name {
+		case "content-type":
+			contentType = hf.Value
+		case "grpc-timeout":
+			st.attempt.Timeout = hf.Value
+		case "grpc-previous-rpc-attempts":
+			st.attempt.Prev = hf.Value
+		case MetaKey:
+			st.key = hf.Value
+		case MetaCall:
+			call = hf.Value
+		}
+	}
+	if call == "" {
+		call = st.key
+	}
+	st.attempt.Call = call
+	st.attempt.N = s.attempt(call)
+	method, known := methodByPath[path]
+	st.method = method
+	if !known {
+		method = path
+	}
+	var timeoutErr error
+	if st.attempt.Timeout != "-" {
+		st.timeout, timeoutErr = parseTimeout(st.attempt.Timeout)
+		st.hasTimeout = timeoutErr == nil
+	}
+	budget := int64(-1)
+	if st.hasTimeout {
+		budget = st.timeout.Milliseconds()
+	}
+	s.log.Info(serverapi.EventAttempt, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id,
+		serverapi.KeyID, st.reqID, serverapi.KeyMethod, method, serverapi.KeyCall, call, serverapi.KeyAttempt, st.attempt.N,
+		serverapi.KeyPrev, st.attempt.Prev, serverapi.KeyGRPCTimeout, st.attempt.Timeout, serverapi.KeyBudget, budget)
+
+	c.mu.Lock()
+	full := uint32(len(c.streams)) >= s.cfg.MaxConcurrentStreams
+	c.mu.Unlock()
+	switch {
+	case full:
+		c.queue(op{kind: opRST, stream: st.id, code: http2.ErrCodeRefusedStream})
+		s.counters.unavailable.Add(1)
+		return nil
+	case f.PseudoValue("method") != "POST":
+		s.counters.requestsOther.Add(1)
+		c.queue(op{kind: opHeaders, stream: st.id, end: true, fields: []hpack.HeaderField{{Name: ":status", Value: "405"}}})
+		return nil
+	case !grpcContentType(contentType):
+		s.counters.requestsOther.Add(1)
+		c.queue(op{kind: opHeaders, stream: st.id, end: true, fields: []hpack.HeaderField{{Name: ":status", Value: "415"}}})
+		return nil
+	case timeoutErr != nil:
+		s.counters.requestsOther.Add(1)
+		c.streamError(st.id, http2.ErrCodeProtocol, timeoutErr.Error())
+		return nil
+	case !known:
+		s.counters.requestsOther.Add(1)
+		st.trailersOnly(Unimplemented, "unknown method "+path, nil)
+		return nil
+	}
+	s.reqs[st.method].Add(1)
+	c.mu.Lock()
+	c.streams[st.id] = st
+	c.mu.Unlock()
+	return st
+}
+
+// grpcContentType reports whether v is application/grpc, maybe with a
+// +subtype or parameters.
+func grpcContentType(v string) bool {
+	rest, ok := strings.CutPrefix(v, "application/grpc")
+	return ok && (rest == "" || rest[0] == '+' || rest[0] == ';')
+}
+
+// add appends a DATA frame's bytes to the message, checking the length
+// prefix against MaxMessageLen before the message is allocated. A
+// message the server will not take is answered at once.
+func (st *stream) add(b []byte) {
+	if st.nPre < prefixLen {
+		n := copy(st.prefix[st.nPre:], b)
+		st.nPre += n
+		b = b[n:]
+		if st.nPre < prefixLen {
+			return
+		}
+		n32 := binary.BigEndian.Uint32(st.prefix[1:])
+		switch {
+		case st.prefix[0] != 0:
+			st.early(Internal, "compressed request message, but no grpc-encoding was negotiated")
+			return
+		case uint64(n32) > uint64(st.c.s.cfg.MaxMessageLen):
+			st.early(ResourceExhausted, fmt.Sprintf("request message of %d bytes over the limit of %d", n32, st.c.s.cfg.MaxMessageLen))
+			return
+		}
+		st.msg = make([]byte, 0, n32)
+	}
+	if len(b) > cap(st.msg)-len(st.msg) {
+		st.early(Internal, "more than one request message on a unary call")
+		return
+	}
+	st.msg = append(st.msg, b...)
+}
+
+// early answers a stream the reader refuses before the request ends,
+// trailers-only, and forgets it.
+func (st *stream) early(code Code, msg string) {
+	c := st.c
+	c.mu.Lock()
+	delete(c.streams, st.id)
+	c.mu.Unlock()
+	st.ended = true
+	st.trailersOnly(code, msg, nil)
+}
+
+// finish is called at END_STREAM: a complete request starts executing
+// on a goroutine of its own, so that the reader keeps reading.
+func (st *stream) finish() {
+	if st.ended {
+		return
+	}
+	st.ended = true
+	if st.nPre < prefixLen || len(st.msg) < cap(st.msg) {
+		st.early(Internal, "request ended before its message did")
+		return
+	}
+	s := st.c.s
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		st.run()
+	}()
+}
+
+// statusCode maps the handler's status to the gRPC code the server
+// answers it with.
+func statusCode(st proto.Status) Code {
+	switch st {
+	case proto.StatusOK:
+		return OK
+	case proto.StatusAppError:
+		return FailedPrecondition
+	case proto.StatusInvalidArgument:
+		return InvalidArgument
+	case proto.StatusDeadlineExceeded:
+		return DeadlineExceeded
+	case proto.StatusUnavailable:
+		return Unavailable
+	}
+	return Unknown
+}
+
+// run serves a complete request: the budget rule, the fault that fires,
+// the handler, the answer.
+func (st *stream) run() {
+	c, s := st.c, st.c.s
+	r, err := decodeRequest(st.method, st.msg)
+	var payload []byte
+	if err == nil {
+		payload, err = appendPayload(nil, st.method, &r)
+	}
+	if err != nil {
+		code := Internal
+		if errors.Is(err, errArgument) {
+			code = InvalidArgument
+		}
+		st.trailersOnly(code, err.Error(), nil)
+		return
+	}
+	if st.hasTimeout {
+		if waited := time.Since(st.arrival); waited >= st.timeout {
+			s.counters.expired.Add(1)
+			s.log.Warn(serverapi.EventExpired, serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
+				serverapi.KeyBudget, st.timeout.Milliseconds(), serverapi.KeyWaited, waited.Milliseconds(),
+				serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
+			st.trailersOnly(DeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds()), nil)
+			return
+		}
+	}
+	fault, faulty := s.faults.take(st.method)
+	if faulty {
+		s.counters.faultsFired.Add(1)
+		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
+			serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
+		if !fault.executes() {
+			st.unexecuted(fault)
+			return
+		}
+		if fault.Kind == FaultSleep && !sleep(fault.Delay, s.done) {
+			st.trailersOnly(Unavailable, "server closing", nil)
+			return
+		}
+	}
+	budget := uint32(math.MaxUint32)
+	expiry := st.arrival.Add(100 * 365 * 24 * time.Hour)
+	if st.hasTimeout {
+		budget = uint32(min(st.timeout.Milliseconds(), math.MaxUint32))
+		expiry = st.arrival.Add(st.timeout)
+	}
+	req := server.Request{
+		ID: st.reqID, Conn: c.id, Method: st.method, Key: st.key, Payload: payload,
+		BudgetMs: budget, Expiry: expiry, Done: s.done, Attempt: &st.attempt,
+	}
+	status, answer := s.h.Execute(&req, nil)
+	if status == proto.StatusUnknown {
+		// The handler cannot say whether it executed: no answer is the
+		// true one, and the stream stays open until the client ends it.
+		return
+	}
+	code, msg := statusCode(status), string(answer)
+	var reply []byte
+	if code == OK {
+		reply, err = appendReply(make([]byte, prefixLen, prefixLen+len(answer)+16), st.method, answer)
+		if err != nil {
+			code, msg = Internal, err.Error()
+		}
+		binary.BigEndian.PutUint32(reply[1:], uint32(len(reply)-prefixLen))
+	}
+	if !faulty {
+		if code != OK {
+			st.trailersOnly(code, msg, nil)
+			return
+		}
+		st.respond(reply)
+		return
+	}
+	st.executed(fault, code, msg, reply)
+}
+
+// unexecuted acts out a fault that fires instead of executing.
+func (st *stream) unexecuted(f Fault) {
+	c, s := st.c, st.c.s
+	switch f.Kind {
+	case FaultUnavailable:
+		s.counters.unavailable.Add(1)
+		var extra []hpack.HeaderField
+		if f.RetryAfter != 0 {
+			extra = []hpack.HeaderField{{Name: "grpc-retry-pushback-ms", Value: strconv.FormatInt(f.pushbackMs(), 10)}}
+		}
+		st.trailersOnly(Unavailable, "injected unavailable", extra)
+	case FaultRST: // REFUSED_STREAM
+		st.forget()
+		c.queue(op{kind: opRST, stream: st.id, st: st, code: f.Code})
+	case FaultGoAwayBelow:
+		last := uint32(0)
+		if st.id > 2 {
+			last = st.id - 2
+		}
+		st.forget()
+		c.closeWith(false, c.goAway(last, http2.ErrCodeNo, "injected goaway_below"))
+	}
+}
+
+// executed acts out a fault after the handler executed the request; code,
+// msg and reply are the answer it would have sent.
+func (st *stream) executed(f Fault, code Code, msg string, reply []byte) {
+	c, s := st.c, st.c.s
+	answer := func() {
+		if code != OK {
+			st.trailersOnly(code, msg, nil)
+			return
+		}
+		st.respond(reply)
+	}
+	switch f.Kind {
+	case FaultUnavailableAfterExec:
+		s.counters.unavailable.Add(1)
+		st.trailersOnly(Unavailable, "injected unavailable after executing", nil)
+	case FaultUnavailableAfterHeaders:
+		s.counters.unavailable.Add(1)
+		st.forget()
+		c.queue(st.responseHeaders(), st.trailers(Unavailable, "injected unavailable after headers"))
+	case FaultClose, FaultReset:
+		st.forget()
+		c.closeWith(f.Kind == FaultReset)
+	case FaultCutData:
+		st.forget()
+		if len(reply) == 0 {
+			reply = make([]byte, prefixLen)
+		}
+		// A DATA frame header announcing the whole reply, then half of it.
+		hdr := make([]byte, 9, 9+len(reply)/2)
+		hdr[0], hdr[1], hdr[2] = byte(len(reply)>>16), byte(len(reply)>>8), byte(len(reply))
+		hdr[3] = byte(http2.FrameData)
+		binary.BigEndian.PutUint32(hdr[5:], st.id)
+		c.closeWith(false, st.responseHeaders(), op{kind: opRaw, stream: st.id, st: st, data: append(hdr, reply[:len(reply)/2]...)})
+	case FaultRST:
+		st.forget()
+		ops := []op{{kind: opRST, stream: st.id, st: st, code: f.Code}}
+		if f.Headers {
+			ops = append([]op{st.responseHeaders()}, ops...)
+		}
+		c.queue(ops...)
+	case FaultGoAwayCover:
+		st.forget()
+		c.closeWith(false, c.goAway(st.id, http2.ErrCodeNo, "injected goaway_cover"))
+	case FaultLate:
+		at := st.arrival.Add(f.Delay)
+		if st.hasTimeout {
+			at = at.Add(st.timeout)
+		}
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			answer()
+		case <-c.done:
+		case <-s.done:
+		}
+	case FaultNoReply:
+	default: // FaultSleep: it slept before executing
+		answer()
+	}
+}
+
+// responseHeaders is the op sending a response's HEADERS.
+func (st *stream) responseHeaders() op {
+	return op{kind: opHeaders, stream: st.id, st: st, fields: []hpack.HeaderField{
+		{Name: ":status", Value: "200"}, {Name: "content-type", Value: "application/grpc"},
+	}}
+}
+
+// trailers is the op sending a response's trailers, ending the stream.
+func (st *stream) trailers(code Code, msg string) op {
+	fields := []hpack.HeaderField{{Name: "grpc-status", Value: strconv.Itoa(int(code))}}
+	if msg != "" {
+		fields = append(fields, hpack.HeaderField{Name: "grpc-message", Value: percentEncode(msg)})
+	}
+	return op{kind: opHeaders, stream: st.id, st: st, end: true, fields: fields}
+}
+
+// respond queues a normal answer: HEADERS, DATA holding reply (a
+// length-prefixed message), trailers with grpc-status 0.
+func (st *stream) respond(reply []byte) {
+	st.forget()
+	st.c.queue(st.responseHeaders(), op{kind: opData, stream: st.id, st: st, data: reply}, st.trailers(OK, ""))
+}
+
+// trailersOnly queues a trailers-only answer: one HEADERS frame with
+// :status 200, content-type (without which grpc-go takes the answer for
+// a non-gRPC one and reports UNKNOWN), grpc-status, grpc-message and
+// extra, ending the stream.
+func (st *stream) trailersOnly(code Code, msg string, extra []hpack.HeaderField) {
+	st.forget()
+	o := st.trailers(code, msg)
+	o.fields = append(append(st.responseHeaders().fields, o.fields...), extra...)
+	st.c.queue(o)
+}
+
+// forget marks the stream answered and takes it out of the connection's
+// open streams.
+func (st *stream) forget() {
+	st.answered.Store(true)
+	c := st.c
+	c.mu.Lock()
+	if c.streams[st.id] == st {
+		delete(c.streams, st.id)
+	}
+	c.mu.Unlock()
+}
+
+// sleep sleeps d unless done is closed first, and reports whether it
+// slept the whole time.
+func sleep(d time.Duration, done <-chan struct{}) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
