@@ -261,8 +261,17 @@ func (a *Adapter) close() error {
 	}
 	<-a.readDone
 	<-a.stderrDone
-	if err := a.sessionErr(); err != ErrClosed {
-		return err
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.err.(*Error); ok {
+		// stderr and stdout are separate pipes: the lines that explain
+		// a misbehaviour may have come after it. Now all of it is in.
+		final := *e
+		final.Stderr = a.tail.lines(stderrLines)
+		a.err = &final
+	}
+	if a.err != ErrClosed {
+		return a.err
 	}
 	return nil
 }

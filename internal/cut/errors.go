@@ -77,8 +77,9 @@ type Error struct {
 	CallID int64
 	// Detail says what happened, in words.
 	Detail string
-	// Stderr is the end of the adapter's stderr when the error was made,
-	// at most stderrLines lines.
+	// Stderr is the end of the adapter's stderr, at most stderrLines
+	// lines: as far as it had come when the error was made, and all of
+	// it in the error Close (or a failing Start) returns.
 	Stderr string
 }
 
