@@ -66,6 +66,9 @@ func (b *bank) Get(ctx context.Context, req *bankpb.GetRequest) (*bankpb.Account
 	select {
 	case <-time.After(time.Duration(req.SleepMs) * time.Millisecond):
 	case <-ctx.Done():
+		// Never an OK after the budget: it could reach the client
+		// before its own deadline fires.
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	return &bankpb.AccountReply{Account: req.Account, Balance: 1000}, nil
 }
