@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds rpcbench and rpcserver into DIR (default bin/). It stamps the
+# Builds rpcbench, rpcserver and the grpc-go adapter into DIR (default
+# bin/). It stamps the
 # commit and whether the tree has local changes, evidence/ left out, into
 # the binaries, for env.txt: a run's own evidence files must not mark the
 # next build dirty.
@@ -13,3 +14,8 @@ if [ -n "$(git status --porcelain -- . ':(exclude)evidence' 2>/dev/null)" ]; the
 fi
 pkg=github.com/rpcbench/rpcbench/internal/report
 go build -ldflags "-X '$pkg.stampedCommit=$commit' -X $pkg.stampedDirty=$dirty" -o "$out/" ./cmd/...
+# The grpc-go adapter is a module of its own (adapters/grpcgo/go.mod),
+# so that the main module never links grpc-go: ./cmd/... leaves it out.
+mkdir -p "$out"
+abs=$(cd "$out" && pwd)
+(cd adapters/grpcgo && go build -o "$abs/adapter-grpcgo" .)

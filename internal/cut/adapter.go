@@ -1,0 +1,499 @@
+package cut
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Spec says how to start one adapter.
+type Spec struct {
+	Bin  string
+	Args []string
+	// Env, when not nil, is the adapter's whole environment, as
+	// exec.Cmd.Env; nil passes on this process's.
+	Env []string
+	// Scenario is sent in init, for the adapter's logs.
+	Scenario string
+	// Stderr receives the adapter's stderr as it comes; nil discards
+	// it. Its end is also kept, to quote in errors.
+	Stderr io.Writer
+	Config Config
+}
+
+// phase is where a session is in the protocol's lifecycle.
+type phase int
+
+const (
+	phaseInit     phase = iota // init sent, no init_ok yet
+	phaseCalls                 // init_ok received; calls may go
+	phaseShutdown              // shutdown sent
+	phaseDone                  // shutdown_ok received
+)
+
+// answer is what a waiting Do gets: a result, or an error (a *CallError
+// from the adapter, or the session's end).
+type answer struct {
+	r   Result
+	err error
+}
+
+// Adapter is a running adapter process and its session. Its methods may
+// be called concurrently.
+type Adapter struct {
+	bin    string
+	cfg    Config
+	pid    int
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+	tail   tail
+
+	writeMu sync.Mutex // guards writes to stdin, so that lines never interleave
+
+	mu       sync.Mutex // guards the fields below
+	name     string     // bin, then with stack and version once known
+	info     Info
+	phase    phase
+	nextID   int64
+	pending  map[int64]chan answer // calls sent and not answered; each channel has room for one answer
+	answered map[int64]bool        // calls answered, to tell a duplicate from an unknown id
+	channels map[string]Channel    // each channel id's configuration, as first sent
+	err      error                 // why the session ended; nil while it lasts
+
+	initOK     chan struct{} // closed when init_ok arrives
+	shutdownOK chan struct{} // closed when shutdown_ok arrives
+	broken     chan struct{} // closed when err is set
+	exited     chan struct{} // closed when the process is reaped
+	waitErr    error         // the process's exit; read after exited is closed
+	readDone   chan struct{} // closed when the stdout reader has returned
+	stderrDone chan struct{} // closed when stderr is copied to its end
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts the adapter and completes the init handshake within
+// Config.InitTimeout. ctx bounds only the start; the process lives until
+// Close. On any failure the process is stopped and the error is an
+// *Error, or ctx's.
+func Start(ctx context.Context, spec Spec) (*Adapter, error) {
+	cfg, err := spec.Config.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var files [6]*os.File // stdin r, w; stdout r, w; stderr r, w
+	for i := 0; i < len(files); i += 2 {
+		if files[i], files[i+1], err = os.Pipe(); err != nil {
+			closeAll(files[:i])
+			return nil, fmt.Errorf("cut: %w", err)
+		}
+	}
+	cmd := exec.Command(spec.Bin, spec.Args...)
+	cmd.Env = spec.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
+	cmd.SysProcAttr = childAttr()
+	err = cmd.Start()
+	closeAll([]*os.File{files[0], files[3], files[5]})
+	if err != nil {
+		closeAll([]*os.File{files[1], files[2], files[4]})
+		return nil, fmt.Errorf("cut: start %s: %w", spec.Bin, err)
+	}
+	a := &Adapter{
+		bin: spec.Bin, name: spec.Bin, cfg: cfg, pid: cmd.Process.Pid,
+		stdin: files[1], stdout: files[2], stderr: files[4],
+		pending: map[int64]chan answer{}, answered: map[int64]bool{}, channels: map[string]Channel{},
+		initOK: make(chan struct{}), shutdownOK: make(chan struct{}), broken: make(chan struct{}),
+		exited: make(chan struct{}), readDone: make(chan struct{}), stderrDone: make(chan struct{}),
+	}
+	go func() {
+		a.waitErr = waitGroup(cmd)
+		close(a.exited)
+	}()
+	go a.copyStderr(spec.Stderr)
+	go a.read()
+
+	line, _ := json.Marshal(wireInit{Type: typeInit, Protocol: Protocol, Scenario: spec.Scenario})
+	a.write(line, cfg.InitTimeout) // an adapter that cannot take it is judged by what follows
+	t := time.NewTimer(cfg.InitTimeout)
+	defer t.Stop()
+	select {
+	case <-a.initOK:
+		return a, nil
+	case <-a.broken:
+	case <-t.C:
+		a.fail(a.errorf(NoInit, 0, "no init_ok within %v", cfg.InitTimeout))
+	case <-ctx.Done():
+		a.fail(ctx.Err())
+	}
+	a.Close()
+	return nil, a.sessionErr()
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// Info returns what the adapter said about itself in init_ok.
+func (a *Adapter) Info() Info {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.info
+}
+
+// PID is the adapter's process id, which is also its process group's.
+func (a *Adapter) PID() int { return a.pid }
+
+// Do sends c and waits for its answer: a Result whatever status the
+// library returned, or a *CallError when the adapter did not invoke the
+// call. An adapter that breaks the protocol, on this call or another,
+// gives an *Error, and so does every Do after it. ctx ending abandons the
+// wait (the adapter's answer, when it comes, is dropped) but not the
+// call, which the adapter may already have made.
+func (a *Adapter) Do(ctx context.Context, c Call) (Result, error) {
+	a.mu.Lock()
+	if a.err != nil || a.phase != phaseCalls {
+		defer a.mu.Unlock()
+		if a.err != nil {
+			return Result{}, a.err
+		}
+		return Result{}, ErrClosed
+	}
+	if prev, ok := a.channels[c.Channel.ID]; ok && !sameChannel(prev, c.Channel) {
+		a.mu.Unlock()
+		return Result{}, fmt.Errorf("cut: channel %q was first configured otherwise", c.Channel.ID)
+	}
+	id := a.nextID + 1
+	line, err := encodeCall(id, c)
+	if err != nil {
+		a.mu.Unlock()
+		return Result{}, err
+	}
+	a.nextID = id
+	a.channels[c.Channel.ID] = c.Channel
+	// Registered before the write: the answer may come before Write
+	// returns.
+	ch := make(chan answer, 1)
+	a.pending[id] = ch
+	a.mu.Unlock()
+
+	bound := time.Duration(ceilMS(c.Deadline))*time.Millisecond + a.cfg.CallGrace
+	if err := a.write(line, bound); errors.Is(err, os.ErrDeadlineExceeded) {
+		a.fail(a.errorf(Hung, id, "did not read call %d within %v", id, bound))
+	}
+	// Any other write error means the adapter closed its stdin or
+	// exited: the reader then fails the call, or the bound below does.
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case ans := <-ch:
+		return ans.r, ans.err
+	case <-t.C:
+		a.fail(a.errorf(Hung, id, "no answer to call %d within %v (its deadline, %v, and %v)", id, bound, c.Deadline, a.cfg.CallGrace))
+		// Exactly one of fail and the reader answered ch.
+		ans := <-ch
+		return ans.r, ans.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Close ends the session: shutdown, then stdin closed, then SIGTERM and
+// SIGKILL to the adapter's process group if it has not exited. It
+// returns once the adapter and everything left in its group are gone,
+// with nil if the session ended cleanly and otherwise its first error,
+// which Do may already have returned. It may be called more than once.
+func (a *Adapter) Close() error {
+	a.closeOnce.Do(func() { a.closeErr = a.close() })
+	return a.closeErr
+}
+
+func (a *Adapter) close() error {
+	a.mu.Lock()
+	polite := a.err == nil && a.phase == phaseCalls
+	if polite {
+		a.phase = phaseShutdown
+	}
+	a.mu.Unlock()
+	if polite {
+		line, _ := json.Marshal(wireShutdown{Type: typeShutdown})
+		a.write(line, a.cfg.ShutdownTimeout)
+		t := time.NewTimer(a.cfg.ShutdownTimeout)
+		select {
+		case <-a.shutdownOK:
+		case <-a.broken:
+		case <-t.C:
+			a.fail(a.errorf(IgnoredShutdown, 0, "no shutdown_ok within %v", a.cfg.ShutdownTimeout))
+		}
+		t.Stop()
+	}
+	a.writeMu.Lock()
+	a.stdin.Close()
+	a.writeMu.Unlock()
+	if !a.awaitExit(a.cfg.ExitGrace) {
+		a.fail(a.errorf(IgnoredShutdown, 0, "still running %v after its stdin closed", a.cfg.ExitGrace))
+		syscall.Kill(-a.pid, syscall.SIGTERM)
+		if !a.awaitExit(a.cfg.KillGrace) {
+			syscall.Kill(-a.pid, syscall.SIGKILL)
+			<-a.exited
+		}
+	}
+	// The group is dead, so its pipes end, unless something left the
+	// group holding them: then they are closed under the readers.
+	t := time.NewTimer(a.cfg.ExitGrace)
+	defer t.Stop()
+	select {
+	case <-a.readDone:
+	case <-t.C:
+		a.stdout.Close()
+		a.stderr.Close()
+	}
+	<-a.readDone
+	<-a.stderrDone
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.err.(*Error); ok {
+		// stderr and stdout are separate pipes: the lines that explain
+		// a misbehaviour may have come after it. Now all of it is in.
+		final := *e
+		final.Stderr = a.tail.lines(stderrLines)
+		a.err = &final
+	}
+	if a.err != ErrClosed {
+		return a.err
+	}
+	return nil
+}
+
+func (a *Adapter) awaitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-a.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// write writes line and a newline to the adapter's stdin within bound.
+func (a *Adapter) write(line []byte, bound time.Duration) error {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	if err := a.stdin.SetWriteDeadline(time.Now().Add(bound)); err != nil {
+		return err
+	}
+	_, err := a.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// fail ends the session with err unless it has already ended: every
+// waiting call gets err, and so does every later one.
+func (a *Adapter) fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		return
+	}
+	a.err = err
+	close(a.broken)
+	for id, ch := range a.pending {
+		ch <- answer{err: err}
+		delete(a.pending, id)
+	}
+}
+
+func (a *Adapter) sessionErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// errorf returns an *Error about the adapter, quoting its stderr so far.
+func (a *Adapter) errorf(k Kind, id int64, format string, args ...any) *Error {
+	a.mu.Lock()
+	name := a.name
+	a.mu.Unlock()
+	return &Error{Adapter: name, Kind: k, CallID: id, Detail: fmt.Sprintf(format, args...), Stderr: a.tail.lines(stderrLines)}
+}
+
+func (a *Adapter) copyStderr(w io.Writer) {
+	defer close(a.stderrDone)
+	defer a.stderr.Close()
+	dst := io.Writer(&a.tail)
+	if w != nil {
+		dst = io.MultiWriter(bestEffort{w}, &a.tail)
+	}
+	io.Copy(dst, a.stderr)
+}
+
+// read reads the adapter's stdout to its end, then waits for the process
+// and ends the session according to how it exited.
+func (a *Adapter) read() {
+	defer close(a.readDone)
+	defer a.stdout.Close()
+	sc := bufio.NewScanner(a.stdout)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine+1)
+	for sc.Scan() {
+		if a.sessionErr() != nil {
+			continue // the session is over; drain, so the adapter is not blocked writing
+		}
+		if err := a.handle(sc.Bytes()); err != nil {
+			a.fail(err)
+		}
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		a.fail(a.errorf(LineTooLong, 0, "wrote a line longer than %d bytes", MaxLine))
+		io.Copy(io.Discard, a.stdout)
+	}
+	<-a.exited
+	// The adapter's last words on stderr explain its exit.
+	t := time.NewTimer(a.cfg.ExitGrace)
+	defer t.Stop()
+	select {
+	case <-a.stderrDone:
+	case <-t.C:
+	}
+	a.ended()
+}
+
+// ended ends the session once the adapter has exited and its stdout is
+// read.
+func (a *Adapter) ended() {
+	a.mu.Lock()
+	n, ph := len(a.pending), a.phase
+	a.mu.Unlock()
+	how := howEnded(a.waitErr)
+	switch {
+	case ph == phaseInit:
+		a.fail(a.errorf(NoInit, 0, "%s before answering init", how))
+	case n > 0:
+		a.fail(a.errorf(Exited, 0, "%s with %d calls unanswered", how, n))
+	case ph == phaseDone && a.waitErr == nil:
+		a.fail(ErrClosed)
+	case ph == phaseDone:
+		a.fail(a.errorf(Exited, 0, "%s after shutdown_ok", how))
+	case ph == phaseShutdown:
+		a.fail(a.errorf(Exited, 0, "%s before shutdown_ok", how))
+	default:
+		a.fail(a.errorf(Exited, 0, "%s before shutdown", how))
+	}
+}
+
+// handle acts on one line from the adapter; an error ends the session.
+func (a *Adapter) handle(line []byte) error {
+	m, err := parseLine(line)
+	if err != nil {
+		return a.errorf(BadOutput, 0, "wrote %.200q: %v", line, err)
+	}
+	a.mu.Lock()
+	ph := a.phase
+	a.mu.Unlock()
+	if ph == phaseInit && m.typ != typeInitOK && m.typ != typeFatal {
+		return a.errorf(BadOutput, 0, "wrote %s before init_ok", m.typ)
+	}
+	switch m.typ {
+	case typeInitOK:
+		if ph != phaseInit {
+			return a.errorf(BadOutput, 0, "wrote a second init_ok")
+		}
+		info, proto, err := decodeInitOK(m)
+		if err != nil {
+			return a.errorf(WrongProtocol, 0, "%v", err)
+		}
+		if proto != Protocol {
+			return a.errorf(WrongProtocol, 0, "speaks %q, want %q", proto, Protocol)
+		}
+		a.mu.Lock()
+		a.info, a.phase = info, phaseCalls
+		a.name = fmt.Sprintf("%s (%s %s)", a.bin, info.Stack, info.Version)
+		a.mu.Unlock()
+		close(a.initOK)
+		return nil
+	case typeResult:
+		r, err := decodeResult(m)
+		if err != nil {
+			return a.errorf(BadOutput, 0, "%v", err)
+		}
+		return a.deliver(r.ID, answer{r: r})
+	case typeCallError:
+		ce, err := decodeCallError(m)
+		if err != nil {
+			return a.errorf(BadOutput, 0, "%v", err)
+		}
+		return a.deliver(ce.ID, answer{err: ce})
+	case typeShutdownOK:
+		if err := m.decode(&wireEmpty{}); err != nil {
+			return a.errorf(BadOutput, 0, "%v", err)
+		}
+		if ph != phaseShutdown {
+			return a.errorf(BadOutput, 0, "wrote shutdown_ok unasked")
+		}
+		a.mu.Lock()
+		a.phase = phaseDone
+		a.mu.Unlock()
+		close(a.shutdownOK)
+		return nil
+	case typeFatal:
+		var f wireFatal
+		if err := m.decode(&f); err != nil {
+			return a.errorf(BadOutput, 0, "%v", err)
+		}
+		return a.errorf(Fatal, 0, "wrote fatal: %s", f.Text)
+	}
+	return a.errorf(BadOutput, 0, "wrote a message of unknown type %q", m.typ)
+}
+
+// deliver hands ans to the call id's waiter.
+func (a *Adapter) deliver(id int64, ans answer) error {
+	a.mu.Lock()
+	ch, ok := a.pending[id]
+	if ok {
+		delete(a.pending, id)
+		a.answered[id] = true
+	}
+	dup := a.answered[id]
+	a.mu.Unlock()
+	switch {
+	case ok:
+		ch <- ans
+		return nil
+	case dup:
+		return a.errorf(DuplicateID, id, "answered call %d a second time", id)
+	}
+	return a.errorf(UnknownID, id, "answered call %d, which was never sent", id)
+}
+
+// howEnded says how a process whose Wait returned err ended.
+func howEnded(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "exited with status 0"
+	case errors.As(err, &ee) && ee.Exited():
+		return "exited with status " + strconv.Itoa(ee.ExitCode())
+	case errors.As(err, &ee):
+		return "was killed (" + ee.ProcessState.String() + ")"
+	}
+	return fmt.Sprintf("exited (%v)", err)
+}
+
+// bestEffort writes to w and reports success whatever w says, so that a
+// failing destination never stops the copy of the adapter's stderr.
+type bestEffort struct{ w io.Writer }
+
+func (b bestEffort) Write(p []byte) (int, error) {
+	b.w.Write(p)
+	return len(p), nil
+}

@@ -1,0 +1,65 @@
+package cut
+
+import (
+	"embed"
+	"encoding/json"
+	"time"
+)
+
+// GRPCConfig is one configuration a gRPC stack is judged in: what every
+// call's channel carries, and whether the harness keys its debits. The
+// adapter knows nothing of these names; it honours what the channel
+// says.
+type GRPCConfig struct {
+	// Name is the configuration's column in evidence and scorecard.
+	Name string
+	// ServiceConfig is the channel's service config (gRFC A2), from
+	// grpcconfig/*.json; nil for none.
+	ServiceConfig json.RawMessage
+	// Keepalive is the channel's client keepalive; nil for none.
+	Keepalive *Keepalive
+	// Key says the harness sends an idempotency-key with each debit.
+	Key bool
+}
+
+// The service configs, as files so that the grpc-go adapter's tests
+// (another module) check that grpc-go accepts exactly these bytes.
+//
+//go:embed grpcconfig/*.json
+var grpcConfigFiles embed.FS
+
+func grpcServiceConfig(file string) json.RawMessage {
+	b, err := grpcConfigFiles.ReadFile("grpcconfig/" + file)
+	if err != nil {
+		panic(err) // the embed pattern guarantees the files
+	}
+	return b
+}
+
+// GRPCConfigs returns the configurations of issue 22, in scorecard
+// order:
+//   - default: no service config, so only transparent retries;
+//   - retry: a retryPolicy for UNAVAILABLE, 4 attempts, backoff 20ms to
+//     200ms ×2 (rpcbench's own client's defaults, so the reference
+//     column compares);
+//   - retry+key: the same, each debit with an idempotency key;
+//   - throttled: the same policy under retryThrottling 10 tokens, ratio
+//     0.1;
+//   - keepalive: the retry policy with pings after 10s idle (grpc-go's
+//     floor), 1s for the ACK, for the scenario that blackholes a
+//     connection.
+func GRPCConfigs() []GRPCConfig {
+	retry := grpcServiceConfig("retry.json")
+	return []GRPCConfig{
+		{Name: "default"},
+		{Name: "retry", ServiceConfig: retry},
+		{Name: "retry+key", ServiceConfig: retry, Key: true},
+		{Name: "throttled", ServiceConfig: grpcServiceConfig("throttled.json")},
+		{Name: "keepalive", ServiceConfig: retry, Keepalive: &Keepalive{Time: 10 * time.Second, Timeout: time.Second}},
+	}
+}
+
+// Channel returns a channel in this configuration.
+func (g GRPCConfig) Channel(id, target string) Channel {
+	return Channel{ID: id, Target: target, ServiceConfig: g.ServiceConfig, Keepalive: g.Keepalive}
+}

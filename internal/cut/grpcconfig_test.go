@@ -1,0 +1,51 @@
+package cut
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestGRPCConfigs: names are unique, each service config is a JSON
+// object naming the bank service, and durations are strings ending in
+// "s" (grpc-go rejects "100ms"; its tests in adapters/grpcgo check that
+// it accepts these).
+func TestGRPCConfigs(t *testing.T) {
+	seen := map[string]bool{}
+	for _, g := range GRPCConfigs() {
+		if seen[g.Name] {
+			t.Errorf("config %q twice", g.Name)
+		}
+		seen[g.Name] = true
+		if g.ServiceConfig == nil {
+			continue
+		}
+		var sc struct {
+			MethodConfig []struct {
+				Name        []map[string]string
+				RetryPolicy struct {
+					MaxAttempts                int
+					InitialBackoff, MaxBackoff string
+				}
+			}
+		}
+		if err := json.Unmarshal(g.ServiceConfig, &sc); err != nil {
+			t.Fatalf("%s: %v", g.Name, err)
+		}
+		if len(sc.MethodConfig) != 1 || sc.MethodConfig[0].Name[0]["service"] != "rpcbench.bank.v1.Bank" {
+			t.Errorf("%s: method config %+v, want one for rpcbench.bank.v1.Bank", g.Name, sc.MethodConfig)
+			continue
+		}
+		rp := sc.MethodConfig[0].RetryPolicy
+		if rp.MaxAttempts != 4 || rp.InitialBackoff != "0.02s" || rp.MaxBackoff != "0.2s" {
+			t.Errorf("%s: retry policy %+v", g.Name, rp)
+		}
+		if _, err := encodeCall(1, Call{Channel: g.Channel("c", "127.0.0.1:1"), Method: "m", Request: []byte(`{}`), Deadline: 1}); err != nil {
+			t.Errorf("%s: %v", g.Name, err)
+		}
+	}
+	for _, name := range []string{"default", "retry", "retry+key", "throttled", "keepalive"} {
+		if !seen[name] {
+			t.Errorf("no config %q", name)
+		}
+	}
+}
