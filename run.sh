@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds rpcbench and rpcserver into bin/ and runs every group: the
-# scenarios of the evidence group into evidence/, then robustness,
-# durability, chaos, governance and network into evidence/GROUP. Extra
+# Builds rpcbench, rpcserver and the grpc-go adapter into bin/ and runs
+# every group: the scenarios of the evidence group into evidence/, then
+# robustness, durability, chaos, governance, network and grpc into
+# evidence/GROUP. Extra
 # arguments go to each `rpcbench all`, e.g. ./run.sh --color never.
 # A selection (--run or --skip) is one run over every group instead,
 # writing no evidence unless --evidence DIR is given: part of a group
 # must not replace its evidence, and a name matches in one group only.
 # Scenarios whose prerequisite is missing here (PostgreSQL; root and
-# iproute2 for network) print SKIP with the reason; it exits 0 unless a
+# iproute2 for network; the adapter, when it could not be built) print SKIP with the reason; it exits 0 unless a
 # scenario failed.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -20,7 +21,7 @@ for arg in "$@"; do
   esac
 done
 status=0
-for group in evidence robustness durability chaos governance network; do
+for group in evidence robustness durability chaos governance network grpc; do
   bin/rpcbench all --group "$group" "$@" || status=$?
 done
 exit "$status"

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -28,12 +31,30 @@ type prereqs struct {
 	// Postgres serves the scenarios that need PostgreSQL; nil when none
 	// does, or PostgreSQL is missing.
 	Postgres cases.Databases
+	// Adapters are the client adapters' binaries, by stack, for the
+	// scenarios that need one.
+	Adapters map[string]string
 	// Stop stops what the check started (PostgreSQL); never nil.
 	Stop func()
 	// missing holds, for each Needs value this machine does not meet, the
 	// verdict and why that every scenario needing it gets instead of
 	// running.
 	missing map[string]unmet
+}
+
+// adapterBin returns the grpc-go adapter's binary: $RPCBENCH_ADAPTER_GRPCGO
+// when set, else adapter-grpcgo beside rpcserver, where ./build.sh puts
+// it.
+func adapterBin(serverBin string) (string, error) {
+	path := os.Getenv(cut.EnvGRPCGo)
+	if path == "" {
+		path = filepath.Join(filepath.Dir(serverBin), cut.GRPCGoBin)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("no grpc-go adapter at %s: ./build.sh builds it beside rpcserver (it needs the module proxy for google.golang.org/grpc), or set %s", path, cut.EnvGRPCGo)
+	}
+	return path, nil
 }
 
 // unmet is what a scenario whose prerequisite is missing reports.
@@ -72,7 +93,7 @@ func (p prereqs) instead(c cases.Case) (report.Line, bool) {
 // A Needs value this runner does not know is not checked: the scenario
 // runs and fails if its need is not met. The returned Stop is never nil,
 // even with an error.
-func checkPrereqs(ctx context.Context, r cases.Registry, status io.Writer) (prereqs, error) {
+func checkPrereqs(ctx context.Context, r cases.Registry, serverBin string, status io.Writer) (prereqs, error) {
 	p := prereqs{Stop: func() {}, missing: map[string]unmet{}}
 	need := map[string]int{} // Needs → scenarios that have it
 	for _, c := range r {
@@ -90,6 +111,20 @@ func checkPrereqs(ctx context.Context, r cases.Registry, status io.Writer) (prer
 			fmt.Fprintf(status, "rpcbench: %s will SKIP without PostgreSQL: %v\n", plural(n, "scenario"), err)
 		default:
 			return p, fmt.Errorf("PostgreSQL for %s: %w", plural(n, "scenario"), err)
+		}
+	}
+	if n := need[cases.NeedsAdapter]; n > 0 {
+		bin, err := adapterBin(serverBin)
+		switch {
+		case err == nil:
+			p.Adapters = map[string]string{cases.StackGRPCGo: bin}
+		case cut.Required():
+			p.missing[cases.NeedsAdapter] = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands it", err, cut.EnvRequire)}
+		default:
+			p.missing[cases.NeedsAdapter] = unmet{report.Skipped, err.Error()}
+		}
+		if m, ok := p.missing[cases.NeedsAdapter]; ok {
+			fmt.Fprintf(status, "rpcbench: %s will %s without the grpc-go adapter: %v\n", plural(n, "scenario"), m.verdict, err)
 		}
 	}
 	if n := need[cases.NeedsNetwork]; n > 0 {

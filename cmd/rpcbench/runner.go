@@ -119,7 +119,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		defer os.RemoveAll(dir)
 		logDir = dir
 	}
-	pre, err := checkPrereqs(ctx, b.Scenarios, status)
+	pre, err := checkPrereqs(ctx, b.Scenarios, b.ServerBin, status)
 	defer pre.Stop()
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	var results []report.Result
 
 	p := report.NewPrinter(out, b.Color)
-	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres}
+	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
 
 	var lines []report.Line
 	// writeErr is the first failure to write the run's output; evErr,

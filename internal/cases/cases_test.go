@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -64,8 +65,25 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	netnsErr = nethost.Available()
+	// The grpc-go adapter is built by ./build.sh, in its own module; the
+	// scenarios that drive it skip without it, unless it is required.
+	adapter := os.Getenv(cut.EnvGRPCGo)
+	if adapter == "" {
+		adapter = filepath.Join("..", "..", "bin", cut.GRPCGoBin)
+	}
+	if abs, err := filepath.Abs(adapter); err == nil {
+		if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+			env.Adapters = map[string]string{StackGRPCGo: abs}
+		}
+	}
+	if env.Adapters == nil {
+		adapterSkip = fmt.Sprintf("no grpc-go adapter at %s: run ./build.sh, or set %s", adapter, cut.EnvGRPCGo)
+	}
 	return m.Run()
 }
+
+// adapterSkip is why the NeedsAdapter scenarios skip, when they do.
+var adapterSkip string
 
 // pgSkip is why the PostgreSQL scenarios skip, when they do.
 var pgSkip string
@@ -82,6 +100,11 @@ func TestCases(t *testing.T) {
 			switch {
 			case c.Needs == NeedsPostgres && env.Postgres == nil:
 				t.Skip(pgSkip)
+			case c.Needs == NeedsAdapter && env.Adapters == nil:
+				if cut.Required() {
+					t.Fatalf("%s; %s=1 demands it", adapterSkip, cut.EnvRequire)
+				}
+				t.Skip(adapterSkip)
 			case c.Needs == NeedsNetwork && netnsErr != nil:
 				if nethost.Required() {
 					t.Fatalf("%v; %s=1 demands test hosts", netnsErr, nethost.EnvRequire)
@@ -139,7 +162,7 @@ func TestGroupFiles(t *testing.T) {
 		list  []Case
 	}{
 		{GroupEvidence, evidenceGroup()}, {GroupRobustness, robustnessGroup()}, {GroupDurability, durabilityGroup()},
-		{GroupChaos, chaosGroup()}, {GroupGovernance, governanceGroup()}, {GroupNetwork, networkGroup()},
+		{GroupChaos, chaosGroup()}, {GroupGovernance, governanceGroup()}, {GroupNetwork, networkGroup()}, {GroupGRPC, grpcGroup()},
 	}
 	var want []string
 	var all []Case

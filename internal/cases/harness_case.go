@@ -66,6 +66,10 @@ type Env struct {
 	// Postgres hands out databases to the scenarios that need
 	// PostgreSQL; without it they fail with ErrNoPostgres.
 	Postgres Databases
+	// Adapters maps a client stack, such as "grpc-go", to its adapter's
+	// binary, for the NeedsAdapter scenarios; a stack it does not name
+	// makes them ERROR.
+	Adapters map[string]string
 }
 
 // Run executes the scenario and returns its line. It never panics: a

@@ -1,0 +1,13 @@
+// Package expectations holds what each client stack the grpc scenario
+// group judges is known to do: one file per stack, STACK.txt, each line
+// a violation pinned with its reason (internal/pins). The files are
+// embedded in rpcbench, so that a run judges against the pins it was
+// built with.
+package expectations
+
+import "embed"
+
+// Files are the expectations files, by name: "grpc-go.txt".
+//
+//go:embed *.txt
+var Files embed.FS

@@ -1,0 +1,394 @@
+package cases
+
+import (
+	"encoding/json"
+	"sync"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rpcbench/rpcbench/expectations"
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/pins"
+	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// The grpc group judges gRPC clients: each of its scenarios runs once per
+// column, a (stack, configuration), against rpcserver in its gRPC mode,
+// which serves rpcbench's own wire on the same address. The first column
+// is rpcbench's own client on its own wire, the reference; the others are
+// a client adapter (internal/cut, adapters/PROTOCOL.md) in each of the
+// configurations of cut.GRPCConfigs. A scenario observes, from the
+// server's log, whether each of its invariants held, was violated or is
+// unsupported by the stack, and its verdict is pins.Judge's against the
+// stack's expectations file (expectations/STACK.txt): a violation the
+// file pins is a finding the evidence shows, one it does not pin, or a
+// pin that no longer happens, fails. An adapter that breaks its protocol
+// is an ERROR.
+
+// Stacks: the reference column's, rpcbench's own client, and those of
+// the client adapters, as their init_ok names them.
+const (
+	StackRPCBench = "rpcbench"
+	StackGRPCGo   = "grpc-go"
+)
+
+// NeedsAdapter is the Needs of a scenario that drives a client adapter:
+// Env.Adapters must name the binary of its stack.
+const NeedsAdapter = "adapter"
+
+// column is one (stack, configuration) a grpc scenario runs in.
+type column struct {
+	stack string
+	// config names the configuration: "client" for rpcbench's own
+	// client in its default configuration, else a cut.GRPCConfig's name.
+	config string
+	grpc   cut.GRPCConfig
+}
+
+// slug is the column's part of a scenario's name: snake_case.
+func (c column) slug() string {
+	s := c.stack + "_" + c.config
+	if c.stack == StackRPCBench {
+		s = c.stack
+	}
+	return strings.NewReplacer("-", "", "+", "_").Replace(s)
+}
+
+// grpcColumns are the columns of every grpc scenario, the reference first.
+func grpcColumns() []column {
+	cols := []column{{stack: StackRPCBench, config: "client"}}
+	for _, g := range cut.GRPCConfigs() {
+		if g.Keepalive != nil {
+			continue // only the keepalive scenario, not yet written, uses it
+		}
+		cols = append(cols, column{stack: StackGRPCGo, config: g.Name, grpc: g})
+	}
+	return cols
+}
+
+// Invariants the grpc scenarios observe.
+const (
+	// invExecOnce: the server executed the debit at most once.
+	invExecOnce = "exec_at_most_once"
+	// invOKExecuted: a call answered OK was executed (or replayed) by the
+	// server: a stack cannot say OK for a call the server never saw.
+	invOKExecuted = "ok_only_if_executed"
+	// invRecovers: a call whose first request the server proved it did
+	// not execute (refused it unexecuted) ends OK, executed once.
+	invRecovers = "recovers"
+	// invOwnAnswer: every call got the answer to its own request.
+	invOwnAnswer = "own_answer"
+	// invWithinDeadline: the call returned by its deadline, plus slack for
+	// a loaded machine.
+	invWithinDeadline = "within_deadline"
+)
+
+// grpcInvariants are every invariant a pin may name.
+var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline}
+
+// grpcScenario is one scenario of the grpc group, before it is spread
+// over the columns.
+type grpcScenario struct {
+	name, doc string
+	run       func(g *grpcT)
+}
+
+// grpcCases spreads each scenario over every column.
+func grpcCases(scs []grpcScenario) []Case {
+	var out []Case
+	for _, sc := range scs {
+		for _, col := range grpcColumns() {
+			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
+				Doc: sc.doc + " (" + col.stack + ", " + col.config + ")"}
+			if col.stack != StackRPCBench {
+				c.Needs = NeedsAdapter
+			}
+			c.run = func(t *T) { runGRPC(t, sc, col) }
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// grpcT is a grpc scenario running in one column.
+type grpcT struct {
+	*T
+	scenario string
+	col      column
+	s        *server
+	adapter  *cut.Adapter // nil in the reference column
+	rb       *client.Client
+	obs      []pins.Observation
+	calls    int
+}
+
+// runGRPC runs sc in col and judges it against the stack's pins.
+func runGRPC(t *T, sc grpcScenario, col column) {
+	g := &grpcT{T: t, scenario: sc.name, col: col}
+	t.Field("scenario", sc.name)
+	t.Field("stack", col.stack)
+	t.Field("config", col.config)
+	p, err := loadPins(col.stack)
+	if err != nil {
+		t.Errored("%v", err)
+	}
+	sc.run(g)
+	j := p.Judge(col.config, sc.name, g.obs)
+	for _, d := range j.Disagreements {
+		t.Check(false, "%s", d)
+	}
+}
+
+// loadPins reads the stack's expectations file; a pin naming no grpc
+// scenario, configuration or invariant is an error.
+func loadPins(stack string) (pins.Pins, error) {
+	name := stack + ".txt"
+	f, err := expectations.Files.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return pins.Parse(stack, "expectations/"+name, strings.NewReader(""), knownPin)
+	}
+	if err != nil {
+		return pins.Pins{}, err
+	}
+	defer f.Close()
+	return pins.Parse(stack, "expectations/"+name, f, knownPin)
+}
+
+// knownPin accepts a pin that names a grpc scenario, one of the
+// configurations it runs in and an invariant.
+func knownPin(k pins.Key) error {
+	if !slices.Contains(grpcInvariants, k.Invariant) {
+		return fmt.Errorf("no invariant %q (want one of %s)", k.Invariant, strings.Join(grpcInvariants, ", "))
+	}
+	for _, sc := range grpcScenarios() {
+		if sc.name != k.Scenario {
+			continue
+		}
+		for _, col := range grpcColumns() {
+			if col.config == k.Config {
+				return nil
+			}
+		}
+		return fmt.Errorf("no configuration %q", k.Config)
+	}
+	return fmt.Errorf("no grpc scenario %q", k.Scenario)
+}
+
+// observe records the outcome of invariant inv as a stable field and for
+// the judgement.
+func (g *grpcT) observe(inv string, o pins.Outcome) {
+	g.Field(inv, o)
+	g.obs = append(g.obs, pins.Observation{Invariant: inv, Outcome: o})
+}
+
+// holds is Holds when ok, else Violated.
+func holds(ok bool) pins.Outcome {
+	if ok {
+		return pins.Holds
+	}
+	return pins.Violated
+}
+
+// grpcFault is one fault, as the gRPC side's rule and as the reference
+// column's rule on rpcbench's wire; rb is "" when rpcbench's wire has no
+// equivalent, and the invariants that need the fault are then
+// unsupported in the reference column.
+type grpcFault struct{ grpc, rb string }
+
+// start starts the server with fault and, in an adapter column, the
+// adapter. It reports false in the reference column when the fault has
+// no equivalent there: the scenario then observes its invariants as
+// unsupported.
+func (g *grpcT) start(f grpcFault) bool {
+	o := serverOpts{GRPC: true}
+	if g.col.stack == StackRPCBench {
+		if f.grpc != "" && f.rb == "" {
+			return false
+		}
+		if f.rb != "" {
+			o.Faults = []string{f.rb}
+		}
+		g.s = g.startServer(o)
+		g.rb = g.client(g.s.Addr, client.DefaultConfig())
+		return true
+	}
+	if f.grpc != "" {
+		o.GRPCFaults = []string{f.grpc}
+	}
+	g.s = g.startServer(o)
+	g.adapter = g.startAdapter(g.col.stack)
+	return true
+}
+
+// startAdapter starts the stack's adapter, its stderr in the log
+// directory, and stops it when the scenario ends; an adapter that breaks
+// its protocol on the way is an ERROR.
+func (g *grpcT) startAdapter(stack string) *cut.Adapter {
+	bin := g.env.Adapters[stack]
+	if bin == "" {
+		g.Errored("no adapter binary for %s: build it with ./build.sh", stack)
+	}
+	logf, err := os.Create(filepath.Join(g.env.LogDir, "adapter-"+g.name+".log"))
+	if err != nil {
+		g.Fatalf("adapter log: %v", err)
+	}
+	g.cleanup(func() { logf.Close() })
+	a, err := cut.Start(g.ctx, cut.Spec{Bin: bin, Scenario: g.name, Stderr: logf})
+	if err != nil {
+		g.Errored("%v", err)
+	}
+	g.cleanup(func() {
+		if err := a.Close(); err != nil && len(g.errors) == 0 {
+			g.errors = append(g.errors, err.Error())
+		}
+	})
+	info := a.Info()
+	g.Field("version", info.Version)
+	return a
+}
+
+// call is one call a grpc scenario makes: a get or a debit of amount on
+// account, within deadline, the handler sleeping sleepMs first.
+type call struct {
+	method   string // bank.MethodGet or bank.MethodDebit
+	account  string
+	amount   int64
+	deadline time.Duration
+	sleepMs  int64
+}
+
+// answer is what a caller learned of a call, and how many requests for
+// it reached the server.
+type answer struct {
+	// code is the status as the caller saw it: a gRPC code's name, or in
+	// the reference column rpcbench's status, whose OK, UNAVAILABLE and
+	// DEADLINE_EXCEEDED mean what gRPC's do, and UNKNOWN for an outcome
+	// its client reports as unknown.
+	code string
+	// account is the account the answer names; "" unless code is OK.
+	account string
+	elapsed time.Duration
+	// requests counts the requests the server received for the call:
+	// its ATTEMPT events on the gRPC side, the increase of its method's
+	// request counter on rpcbench's wire.
+	requests int
+}
+
+// do makes c in the column: through the adapter, or through rpcbench's
+// client. A debit is keyed in a column that keys debits.
+func (g *grpcT) do(c call) answer { return g.doAll([]call{c})[0] }
+
+// doAll makes the calls at once and returns their answers in order. An
+// answer's requests are counted only when there is one call.
+func (g *grpcT) doAll(cs []call) []answer {
+	names, keys := make([]string, len(cs)), make([]string, len(cs))
+	for i, c := range cs {
+		g.calls++
+		names[i] = fmt.Sprintf("%s-%d", g.name, g.calls)
+		if c.method == bank.MethodDebit && g.col.grpc.Key {
+			keys[i] = "key-" + names[i]
+		}
+	}
+	if g.adapter == nil {
+		return g.doRPCBench(cs, keys)
+	}
+	type raw struct {
+		r   cut.Result
+		err error
+	}
+	raws := make([]raw, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		method, req := "rpcbench.bank.v1.Bank/Get", map[string]any{"account": c.account}
+		if c.method == bank.MethodDebit {
+			method, req = "rpcbench.bank.v1.Bank/Debit", map[string]any{"account": c.account, "amount": fmt.Sprint(c.amount)}
+		}
+		if c.sleepMs > 0 {
+			req["sleepMs"] = fmt.Sprint(c.sleepMs)
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			g.Fatalf("request: %v", err)
+		}
+		cc := cut.Call{Channel: g.col.grpc.Channel("ch1", g.s.Addr), Method: method,
+			Request: body, Deadline: c.deadline, Name: names[i], Key: keys[i]}
+		wg.Go(func() {
+			r, err := g.adapter.Do(g.ctx, cc)
+			raws[i] = raw{r, err}
+		})
+	}
+	wg.Wait()
+	var evs []serverapi.Event
+	if len(cs) == 1 {
+		evs = g.events(g.s)
+	}
+	out := make([]answer, len(cs))
+	for i, rw := range raws {
+		if rw.err != nil {
+			g.Errored("%v", rw.err)
+		}
+		a := answer{code: rw.r.Code.String(), elapsed: rw.r.Elapsed}
+		if rw.r.Code == cut.OK {
+			var resp struct{ Account string }
+			if err := json.Unmarshal(rw.r.Response, &resp); err != nil {
+				g.Errored("adapter %s answered %q, not an AccountReply: %v", g.col.stack, rw.r.Response, err)
+			}
+			a.account = resp.Account
+		}
+		a.requests = countEvents(evs, func(e serverapi.Event) bool {
+			return e.Name == serverapi.EventAttempt && e.Text(serverapi.KeyCall) == names[i]
+		})
+		out[i] = a
+	}
+	return out
+}
+
+// doRPCBench makes the calls at once with rpcbench's own client on its
+// own wire.
+func (g *grpcT) doRPCBench(cs []call, keys []string) []answer {
+	before := g.counters(g.s)
+	rs := make([]client.Result, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		rc := getCall(c.account)
+		if c.method == bank.MethodDebit {
+			rc = debitCall(c.account, int(c.amount), keys[i])
+		}
+		if c.sleepMs > 0 {
+			rc.Payload = fmt.Appendf(rc.Payload, " sleep=%d", c.sleepMs)
+		}
+		rc.Timeout = c.deadline
+		wg.Go(func() { rs[i] = g.rb.Do(g.ctx, rc) })
+	}
+	wg.Wait()
+	after := g.counters(g.s)
+	out := make([]answer, len(cs))
+	for i, r := range rs {
+		a := answer{code: r.Status.String(), elapsed: r.Elapsed}
+		if r.Status == proto.StatusOK {
+			a.account = fields(r)["account"]
+		}
+		if len(cs) == 1 {
+			a.requests = int(after.RequestsDebit - before.RequestsDebit + after.RequestsGet - before.RequestsGet)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// executions counts the debits of account the server's log shows
+// executed: EXEC events with status OK, on either wire.
+func (g *grpcT) executions(account string) int {
+	return countEvents(g.events(g.s), func(e serverapi.Event) bool {
+		return e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodDebit &&
+			e.Text(serverapi.KeyAccount) == account && e.Text(serverapi.KeyStatus) == proto.StatusOK.String()
+	})
+}
