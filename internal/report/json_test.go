@@ -59,7 +59,7 @@ func TestWriteJSON(t *testing.T) {
 		"errors":      1.0,
 		"interrupted": 1.0,
 		"skipped":     1.0,
-		"summary":     "1 passed, 1 failed, 1 errors, 1 interrupted, 1 skipped",
+		"summary":     "1 passed, 1 failed, 1 error, 1 interrupted, 1 skipped",
 		"per_case": []any{
 			map[string]any{"name": "a", "runs": 2.0, "passed": 1.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{2.0}, "skipped_runs": []any{}},
 			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{}},

@@ -37,7 +37,7 @@ func Tally(lines []Line) Totals {
 }
 
 // Summary returns the line that ends an output.txt: exactly
-// "N passed, M failed", then ", E errors" when E > 0, then
+// "N passed, M failed", then ", 1 error" or ", E errors" when E > 0, then
 // ", K interrupted" when K > 0, then ", J skipped" when J > 0. A run with
 // none of them reads as it did before they existed.
 func Summary(lines []Line) string { return Tally(lines).String() }
@@ -45,7 +45,10 @@ func Summary(lines []Line) string { return Tally(lines).String() }
 // String returns t as Summary writes it.
 func (t Totals) String() string {
 	s := fmt.Sprintf("%d passed, %d failed", t.Passed, t.Failed)
-	if t.Errors > 0 {
+	switch {
+	case t.Errors == 1:
+		s += ", 1 error"
+	case t.Errors > 1:
 		s += fmt.Sprintf(", %d errors", t.Errors)
 	}
 	if t.Interrupted > 0 {
@@ -57,7 +60,7 @@ func (t Totals) String() string {
 	return s
 }
 
-var summaryLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed(?:, (\d+) errors)?(?:, (\d+) interrupted)?(?:, (\d+) skipped)?$`)
+var summaryLine = regexp.MustCompile(`^(\d+) passed, (\d+) failed(?:, (\d+) errors?)?(?:, (\d+) interrupted)?(?:, (\d+) skipped)?$`)
 
 // parseSummary reads a line Summary wrote, and also accepts ", 0 errors",
 // ", 0 interrupted" and ", 0 skipped". A count too large for an int reads

@@ -1,0 +1,206 @@
+// Package scorecard tabulates the grpc group's evidence: one row per
+// (scenario, invariant), one column per (stack, configuration), each cell
+// what the stack did: holds, violated or unsupported, and, for a case
+// that did not pass, its verdict.
+package scorecard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// The outcomes a cell may show, as the grpc scenarios write them.
+var outcomes = []string{"holds", "violated", "unsupported"}
+
+// Column is one (stack, configuration).
+type Column struct {
+	Stack   string `json:"stack"`
+	Config  string `json:"config"`
+	Version string `json:"version,omitempty"`
+}
+
+func (c Column) String() string {
+	if c.Version != "" {
+		return c.Stack + " " + c.Version + " " + c.Config
+	}
+	return c.Stack + " " + c.Config
+}
+
+// Cell is what one column did on one row.
+type Cell struct {
+	// Outcome is holds, violated or unsupported; "" when the column did
+	// not run the row's scenario.
+	Outcome string `json:"outcome"`
+	// Case is the CASE line's name, for a link to its timeline.
+	Case string `json:"case"`
+	// Verdict is the case's verdict; anything but PASS means the cell is
+	// not to be trusted as it stands.
+	Verdict string `json:"verdict"`
+}
+
+// Row is one (scenario, invariant).
+type Row struct {
+	Scenario  string `json:"scenario"`
+	Invariant string `json:"invariant"`
+	Cells     []Cell `json:"cells"`
+}
+
+// Card is the whole table.
+type Card struct {
+	Columns []Column `json:"columns"`
+	Rows    []Row    `json:"rows"`
+}
+
+// Build tabulates lines, the CASE lines of a grpc group run: those with
+// scenario, stack and config fields. Rows and columns come in the order
+// they first appear. A line without them is left out; none at all is an
+// error.
+func Build(lines []report.Line) (Card, error) {
+	var c Card
+	type rowKey struct{ sc, inv string }
+	rows := map[rowKey]int{}
+	cols := map[[2]string]int{}
+	type entry struct {
+		row, col int
+		cell     Cell
+	}
+	var entries []entry
+	for _, l := range lines {
+		f := map[string]string{}
+		var invs []string
+		for _, fl := range l.Fields {
+			f[fl.Key] = fl.Value
+			if fl.Kind == report.Recorded && slices.Contains(outcomes, fl.Value) {
+				invs = append(invs, fl.Key)
+			}
+		}
+		sc, stack, config := f["scenario"], f["stack"], f["config"]
+		if sc == "" || stack == "" || config == "" {
+			continue
+		}
+		ck := [2]string{stack, config}
+		ci, ok := cols[ck]
+		if !ok {
+			ci = len(c.Columns)
+			cols[ck] = ci
+			c.Columns = append(c.Columns, Column{Stack: stack, Config: config})
+		}
+		if v := f["version"]; v != "" {
+			c.Columns[ci].Version = v
+		}
+		if len(invs) == 0 {
+			// A case that stopped before observing anything (an ERROR, a
+			// FAIL before its first observation) still shows, on a row
+			// of its own.
+			invs = []string{"-"}
+		}
+		for _, inv := range invs {
+			rk := rowKey{sc, inv}
+			ri, ok := rows[rk]
+			if !ok {
+				ri = len(c.Rows)
+				rows[rk] = ri
+				c.Rows = append(c.Rows, Row{Scenario: sc, Invariant: inv})
+			}
+			entries = append(entries, entry{ri, ci, Cell{Outcome: f[inv], Case: l.Name, Verdict: l.Verdict.String()}})
+		}
+	}
+	if len(c.Columns) == 0 {
+		return c, fmt.Errorf("scorecard: no grpc group CASE line (with scenario, stack and config fields)")
+	}
+	for i := range c.Rows {
+		c.Rows[i].Cells = make([]Cell, len(c.Columns))
+	}
+	for _, e := range entries {
+		c.Rows[e.row].Cells[e.col] = e.cell
+	}
+	// Rows grouped by scenario, in the order scenarios first appear.
+	order := map[string]int{}
+	for _, r := range c.Rows {
+		if _, ok := order[r.Scenario]; !ok {
+			order[r.Scenario] = len(order)
+		}
+	}
+	slices.SortStableFunc(c.Rows, func(a, b Row) int { return order[a.Scenario] - order[b.Scenario] })
+	return c, nil
+}
+
+// text is a cell as the tables write it: VIOLATED stands out, an
+// unsupported cell is "n/a", a missing one "-", and a case that did not
+// pass adds its verdict.
+func (cl Cell) text() string {
+	var s string
+	switch cl.Outcome {
+	case "":
+		s = "-"
+	case "violated":
+		s = "VIOLATED"
+	case "unsupported":
+		s = "n/a"
+	default:
+		s = cl.Outcome
+	}
+	if cl.Verdict != "" && cl.Verdict != report.Pass.String() {
+		s += " (" + cl.Verdict + ")"
+	}
+	return s
+}
+
+// WriteText writes the card as an aligned table.
+func (c Card) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"scenario", "invariant"}
+	for _, col := range c.Columns {
+		head = append(head, col.Stack+"/"+col.Config)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range c.Rows {
+		cells := []string{r.Scenario, r.Invariant}
+		for _, cl := range r.Cells {
+			cells = append(cells, cl.text())
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// WriteMarkdown writes the card as a GitHub Markdown table, each cell
+// linking to its case's section of the report page at page (such as
+// "report.html"); page "" links nothing.
+func (c Card) WriteMarkdown(w io.Writer, page string) error {
+	var b strings.Builder
+	b.WriteString("| scenario | invariant |")
+	for _, col := range c.Columns {
+		fmt.Fprintf(&b, " %s |", col)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(c.Columns)) + "\n")
+	for _, r := range c.Rows {
+		fmt.Fprintf(&b, "| `%s` | `%s` |", r.Scenario, r.Invariant)
+		for _, cl := range r.Cells {
+			t := cl.text()
+			if cl.Outcome == "violated" {
+				t = "**" + t + "**"
+			}
+			if page != "" && cl.Case != "" {
+				t = fmt.Sprintf("[%s](%s#case-%s)", t, page, cl.Case)
+			}
+			fmt.Fprintf(&b, " %s |", t)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the card as indented JSON.
+func (c Card) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c)
+}

@@ -1,0 +1,89 @@
+package scorecard
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+const sample = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client code=OK exec_at_most_once=holds recovers=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 code=UNAVAILABLE exec_at_most_once=holds recovers=violated
+CASE b_rpcbench PASS scenario=b stack=rpcbench config=client unsupported=[no such fault] exec_at_most_once=unsupported
+CASE b_grpcgo_default FAIL scenario=b stack=grpc-go config=default version=1.85.0 exec_at_most_once=violated why=[unpinned]
+CASE c_grpcgo_default ERROR scenario=c stack=grpc-go config=default why=[adapter grpc-go exited]
+CASE late_response_dropped_by_id PASS A==DEADLINE_EXCEEDED
+4 passed, 1 failed, 1 error
+`
+
+func build(t *testing.T) Card {
+	t.Helper()
+	lines, err := report.ReadOutput(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Build(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestBuild: a row per scenario and invariant, a column per stack and
+// configuration in the order they first appear, lines of other groups
+// left out, a case that observed nothing on a row of its own.
+func TestBuild(t *testing.T) {
+	c := build(t)
+	want := Card{
+		Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpc-go", Config: "default", Version: "1.85.0"}},
+		Rows: []Row{
+			{"a", "exec_at_most_once", []Cell{{"holds", "a_rpcbench", "PASS"}, {"holds", "a_grpcgo_default", "PASS"}}},
+			{"a", "recovers", []Cell{{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcgo_default", "PASS"}}},
+			{"b", "exec_at_most_once", []Cell{{"unsupported", "b_rpcbench", "PASS"}, {"violated", "b_grpcgo_default", "FAIL"}}},
+			{"c", "-", []Cell{{}, {"", "c_grpcgo_default", "ERROR"}}},
+		},
+	}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("card (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	var b strings.Builder
+	if err := build(t).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "scenario  invariant          rpcbench/client  grpc-go/default\n" +
+		"a         exec_at_most_once  holds            holds\n" +
+		"a         recovers           holds            VIOLATED\n" +
+		"b         exec_at_most_once  n/a              VIOLATED (FAIL)\n" +
+		"c         -                  -                - (ERROR)\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("text (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	var b strings.Builder
+	if err := build(t).WriteMarkdown(&b, "report.html"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| scenario | invariant | rpcbench client | grpc-go 1.85.0 default |\n|---|---|---|---|\n",
+		"| `a` | `recovers` | [holds](report.html#case-a_rpcbench) | [**VIOLATED**](report.html#case-a_grpcgo_default) |\n",
+		"| `b` | `exec_at_most_once` | [n/a](report.html#case-b_rpcbench) | [**VIOLATED (FAIL)**](report.html#case-b_grpcgo_default) |\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestBuildNothing(t *testing.T) {
+	lines, _ := report.ReadOutput(strings.NewReader("CASE late_response_dropped_by_id PASS A==DEADLINE_EXCEEDED\n"))
+	if _, err := Build(lines); err == nil || !strings.Contains(err.Error(), "no grpc group CASE line") {
+		t.Errorf("Build of no grpc line: %v, want an error saying so", err)
+	}
+}
