@@ -2,13 +2,13 @@ package cases
 
 import (
 	"encoding/json"
-	"sync"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rpcbench/rpcbench/expectations"
