@@ -2,10 +2,12 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rpcbench/rpcbench/internal/scorecard"
 )
 
 const readme = "../../README.md"
@@ -55,4 +57,43 @@ func TestExitCodesTable(t *testing.T) {
 			t.Errorf("--help line longer than 80 columns: %q", l)
 		}
 	}
+}
+
+// TestReadmeScorecard: the README's gRPC scorecard is the one rpcbench
+// scorecard makes of the committed evidence/grpc, never a table edited
+// by hand.
+func TestReadmeScorecard(t *testing.T) {
+	const begin, end = "<!-- scorecard: rpcbench scorecard --markdown of evidence/grpc -->\n", "<!-- end of scorecard -->\n"
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no table between %q and %q", begin, end)
+	}
+	_, lines, err := readOutputFile(filepath.Join("..", "..", "evidence", "grpc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := scorecard.Build(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := card.WriteMarkdown(&want, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := text[i+len(begin) : j]
+	if got == want.String() {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(readme, []byte(text[:i+len(begin)]+want.String()+text[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("README.md's scorecard differs from evidence/grpc's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeScorecard -update", cmp.Diff(want.String(), got))
 }
