@@ -29,6 +29,9 @@ var serverBin = flag.String("server", "", "rpcserver binary to use (default: bui
 var env Env
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(envFakeAdapter); mode != "" {
+		os.Exit(fakeAdapterMain(mode))
+	}
 	flag.Parse()
 	os.Exit(runMain(m))
 }
