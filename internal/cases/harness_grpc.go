@@ -98,7 +98,16 @@ var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAns
 // over the columns.
 type grpcScenario struct {
 	name, doc string
-	run       func(g *grpcT)
+	// fault is the server's fault, on either wire; in the reference
+	// column a fault with no equivalent on rpcbench's wire makes the
+	// scenario's invariants unsupported, and it starts no server.
+	fault grpcFault
+	run   func(g *grpcT)
+}
+
+// unsupportedIn reports whether sc has nothing to run in col.
+func (sc grpcScenario) unsupportedIn(col column) bool {
+	return col.stack == StackRPCBench && sc.fault.grpc != "" && sc.fault.rb == ""
 }
 
 // grpcCases spreads each scenario over every column.
@@ -111,6 +120,7 @@ func grpcCases(scs []grpcScenario) []Case {
 			if col.stack != StackRPCBench {
 				c.Needs = NeedsAdapter
 			}
+			c.NoServer = sc.unsupportedIn(col)
 			c.run = func(t *T) { runGRPC(t, sc, col) }
 			out = append(out, c)
 		}
@@ -121,18 +131,18 @@ func grpcCases(scs []grpcScenario) []Case {
 // grpcT is a grpc scenario running in one column.
 type grpcT struct {
 	*T
-	scenario string
-	col      column
-	s        *server
-	adapter  *cut.Adapter // nil in the reference column
-	rb       *client.Client
-	obs      []pins.Observation
-	calls    int
+	sc      grpcScenario
+	col     column
+	s       *server
+	adapter *cut.Adapter // nil in the reference column
+	rb      *client.Client
+	obs     []pins.Observation
+	calls   int
 }
 
 // runGRPC runs sc in col and judges it against the stack's pins.
 func runGRPC(t *T, sc grpcScenario, col column) {
-	g := &grpcT{T: t, scenario: sc.name, col: col}
+	g := &grpcT{T: t, sc: sc, col: col}
 	t.Field("scenario", sc.name)
 	t.Field("stack", col.stack)
 	t.Field("config", col.config)
@@ -203,14 +213,15 @@ func holds(ok bool) pins.Outcome {
 // unsupported in the reference column.
 type grpcFault struct{ grpc, rb string }
 
-// start starts the server with fault and, in an adapter column, the
-// adapter. It reports false in the reference column when the fault has
-// no equivalent there: the scenario then observes its invariants as
-// unsupported.
-func (g *grpcT) start(f grpcFault) bool {
+// start starts the server with the scenario's fault and, in an adapter
+// column, the adapter. It reports false in the reference column when the
+// fault has no equivalent there: the scenario then observes its
+// invariants as unsupported.
+func (g *grpcT) start() bool {
+	f := g.sc.fault
 	o := serverOpts{GRPC: true}
 	if g.col.stack == StackRPCBench {
-		if f.grpc != "" && f.rb == "" {
+		if g.sc.unsupportedIn(g.col) {
 			return false
 		}
 		if f.rb != "" {
