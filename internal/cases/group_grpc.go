@@ -10,14 +10,22 @@ func grpcScenarios() []grpcScenario {
 	f := func(rule string) grpcFault { return grpcFault{grpc: rule, rb: rule} }
 	g := func(rule string) grpcFault { return grpcFault{grpc: rule} }
 	return []grpcScenario{
-		{"grpc_concurrent_own_answers", "32 gets of 32 accounts at once on one channel: each call gets the answer naming its own account", grpcFault{}, grpcConcurrentOwnAnswers},
-		{"grpc_unavailable_before_exec", "the server refuses a keyless debit UNAVAILABLE without executing it, once: the call recovers, executed once", f("kind=unavailable method=debit count=1"), grpcRecovers},
-		{"grpc_unavailable_after_exec", "the server executes a keyless debit, then answers UNAVAILABLE (trailers-only), once: how often it executed, and what the caller was told", f("kind=unavailable_after_exec method=debit count=1"), grpcExecutedOnce},
-		{"grpc_close_after_exec", "the server executes a keyless debit, then closes the connection with FIN before any response HEADERS", f("kind=close method=debit count=1"), grpcExecutedOnce},
-		{"grpc_reset_after_exec", "the server executes a keyless debit, then resets the connection (TCP RST) before any response HEADERS", g("kind=reset method=debit count=1"), grpcExecutedOnce},
-		{"grpc_refused_stream", "the server refuses the debit's stream with RST_STREAM REFUSED_STREAM, unexecuted, once: the call recovers, executed once", g("kind=rst code=REFUSED_STREAM method=debit count=1"), grpcRecovers},
-		{"grpc_goaway_below", "the server sends GOAWAY with a last-stream-id below the debit's stream, unexecuted, then closes: the call recovers, executed once", g("kind=goaway_below method=debit count=1"), grpcRecovers},
-		{"grpc_goaway_cover", "the server executes a keyless debit, sends GOAWAY covering its stream, then closes unanswered", g("kind=goaway_cover method=debit count=1"), grpcExecutedOnce},
-		{"grpc_noreply_within_deadline", "the server executes a keyless debit and never answers: the call returns by its 1s deadline, executed once", f("kind=noreply method=debit count=1"), grpcNoReplyWithinDeadline},
+		{"grpc_concurrent_own_answers", "32 gets of 32 accounts at once on one channel: each call gets the answer naming its own account", grpcFault{}, false, grpcConcurrentOwnAnswers},
+		{"grpc_unavailable_before_exec", "the server refuses a keyless debit UNAVAILABLE without executing it, once: the call recovers, executed once", f("kind=unavailable method=debit count=1"), false, grpcRecovers},
+		{"grpc_unavailable_after_exec", "the server executes a keyless debit, then answers UNAVAILABLE (trailers-only), once: how often it executed, and what the caller was told", f("kind=unavailable_after_exec method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_close_after_exec", "the server executes a keyless debit, then closes the connection with FIN before any response HEADERS", f("kind=close method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_reset_after_exec", "the server executes a keyless debit, then resets the connection (TCP RST) before any response HEADERS", g("kind=reset method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_refused_stream", "the server refuses the debit's stream with RST_STREAM REFUSED_STREAM, unexecuted, once: the call recovers, executed once", g("kind=rst code=REFUSED_STREAM method=debit count=1"), false, grpcRecovers},
+		{"grpc_goaway_below", "the server sends GOAWAY with a last-stream-id below the debit's stream, unexecuted, then closes: the call recovers, executed once", g("kind=goaway_below method=debit count=1"), false, grpcRecovers},
+		{"grpc_goaway_cover", "the server executes a keyless debit, sends GOAWAY covering its stream, then closes unanswered", g("kind=goaway_cover method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_unavailable_after_headers", "the server executes a keyless debit, sends response HEADERS, then trailers UNAVAILABLE: the control row, a call committed once headers came", g("kind=unavailable_after_headers method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_cut_data_after_exec", "the server executes a keyless debit, sends HEADERS and half a DATA frame, then closes", g("kind=cut_data method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_rst_cancel_after_exec", "the server executes a keyless debit, then resets its stream with RST_STREAM CANCEL", g("kind=rst code=CANCEL method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_rst_internal_after_headers", "the server executes a keyless debit, sends HEADERS, then resets its stream with RST_STREAM INTERNAL_ERROR", g("kind=rst code=INTERNAL_ERROR headers=true method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_rst_protocol_after_exec", "the server executes a keyless debit, then resets its stream with RST_STREAM PROTOCOL_ERROR", g("kind=rst code=PROTOCOL_ERROR method=debit count=1"), false, grpcExecutedOnce},
+		{"grpc_pushback_honoured", "the server refuses a keyless debit UNAVAILABLE unexecuted with a 300ms retry-after hint (grpc-retry-pushback-ms), once: no retry reaches it sooner, and the call recovers", f("kind=unavailable method=debit count=1 retry_after=300ms"), false, grpcPushback},
+		{"grpc_late_answer_not_crossed", "a get is answered after its 300ms deadline; the next get on the same channel, sent at once, gets its own answer, never the late one", f("kind=late method=get count=1 delay=200ms"), false, grpcLateNotCrossed},
+		{"grpc_connection_refused", "nothing listens at the address: a keyless debit ends with an error by its 1s deadline", grpcFault{}, true, grpcConnectionRefused},
+		{"grpc_noreply_within_deadline", "the server executes a keyless debit and never answers: the call returns by its 1s deadline, executed once", f("kind=noreply method=debit count=1"), false, grpcNoReplyWithinDeadline},
 	}
 }

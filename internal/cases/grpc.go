@@ -113,3 +113,67 @@ func grpcConcurrentOwnAnswers(g *grpcT) {
 	g.Field("wrongAnswers", wrong)
 	g.observe(invOwnAnswer, holds(wrong == 0 && failed == 0))
 }
+
+// grpcPushbackHint is the retry-after hint of grpc_pushback_honoured.
+const grpcPushbackHint = 300 * time.Millisecond
+
+// grpcPushback refuses a debit with a retry-after hint: a retry must
+// not reach the server sooner than the hint after the refusal, by the
+// server's own clock (its FAULT and EXEC events), and the call recovers.
+func grpcPushback(g *grpcT) {
+	g.start()
+	const account = "acct-P"
+	a := g.do(call{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcDeadline})
+	n := g.executions(account)
+	g.faultFired()
+	g.Field("code", a.code)
+	g.Field("executions", n)
+	g.Field("requests", a.requests)
+	evs := g.events(g.s)
+	var refused, executed time.Time
+	for _, e := range evs {
+		switch {
+		case e.Name == serverapi.EventFault && refused.IsZero():
+			refused = e.Time
+		case e.Name == serverapi.EventExec && e.Text(serverapi.KeyAccount) == account && executed.IsZero():
+			executed = e.Time
+		}
+	}
+	g.observe(invExecOnce, holds(n <= 1))
+	g.observe(invRecovers, holds(a.code == "OK" && n == 1))
+	ok := true
+	if !executed.IsZero() {
+		wait := executed.Sub(refused)
+		g.Volatile("retryAfter", ms(wait))
+		ok = wait >= grpcPushbackHint
+	}
+	g.Field("hint", ms(grpcPushbackHint))
+	g.observe(invPushback, holds(ok))
+}
+
+// grpcLateNotCrossed: the first get's answer comes 200ms after its
+// 300ms deadline; the second, made as soon as the first returned, must
+// get the answer naming its own account.
+func grpcLateNotCrossed(g *grpcT) {
+	g.start()
+	first := g.do(call{method: bank.MethodGet, account: "acct-L1", deadline: 300 * time.Millisecond})
+	second := g.do(call{method: bank.MethodGet, account: "acct-L2", deadline: grpcDeadline})
+	g.faultFired()
+	g.Check(first.code != "OK", "the first get's answer comes after its deadline, yet it ended OK")
+	g.Field("first", first.code)
+	g.Field("second", second.code+" "+second.account)
+	g.observe(invOwnAnswer, holds(second.code == "OK" && second.account == "acct-L2" && first.account != "acct-L2"))
+}
+
+// grpcConnectionRefused: nothing listens; the call must end, with an
+// error, by its deadline, retries included.
+func grpcConnectionRefused(g *grpcT) {
+	const deadline = time.Second
+	g.start()
+	a := g.do(call{method: bank.MethodDebit, account: "acct-R", amount: 10, deadline: deadline})
+	g.Check(a.code != "OK", "nothing listens, yet the call ended OK")
+	g.Field("code", a.code)
+	g.Volatile("elapsed", ms(a.elapsed))
+	g.Field("elapsedBound", ms(deadline+grpcNoReplySlack))
+	g.observe(invWithinDeadline, holds(a.elapsed <= deadline+grpcNoReplySlack))
+}

@@ -89,10 +89,13 @@ const (
 	// invWithinDeadline: the call returned by its deadline, plus slack for
 	// a loaded machine.
 	invWithinDeadline = "within_deadline"
+	// invPushback: no retry reached the server before the retry-after
+	// hint of the answer that refused it had passed.
+	invPushback = "pushback_honoured"
 )
 
 // grpcInvariants are every invariant a pin may name.
-var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline}
+var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback}
 
 // grpcScenario is one scenario of the grpc group, before it is spread
 // over the columns.
@@ -102,7 +105,10 @@ type grpcScenario struct {
 	// column a fault with no equivalent on rpcbench's wire makes the
 	// scenario's invariants unsupported, and it starts no server.
 	fault grpcFault
-	run   func(g *grpcT)
+	// noServer: the scenario's calls go to an address nothing listens
+	// on, in every column.
+	noServer bool
+	run      func(g *grpcT)
 }
 
 // unsupportedIn reports whether sc has nothing to run in col.
@@ -120,7 +126,7 @@ func grpcCases(scs []grpcScenario) []Case {
 			if col.stack != StackRPCBench {
 				c.Needs = NeedsAdapter
 			}
-			c.NoServer = sc.unsupportedIn(col)
+			c.NoServer = sc.noServer || sc.unsupportedIn(col)
 			c.run = func(t *T) { runGRPC(t, sc, col) }
 			out = append(out, c)
 		}
@@ -133,7 +139,8 @@ type grpcT struct {
 	*T
 	sc      grpcScenario
 	col     column
-	s       *server
+	s       *server      // nil for a noServer scenario
+	target  string       // where the calls go
 	adapter *cut.Adapter // nil in the reference column
 	rb      *client.Client
 	obs     []pins.Observation
@@ -220,6 +227,19 @@ type grpcFault struct{ grpc, rb string }
 func (g *grpcT) start() bool {
 	f := g.sc.fault
 	o := serverOpts{GRPC: true}
+	if g.sc.noServer {
+		addr, err := freeAddr()
+		if err != nil {
+			g.Fatalf("free address: %v", err)
+		}
+		g.target = addr
+		if g.col.stack == StackRPCBench {
+			g.rb = g.client(addr, client.DefaultConfig())
+		} else {
+			g.adapter = g.startAdapter(g.col.stack)
+		}
+		return true
+	}
 	if g.col.stack == StackRPCBench {
 		if g.sc.unsupportedIn(g.col) {
 			return false
@@ -228,6 +248,7 @@ func (g *grpcT) start() bool {
 			o.Faults = []string{f.rb}
 		}
 		g.s = g.startServer(o)
+		g.target = g.s.Addr
 		g.rb = g.client(g.s.Addr, client.DefaultConfig())
 		return true
 	}
@@ -235,6 +256,7 @@ func (g *grpcT) start() bool {
 		o.GRPCFaults = []string{f.grpc}
 	}
 	g.s = g.startServer(o)
+	g.target = g.s.Addr
 	g.adapter = g.startAdapter(g.col.stack)
 	return true
 }
@@ -329,7 +351,7 @@ func (g *grpcT) doAll(cs []call) []answer {
 		if err != nil {
 			g.Fatalf("request: %v", err)
 		}
-		cc := cut.Call{Channel: g.col.grpc.Channel("ch1", g.s.Addr), Method: method,
+		cc := cut.Call{Channel: g.col.grpc.Channel("ch1", g.target), Method: method,
 			Request: body, Deadline: c.deadline, Name: names[i], Key: keys[i]}
 		wg.Go(func() {
 			r, err := g.adapter.Do(g.ctx, cc)
@@ -338,7 +360,7 @@ func (g *grpcT) doAll(cs []call) []answer {
 	}
 	wg.Wait()
 	var evs []serverapi.Event
-	if len(cs) == 1 {
+	if len(cs) == 1 && g.s != nil {
 		evs = g.events(g.s)
 	}
 	out := make([]answer, len(cs))
@@ -365,7 +387,10 @@ func (g *grpcT) doAll(cs []call) []answer {
 // doRPCBench makes the calls at once with rpcbench's own client on its
 // own wire.
 func (g *grpcT) doRPCBench(cs []call, keys []string) []answer {
-	before := g.counters(g.s)
+	var before, after counters
+	if g.s != nil {
+		before = g.counters(g.s)
+	}
 	rs := make([]client.Result, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
@@ -380,7 +405,9 @@ func (g *grpcT) doRPCBench(cs []call, keys []string) []answer {
 		wg.Go(func() { rs[i] = g.rb.Do(g.ctx, rc) })
 	}
 	wg.Wait()
-	after := g.counters(g.s)
+	if g.s != nil {
+		after = g.counters(g.s)
+	}
 	out := make([]answer, len(cs))
 	for i, r := range rs {
 		a := answer{code: r.Status.String(), elapsed: r.Elapsed}
