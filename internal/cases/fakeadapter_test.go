@@ -167,6 +167,9 @@ func TestJudgeCatchesFakeAdapters(t *testing.T) {
 		t.Run(tt.mode+"/"+tt.scenario, func(t *testing.T) {
 			t.Setenv(envFakeAdapter, tt.mode)
 			t.Setenv(envFakeReal, real)
+			// A test binary built with -race sleeps 1s at exit, past the
+			// harness's bound for an adapter to exit once its stdin ends.
+			t.Setenv("GORACE", "atexit_sleep_ms=0")
 			c, ok := Default().Lookup(tt.scenario)
 			if !ok {
 				t.Fatalf("no scenario %s", tt.scenario)
