@@ -50,6 +50,12 @@ type testServer struct {
 
 func startServer(t *testing.T, faults ...string) *testServer {
 	t.Helper()
+	return startConfig(t, nil, faults...)
+}
+
+// startConfig is startServer with mod applied to the Config first.
+func startConfig(t *testing.T, mod func(*Config), faults ...string) *testServer {
+	t.Helper()
 	buf := &syncBuffer{}
 	lg := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := DefaultConfig()
@@ -61,6 +67,9 @@ func startServer(t *testing.T, faults ...string) *testServer {
 			t.Fatal(err)
 		}
 		cfg.Faults = append(cfg.Faults, ft)
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	s, err := New(cfg, bank.New(bank.NewMemory(), lg))
 	if err != nil {
@@ -90,6 +99,22 @@ func (ts *testServer) events(t *testing.T, name string) []serverapi.Event {
 		}
 	}
 	return out
+}
+
+// await waits until the server has logged an event named name, and
+// returns the events of that name so far.
+func (ts *testServer) await(t *testing.T, name string, timeout time.Duration) []serverapi.Event {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if evs := ts.events(t, name); len(evs) > 0 {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event within %v", name, timeout)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the log: no event to wait on
+	}
 }
 
 // h2client is a raw HTTP/2 client on a Framer: it sends what a gRPC

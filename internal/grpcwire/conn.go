@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -436,19 +437,8 @@ func (c *conn) writeLoop() {
 		ops := c.ops
 		c.ops = nil
 		c.mu.Unlock()
-		for i := range ops {
-			if ops[i].onStream() {
-				w.pending = append(w.pending, ops[i])
-				continue
-			}
-			if !w.do(&ops[i]) {
-				return
-			}
-		}
-		if !w.drainPending() {
-			return
-		}
-		if err := w.flush(); err != nil {
+		if err := w.batch(ops); err != nil {
+			w.failed(err)
 			return
 		}
 		if w.closeNow != nil {
@@ -456,6 +446,48 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// batch performs ops and flushes. Any Write to bw may reach the socket
+// (bufio writes through once a batch outgrows its buffer), so the write
+// deadline is set before the first one: each batch has WriteTimeout,
+// however long the connection was idle before it.
+func (w *writer) batch(ops []op) error {
+	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	for i := range ops {
+		if ops[i].onStream() {
+			w.pending = append(w.pending, ops[i])
+			continue
+		}
+		if err := w.do(&ops[i]); err != nil {
+			return err
+		}
+	}
+	if err := w.drainPending(); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// failed logs a write that failed because the peer accepted nothing for
+// WriteTimeout. Other failures (the peer reset the connection, the
+// server closed it) are the reader's to see.
+func (w *writer) failed(err error) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	select {
+	case <-w.c.done:
+		return
+	default:
+	}
+	c := w.c
+	c.s.counters.writeTimeouts.Add(1)
+	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
+		serverapi.KeyUnwritten, c.bw.Buffered(), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error(),
+		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
 }
 
 // writer is the writer goroutine's state.
@@ -472,9 +504,9 @@ type writer struct {
 	closeNow func()           // set by opClose: what closes the socket after the flush
 }
 
-// do performs a connection-level op; false means the connection must
-// close now.
-func (w *writer) do(o *op) bool {
+// do performs a connection-level op; an error means the connection
+// must close now.
+func (w *writer) do(o *op) error {
 	fr := w.c.fr
 	var err error
 	switch o.kind {
@@ -497,7 +529,7 @@ func (w *writer) do(o *op) bool {
 				w.enc.SetMaxDynamicTableSizeLimit(min(s.Val, headerTableLimit))
 			}
 		}
-		return true
+		return nil
 	case opPingAck:
 		err = fr.WritePing(true, o.ping)
 	case opWindow:
@@ -506,15 +538,15 @@ func (w *writer) do(o *op) bool {
 		} else {
 			w.win[o.stream] = min(w.window(o.stream)+int64(o.n), maxWindow)
 		}
-		return true
+		return nil
 	case opCredit:
 		err = fr.WriteWindowUpdate(0, o.n)
 	}
 	if err != nil {
-		return false
+		return err
 	}
 	w.frames++
-	return true
+	return nil
 }
 
 // window returns a stream's send window, creating it at the client's
@@ -529,8 +561,8 @@ func (w *writer) window(id uint32) int64 {
 }
 
 // drainPending writes the pending stream ops in order until one waits
-// for a send window; false means the connection must close.
-func (w *writer) drainPending() bool {
+// for a send window; an error means the connection must close.
+func (w *writer) drainPending() error {
 	for len(w.pending) > 0 && w.closeNow == nil {
 		o := &w.pending[0]
 		if o.st != nil && o.st.reset.Load() && o.kind != opForget {
@@ -540,14 +572,14 @@ func (w *writer) drainPending() bool {
 		}
 		done, err := w.doStream(o)
 		if err != nil {
-			return false
+			return err
 		}
 		if !done {
-			return true
+			return nil
 		}
 		w.pending = w.pending[1:]
 	}
-	return true
+	return nil
 }
 
 // doStream performs a stream op, or as much of an opData as the windows
@@ -635,9 +667,6 @@ func (w *writer) doStream(o *op) (bool, error) {
 func (w *writer) flush() error {
 	if w.c.bw.Buffered() == 0 {
 		return nil
-	}
-	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
-		return err
 	}
 	if err := w.c.bw.Flush(); err != nil {
 		return err

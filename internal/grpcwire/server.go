@@ -43,9 +43,9 @@ type Config struct {
 	// after CloseWrite, so that the final Close finds no unread bytes
 	// and sends no RST. Must be positive. Default 200ms.
 	Drain time.Duration
-	// WriteTimeout bounds one flush to a connection; a peer that reads
-	// nothing for that long is disconnected. Must be positive. Default
-	// 10s.
+	// WriteTimeout bounds one batch of the writer, from its first write
+	// to its flush; a peer that reads nothing for that long is
+	// disconnected (WRITE_TIMEOUT). Must be positive. Default 10s.
 	WriteTimeout time.Duration
 	// Faults are rules active from the start.
 	Faults []Fault
@@ -116,6 +116,7 @@ type Server struct {
 type counters struct {
 	requestsOther, expired, unavailable, protocolErrors atomic.Int64
 	connsAccepted, framesSent, faultsFired, canceled    atomic.Int64
+	writeTimeouts                                       atomic.Int64
 }
 
 // New validates cfg and returns a Server for h, which must serve get,
@@ -293,7 +294,7 @@ func (s *Server) attempt(call string) int {
 // (exec.*, dedup_hits, key_conflicts) are the handler's, shared with
 // rpcbench's wire. Counters the gRPC side has no use for (requests.ctl,
 // queue_full, conn_queue_full, conns_rejected, out_limit_waits,
-// write_timeouts, write_chunks) are 0.
+// write_chunks) are 0.
 func (s *Server) Counters() serverapi.Fields {
 	fs := serverapi.Fields{}
 	for _, name := range serverapi.CounterNames() {
@@ -316,6 +317,7 @@ func (s *Server) Counters() serverapi.Fields {
 	add("frames_sent", c.framesSent.Load())
 	add("faults_fired", c.faultsFired.Load())
 	add("canceled", c.canceled.Load())
+	add("write_timeouts", c.writeTimeouts.Load())
 	s.h.Counters(add)
 	return fs
 }
