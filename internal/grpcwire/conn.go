@@ -48,7 +48,8 @@ type conn struct {
 	mu      sync.Mutex // guards streams, ops, closing, goaway
 	streams map[uint32]*stream
 	ops     []op // waiting for the writer
-	// closing is set once a close is queued: later ops are dropped.
+	// closing is set once a close is queued: later ops are dropped, and
+	// no request starts executing.
 	closing bool
 	// goaway, when set, is the last-stream-id of the GOAWAY sent:
 	// HEADERS for a stream above it are ignored.
@@ -350,7 +351,9 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	id := f.StreamID
 	c.mu.Lock()
 	_, open := c.streams[id]
-	above := c.goawaySet && id > c.goaway
+	// Above a GOAWAY sent, or once a close is queued, a request would
+	// execute unanswered: it is not processed.
+	above := c.goawaySet && id > c.goaway || c.closing
 	c.mu.Unlock()
 	switch {
 	case open:
@@ -366,7 +369,7 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	}
 	c.rd.maxID = id
 	if above {
-		return true // the GOAWAY sent says it will not be processed
+		return true // the GOAWAY or the close says it will not be processed
 	}
 	if f.Truncated {
 		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: header list over MaxHeaderListSize")

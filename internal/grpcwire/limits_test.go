@@ -84,3 +84,22 @@ func TestWriteDeadlinePerBatch(t *testing.T) {
 		t.Errorf("%d WRITE_TIMEOUT events, want 0", n)
 	}
 }
+
+// TestCloseStopsServing: once a close fault has sent FIN, a request that
+// arrives during the drain is not executed: nothing could answer it.
+func TestCloseStopsServing(t *testing.T) {
+	ts := startConfig(t, func(c *Config) { c.Drain = 500 * time.Millisecond }, "kind=close method=debit count=1")
+	c := dial(t, ts.addr)
+	c.send(pathDebit, debitMsg("a", 10), nil)
+	if r := c.wait(0, true, 2*time.Second); r.closedBy() != "eof" {
+		t.Fatalf("connection ended by %q, want eof (the fault's FIN)", r.closedBy())
+	}
+	c.send(pathDebit, debitMsg("a", 10), md{{MetaCall, "after-close"}})
+	ts.await(t, "CONN_CLOSED", 2*time.Second) // the drain is over: the reader read it, or never will
+	ts.Close()                                // every stream goroutine has returned
+	for _, e := range ts.events(t, "EXEC") {
+		if e.Text("call") == "after-close" {
+			t.Errorf("a debit sent after the server's FIN executed: %v", e)
+		}
+	}
+}

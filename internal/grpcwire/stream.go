@@ -186,7 +186,14 @@ func (st *stream) finish() {
 		st.early(Internal, "request ended before its message did")
 		return
 	}
-	s := st.c.s
+	c, s := st.c, st.c.s
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		// A close is queued: nothing could answer the request.
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
