@@ -117,6 +117,38 @@ func (ts *testServer) await(t *testing.T, name string, timeout time.Duration) []
 	}
 }
 
+// counters returns the server's counters as numbers.
+func (ts *testServer) counters(t *testing.T) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for k, v := range ts.Counters() {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("counter %s=%q: %v", k, v, err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// counter returns one of the server's counters.
+func (ts *testServer) counter(t *testing.T, name string) int64 {
+	t.Helper()
+	return ts.counters(t)[name]
+}
+
+// awaitCounter waits until ok holds of the server's counters.
+func (ts *testServer) awaitCounter(t *testing.T, ok func(map[string]int64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !ok(ts.counters(t)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("counters %v: the awaited condition did not hold within 2s", ts.counters(t))
+		}
+		time.Sleep(time.Millisecond) // polling the counters: no event to wait on
+	}
+}
+
 // h2client is a raw HTTP/2 client on a Framer: it sends what a gRPC
 // client sends and reports every frame the server sends, so that a test
 // sees each fault's frames exactly.

@@ -45,9 +45,17 @@ type conn struct {
 		maxID uint32 // the highest client stream id seen
 	}
 
-	mu      sync.Mutex // guards streams, ops, closing, goaway
+	mu sync.Mutex // guards streams, live, each stream's refs and wire, ops, closing, goaway
+	// streams are the requests the reader is still reading: DATA for
+	// them is theirs.
 	streams map[uint32]*stream
-	ops     []op // waiting for the writer
+	// live are the streams holding a MAX_CONCURRENT_STREAMS slot: from
+	// their HEADERS until their goroutine (if any) has returned and the
+	// writer has ended them on the wire (END_STREAM or RST_STREAM
+	// written, or the client reset them). So both the goroutines and the
+	// replies waiting for a send window are bounded by the slots.
+	live map[uint32]*stream
+	ops  []op // waiting for the writer
 	// closing is set once a close is queued: later ops are dropped, and
 	// no request starts executing.
 	closing bool
@@ -65,6 +73,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s: s, id: s.connSeq.Add(1), nc: nc,
 		streams: make(map[uint32]*stream),
+		live:    make(map[uint32]*stream),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
@@ -155,6 +164,9 @@ func (c *conn) close() {
 		c.mu.Lock()
 		c.closing = true
 		c.ops = nil
+		for _, st := range c.live {
+			st.cancel()
+		}
 		c.mu.Unlock()
 		close(c.done)
 		c.nc.Close()
@@ -193,14 +205,16 @@ func (c *conn) goAway(last uint32, code http2.ErrCode, debug string) op {
 func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
 	c.protocolError(text)
 	c.mu.Lock()
-	st := c.streams[id]
 	delete(c.streams, id)
+	st := c.live[id]
 	c.mu.Unlock()
 	if st != nil {
-		// Nothing more goes out on it, whatever its goroutine answers.
+		// Nothing more goes out on it, whatever its goroutine answers;
+		// and its goroutine is told to stop.
 		st.reset.Store(true)
+		st.cancel()
 	}
-	c.queue(op{kind: opRST, stream: id, code: code})
+	c.queue(op{kind: opRST, stream: id, st: st, code: code})
 }
 
 func (c *conn) readLoop() {
@@ -319,8 +333,8 @@ func (c *conn) handle(f http2.Frame) bool {
 		return c.data(f)
 	case *http2.RSTStreamFrame:
 		c.mu.Lock()
-		st := c.streams[f.StreamID]
 		delete(c.streams, f.StreamID)
+		st := c.live[f.StreamID]
 		c.mu.Unlock()
 		if f.StreamID > c.rd.maxID {
 			c.connError(http2.ErrCodeProtocol, "grpcwire: RST_STREAM on idle stream")
@@ -328,13 +342,14 @@ func (c *conn) handle(f http2.Frame) bool {
 		}
 		if st != nil {
 			st.reset.Store(true)
+			st.cancel()
 			if !st.answered.Load() {
 				c.s.counters.canceled.Add(1)
 			}
 		}
 		c.s.log.Info(serverapi.EventStreamReset, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyStream, f.StreamID, serverapi.KeyCode, f.ErrCode.String())
-		c.queue(op{kind: opForget, stream: f.StreamID})
+		c.queue(op{kind: opForget, stream: f.StreamID, st: st})
 	case *http2.GoAwayFrame:
 		c.s.log.Info(serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyCode, f.ErrCode.String())
@@ -579,6 +594,9 @@ func (w *writer) drainPending() error {
 		}
 		if !done {
 			return nil
+		}
+		if o.st != nil && (o.end && (o.kind == opHeaders || o.kind == opData) || o.kind == opRST || o.kind == opForget) {
+			o.st.wireDone()
 		}
 		w.pending = w.pending[1:]
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/net/http2"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -12,6 +13,28 @@ import (
 // echoMsg is an EchoRequest holding n bytes.
 func echoMsg(n int) []byte {
 	return protowire.AppendBytes(protowire.AppendTag(nil, fieldEchoPayload, protowire.BytesType), bytes.Repeat([]byte("x"), n))
+}
+
+// ping sends a PING and reads frames until its ACK, discarding others.
+func (c *h2client) ping(data [8]byte) {
+	c.t.Helper()
+	if err := c.fr.WritePing(false, data); err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case f, ok := <-c.frames:
+			if !ok {
+				c.t.Fatalf("connection ended before the PING ACK: %v", c.err)
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() && p.Data == data {
+				return
+			}
+		case <-deadline:
+			c.t.Fatal("no PING ACK within 2s")
+		}
+	}
 }
 
 // tally is what a client read on every stream of its connection.
@@ -101,5 +124,64 @@ func TestCloseStopsServing(t *testing.T) {
 		if e.Text("call") == "after-close" {
 			t.Errorf("a debit sent after the server's FIN executed: %v", e)
 		}
+	}
+}
+
+// debitSleepMsg is a DebitRequest whose execution sleeps ms first.
+func debitSleepMsg(account string, amount, ms int64) []byte {
+	b := debitMsg(account, amount)
+	b = protowire.AppendTag(b, fieldDebitSleepMs, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(ms))
+}
+
+// TestResetStopsGoroutine: a stream the client resets stops its
+// handler's sleep (Request.Done is the stream's): its goroutine returns,
+// so that goroutines stay bounded by MAX_CONCURRENT_STREAMS however many
+// streams a client opens and resets.
+func TestResetStopsGoroutine(t *testing.T) {
+	ts := startConfig(t, func(c *Config) { c.MaxConcurrentStreams = 2 })
+	c := dial(t, ts.addr)
+	if r := c.wait(c.send(pathGet, getMsg("a"), nil), false, 2*time.Second); r.status() != "0" {
+		t.Fatalf("warm-up get: status %q", r.status())
+	}
+	ignore := goleak.IgnoreCurrent()
+	for range 20 {
+		id := c.send(pathDebit, debitSleepMsg("a", 1, 3600_000), nil)
+		c.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	}
+	// The reader handles frames in order: once the PING is answered,
+	// every reset has been seen, and the writer has ended the streams.
+	c.ping([8]byte{7})
+	if err := goleak.Find(ignore); err != nil {
+		t.Errorf("goroutines of reset streams still running: %v", err)
+	}
+	// Their slots are free again.
+	if r := c.wait(c.send(pathGet, getMsg("a"), nil), false, 2*time.Second); r.status() != "0" {
+		t.Errorf("get after the resets: status %q rst %v, want 0", r.status(), r.rst)
+	}
+	if n := len(ts.events(t, "EXEC")); n != 2 {
+		t.Errorf("%d EXEC events, want 2 (the gets; reset debits stop sleeping unexecuted)", n)
+	}
+}
+
+// TestSlotHeldUntilWritten: a stream holds its MAX_CONCURRENT_STREAMS
+// slot until the writer has ended it, so replies waiting for a window of
+// 0 are bounded by the slots: the requests beyond them are refused.
+func TestSlotHeldUntilWritten(t *testing.T) {
+	const slots, n = 4, 20
+	ts := startConfig(t, func(c *Config) { c.MaxConcurrentStreams = slots })
+	c := dial(t, ts.addr)
+	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	for range n {
+		c.send(pathEcho, echoMsg(1000), nil)
+		// One at a time, so that each echo's goroutine has answered
+		// before the next HEADERS: only the slots can refuse it.
+		ts.awaitCounter(t, func(f map[string]int64) bool {
+			return f["requests.echo"]+f["unavailable"] == f["exec.echo"]+f["unavailable"]
+		})
+	}
+	ts.awaitCounter(t, func(f map[string]int64) bool { return f["requests.echo"]+f["unavailable"] == n })
+	if got := ts.counter(t, "unavailable"); got != n-slots {
+		t.Errorf("%d of %d echoes refused with the window 0, want %d (all but the slots)", got, n, n-slots)
 	}
 }
