@@ -172,15 +172,14 @@ func TestSlotHeldUntilWritten(t *testing.T) {
 	ts := startConfig(t, func(c *Config) { c.MaxConcurrentStreams = slots })
 	c := dial(t, ts.addr)
 	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
-	for range n {
+	for i := range int64(n) {
 		c.send(pathEcho, echoMsg(1000), nil)
-		// One at a time, so that each echo's goroutine has answered
+		// One at a time, so that each echo has been refused or executed
 		// before the next HEADERS: only the slots can refuse it.
 		ts.awaitCounter(t, func(f map[string]int64) bool {
-			return f["requests.echo"]+f["unavailable"] == f["exec.echo"]+f["unavailable"]
+			return f["requests.echo"]+f["unavailable"] == i+1 && f["exec.echo"] == f["requests.echo"]
 		})
 	}
-	ts.awaitCounter(t, func(f map[string]int64) bool { return f["requests.echo"]+f["unavailable"] == n })
 	if got := ts.counter(t, "unavailable"); got != n-slots {
 		t.Errorf("%d of %d echoes refused with the window 0, want %d (all but the slots)", got, n, n-slots)
 	}
