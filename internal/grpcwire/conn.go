@@ -122,6 +122,10 @@ type op struct {
 	settings []http2.Setting
 	n        uint32
 	rst      bool // opClose: with RST (SO_LINGER 0) instead of FIN
+	// now, on a connection error's opGoAway (and the opClose queued
+	// with it), drops the stream ops still waiting (for a send window,
+	// maybe forever), so that the GOAWAY and the close go out at once.
+	now bool
 }
 
 func (o *op) onStream() bool {
@@ -183,10 +187,13 @@ func (c *conn) protocolError(text string) {
 }
 
 // connError answers a connection error: GOAWAY with the last stream the
-// server took, then a close with FIN.
+// server took, then a close with FIN, both ahead of the stream ops still
+// waiting, which are dropped.
 func (c *conn) connError(code http2.ErrCode, text string) {
 	c.protocolError(text)
-	c.closeWith(false, c.goAway(c.rd.maxID, code, text))
+	g := c.goAway(c.rd.maxID, code, text)
+	g.now = true
+	c.queue(g, op{kind: opClose, now: true})
 }
 
 // goAway returns the op that sends GOAWAY(last, code), and from now on
@@ -475,6 +482,9 @@ func (w *writer) batch(ops []op) error {
 		return err
 	}
 	for i := range ops {
+		if ops[i].now && ops[i].kind == opGoAway {
+			w.pending = w.pending[:0] // the close follows it
+		}
 		if ops[i].onStream() {
 			w.pending = append(w.pending, ops[i])
 			continue

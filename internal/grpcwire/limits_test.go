@@ -184,3 +184,20 @@ func TestSlotHeldUntilWritten(t *testing.T) {
 		t.Errorf("%d of %d echoes refused with the window 0, want %d (all but the slots)", got, n, n-slots)
 	}
 }
+
+// TestConnErrorBehindStalledData: a connection error while a reply waits
+// for a window of 0 drops what waits and sends GOAWAY and the close at
+// once.
+func TestConnErrorBehindStalledData(t *testing.T) {
+	ts := startServer(t)
+	c := dial(t, ts.addr)
+	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	c.send(pathEcho, echoMsg(1000), nil)
+	ts.awaitCounter(t, func(f map[string]int64) bool { return f["exec.echo"] == 1 })
+	c.fr.AllowIllegalWrites = true
+	c.fr.WriteData(0, true, []byte("x")) // a connection error
+	r := c.wait(0, true, 2*time.Second)
+	if r.goaway == nil || r.goaway.ErrCode != http2.ErrCodeProtocol || r.closedBy() != "eof" {
+		t.Errorf("GOAWAY %+v, connection ended by %q; want GOAWAY(PROTOCOL_ERROR), then a close", r.goaway, r.closedBy())
+	}
+}
