@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +28,11 @@ const (
 	maxWindow        = 1<<31 - 1
 	prefixLen        = 5 // a gRPC message's compressed flag and length
 	headerTableLimit = 4096
+	// maxQueuedControl bounds the ops a connection queues that hold no
+	// stream slot (PING and SETTINGS ACKs, window bookkeeping, refusals)
+	// while its writer is blocked: past it, the peer is flooding and
+	// gets GOAWAY(ENHANCE_YOUR_CALM). x/net's server's own bound.
+	maxQueuedControl = 10000
 )
 
 // conn is one HTTP/2 connection: a reader goroutine that reads every
@@ -44,6 +51,11 @@ type conn struct {
 	rd struct {
 		maxID uint32 // the highest client stream id seen
 	}
+	// maxID is rd.maxID, for a connection error raised off the reader.
+	maxID atomic.Uint32
+	// control counts the queued ops that hold no stream slot and are
+	// not yet done by the writer (op.control).
+	control atomic.Int64
 
 	mu sync.Mutex // guards streams, live, each stream's refs and wire, ops, closing, goaway
 	// streams are the requests the reader is still reading: DATA for
@@ -56,6 +68,9 @@ type conn struct {
 	// replies waiting for a send window are bounded by the slots.
 	live map[uint32]*stream
 	ops  []op // waiting for the writer
+	// credit is the request bytes read and not yet credited with a
+	// WINDOW_UPDATE on stream 0: one counter, however many DATA frames.
+	credit int64
 	// closing is set once a close is queued: later ops are dropped, and
 	// no request starts executing.
 	closing bool
@@ -94,7 +109,6 @@ const (
 	opPeerSettings                   // apply the client's SETTINGS to the send side
 	opPingAck                        // answer a PING
 	opWindow                         // the client's WINDOW_UPDATE: grow a send window
-	opCredit                         // send WINDOW_UPDATE on stream 0 for n request bytes
 	opGoAway                         // send GOAWAY(last, code, debug)
 	opHeaders                        // send a header block on a stream, END_STREAM when end
 	opData                           // send a message on a stream, flow-controlled
@@ -107,7 +121,7 @@ const (
 // op is one thing for the writer to do. Ops on streams (opHeaders,
 // opData, opRST, opRaw, opForget), opGoAway and opClose go out in the
 // order they were queued; the others (SETTINGS and PING ACKs, window
-// bookkeeping and credit) are done at once, even while an opData waits
+// bookkeeping) are done at once, even while an opData waits
 // for a send window.
 type op struct {
 	kind     opKind
@@ -126,6 +140,9 @@ type op struct {
 	// with it), drops the stream ops still waiting (for a send window,
 	// maybe forever), so that the GOAWAY and the close go out at once.
 	now bool
+	// control is set by queue on an op that holds no stream slot: it
+	// counts against maxQueuedControl until the writer is done with it.
+	control bool
 }
 
 func (o *op) onStream() bool {
@@ -137,13 +154,24 @@ func (o *op) onStream() bool {
 }
 
 // queue hands ops to the writer. Ops queued after a close are dropped.
+// Past maxQueuedControl ops holding no stream slot, the connection is
+// closed with GOAWAY(ENHANCE_YOUR_CALM) instead.
 func (c *conn) queue(ops ...op) {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
 		return
 	}
+	flood := false
 	for _, o := range ops {
+		switch o.kind {
+		case opGoAway, opClose, opSettings:
+		default:
+			if o.st == nil || !o.st.wire {
+				o.control = true
+				flood = c.control.Add(1) > maxQueuedControl || flood
+			}
+		}
 		c.ops = append(c.ops, o)
 		if o.kind == opClose {
 			c.closing = true
@@ -151,6 +179,21 @@ func (c *conn) queue(ops ...op) {
 		}
 	}
 	c.mu.Unlock()
+	c.wakeWriter()
+	if flood {
+		c.connError(http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("grpcwire: more than %d control frames queued: ENHANCE_YOUR_CALM", maxQueuedControl))
+	}
+}
+
+// addCredit adds a DATA frame's length to the credit to send.
+func (c *conn) addCredit(n uint32) {
+	c.mu.Lock()
+	c.credit += int64(n)
+	c.mu.Unlock()
+	c.wakeWriter()
+}
+
+func (c *conn) wakeWriter() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -191,7 +234,7 @@ func (c *conn) protocolError(text string) {
 // waiting, which are dropped.
 func (c *conn) connError(code http2.ErrCode, text string) {
 	c.protocolError(text)
-	g := c.goAway(c.rd.maxID, code, text)
+	g := c.goAway(c.maxID.Load(), code, text)
 	g.now = true
 	c.queue(g, op{kind: opClose, now: true})
 }
@@ -390,6 +433,7 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 		return false
 	}
 	c.rd.maxID = id
+	c.maxID.Store(id)
 	if above {
 		return true // the GOAWAY or the close says it will not be processed
 	}
@@ -413,7 +457,7 @@ func (c *conn) data(f *http2.DataFrame) bool {
 		// Credit the connection window at once, padding included, so
 		// that the client never stalls on it; the stream windows are
 		// never drained by a unary request within MaxMessageLen.
-		c.queue(op{kind: opCredit, n: n})
+		c.addCredit(n)
 	}
 	id := f.StreamID
 	if id > c.rd.maxID {
@@ -459,10 +503,10 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		ops := c.ops
-		c.ops = nil
+		ops, credit := c.ops, c.credit
+		c.ops, c.credit = nil, 0
 		c.mu.Unlock()
-		if err := w.batch(ops); err != nil {
+		if err := w.batch(ops, credit); err != nil {
 			w.failed(err)
 			return
 		}
@@ -477,9 +521,17 @@ func (c *conn) writeLoop() {
 // (bufio writes through once a batch outgrows its buffer), so the write
 // deadline is set before the first one: each batch has WriteTimeout,
 // however long the connection was idle before it.
-func (w *writer) batch(ops []op) error {
+func (w *writer) batch(ops []op, credit int64) error {
 	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
 		return err
+	}
+	for credit > 0 {
+		n := min(credit, maxWindow)
+		if err := w.c.fr.WriteWindowUpdate(0, uint32(n)); err != nil {
+			return err
+		}
+		w.frames++
+		credit -= n
 	}
 	for i := range ops {
 		if ops[i].now && ops[i].kind == opGoAway {
@@ -492,6 +544,7 @@ func (w *writer) batch(ops []op) error {
 		if err := w.do(&ops[i]); err != nil {
 			return err
 		}
+		w.done(&ops[i])
 	}
 	if err := w.drainPending(); err != nil {
 		return err
@@ -516,6 +569,13 @@ func (w *writer) failed(err error) {
 	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
 		serverapi.KeyUnwritten, c.bw.Buffered(), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error(),
 		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+}
+
+// done is called once the writer has performed or dropped o.
+func (w *writer) done(o *op) {
+	if o.control {
+		w.c.control.Add(-1)
+	}
 }
 
 // writer is the writer goroutine's state.
@@ -567,8 +627,6 @@ func (w *writer) do(o *op) error {
 			w.win[o.stream] = min(w.window(o.stream)+int64(o.n), maxWindow)
 		}
 		return nil
-	case opCredit:
-		err = fr.WriteWindowUpdate(0, o.n)
 	}
 	if err != nil {
 		return err
@@ -595,6 +653,7 @@ func (w *writer) drainPending() error {
 		o := &w.pending[0]
 		if o.st != nil && o.st.reset.Load() && o.kind != opForget {
 			// The client reset the stream: it wants nothing more on it.
+			w.done(o)
 			w.pending = w.pending[1:]
 			continue
 		}
@@ -608,6 +667,7 @@ func (w *writer) drainPending() error {
 		if o.st != nil && (o.end && (o.kind == opHeaders || o.kind == opData) || o.kind == opRST || o.kind == opForget) {
 			o.st.wireDone()
 		}
+		w.done(o)
 		w.pending = w.pending[1:]
 	}
 	return nil

@@ -2,6 +2,9 @@ package grpcwire
 
 import (
 	"bytes"
+	"io"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,4 +203,33 @@ func TestConnErrorBehindStalledData(t *testing.T) {
 	if r.goaway == nil || r.goaway.ErrCode != http2.ErrCodeProtocol || r.closedBy() != "eof" {
 		t.Errorf("GOAWAY %+v, connection ended by %q; want GOAWAY(PROTOCOL_ERROR), then a close", r.goaway, r.closedBy())
 	}
+}
+
+// TestPingFloodCapped: a client that sends PINGs and reads nothing
+// blocks the writer; the ACKs queued behind it are capped, past which
+// the connection is refused ENHANCE_YOUR_CALM and closed.
+func TestPingFloodCapped(t *testing.T) {
+	ts := startConfig(t, func(c *Config) { c.WriteTimeout = 500 * time.Millisecond })
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(4096)
+	fr := http2.NewFramer(nc, nil)
+	io.WriteString(nc, http2.ClientPreface)
+	fr.WriteSettings()
+	for i := range 3_000_000 {
+		if err := fr.WritePing(false, [8]byte{1}); err != nil {
+			break // closed: the server gave up on this connection
+		}
+		if i%10000 == 0 && len(ts.events(t, "PROTOCOL_ERROR")) > 0 {
+			break
+		}
+	}
+	evs := ts.await(t, "PROTOCOL_ERROR", 2*time.Second)
+	if got := evs[0].Text("err"); !strings.Contains(got, "ENHANCE_YOUR_CALM") {
+		t.Errorf("PROTOCOL_ERROR err=%q, want the control-frame cap's ENHANCE_YOUR_CALM", got)
+	}
+	ts.await(t, "CONN_CLOSED", 5*time.Second)
 }
