@@ -167,7 +167,7 @@ func (c *conn) queue(ops ...op) {
 		switch o.kind {
 		case opGoAway, opClose, opSettings:
 		default:
-			if o.st == nil || !o.st.wire {
+			if o.kind == opWindow || o.st == nil || !o.st.wire {
 				o.control = true
 				flood = c.control.Add(1) > maxQueuedControl || flood
 			}
@@ -376,7 +376,21 @@ func (c *conn) handle(f http2.Frame) bool {
 			c.queue(op{kind: opPingAck, ping: f.Data})
 		}
 	case *http2.WindowUpdateFrame:
-		c.queue(op{kind: opWindow, stream: f.StreamID, n: f.Increment})
+		id := f.StreamID
+		if id == 0 {
+			c.queue(op{kind: opWindow, n: f.Increment})
+			return true
+		}
+		if id > c.rd.maxID {
+			c.connError(http2.ErrCodeProtocol, "grpcwire: WINDOW_UPDATE on idle stream")
+			return false
+		}
+		c.mu.Lock()
+		st := c.live[id]
+		c.mu.Unlock()
+		if st != nil { // a closed stream's is ignored (RFC 9113 §6.9)
+			c.queue(op{kind: opWindow, stream: id, st: st, n: f.Increment})
+		}
 	case *http2.MetaHeadersFrame:
 		return c.headers(f)
 	case *http2.DataFrame:
@@ -534,6 +548,9 @@ func (w *writer) batch(ops []op, credit int64) error {
 		credit -= n
 	}
 	for i := range ops {
+		if w.closeNow != nil {
+			break // nothing is written after a close
+		}
 		if ops[i].now && ops[i].kind == opGoAway {
 			w.pending = w.pending[:0] // the close follows it
 		}
@@ -569,6 +586,25 @@ func (w *writer) failed(err error) {
 	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
 		serverapi.KeyUnwritten, c.bw.Buffered(), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error(),
 		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+}
+
+// flowError answers a connection FLOW_CONTROL_ERROR the writer finds: it
+// drops the stream ops waiting, writes GOAWAY and has the connection
+// closed after the flush.
+func (w *writer) flowError(text string) error {
+	c := w.c
+	c.protocolError(text)
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	g := c.goAway(c.maxID.Load(), http2.ErrCodeFlowControl, text)
+	w.pending = w.pending[:0]
+	if err := c.fr.WriteGoAway(g.last, g.code, g.data); err != nil {
+		return err
+	}
+	w.frames++
+	w.closeNow = func() { c.shut(false) }
+	return nil
 }
 
 // done is called once the writer has performed or dropped o.
@@ -608,6 +644,11 @@ func (w *writer) do(o *op) error {
 			case http2.SettingInitialWindowSize:
 				d := peerWindowDelta(w.initWin, s.Val)
 				for id := range w.win {
+					if w.win[id]+d > maxWindow {
+						return w.flowError(fmt.Sprintf("grpcwire: SETTINGS_INITIAL_WINDOW_SIZE %d takes stream %d's send window past 2^31-1", s.Val, id))
+					}
+				}
+				for id := range w.win {
 					w.win[id] += d
 				}
 				w.initWin = s.Val
@@ -622,11 +663,29 @@ func (w *writer) do(o *op) error {
 		err = fr.WritePing(true, o.ping)
 	case opWindow:
 		if o.stream == 0 {
-			w.connWin = min(w.connWin+int64(o.n), maxWindow)
-		} else {
-			w.win[o.stream] = min(w.window(o.stream)+int64(o.n), maxWindow)
+			if w.connWin+int64(o.n) > maxWindow {
+				return w.flowError("grpcwire: WINDOW_UPDATE takes the connection's send window past 2^31-1")
+			}
+			w.connWin += int64(o.n)
+			return nil
 		}
-		return nil
+		if o.st.wEnded {
+			return nil // closed meanwhile: ignored
+		}
+		v := w.window(o.stream) + int64(o.n)
+		if v <= maxWindow {
+			w.win[o.stream] = v
+			return nil
+		}
+		// A stream error: nothing more goes out on the stream, and its
+		// goroutine is told to stop.
+		w.c.protocolError(fmt.Sprintf("grpcwire: WINDOW_UPDATE takes stream %d's send window past 2^31-1", o.stream))
+		o.st.reset.Store(true)
+		o.st.cancel()
+		delete(w.win, o.stream)
+		o.st.wEnded = true
+		o.st.wireDone()
+		err = fr.WriteRSTStream(o.stream, http2.ErrCodeFlowControl)
 	}
 	if err != nil {
 		return err
@@ -665,6 +724,7 @@ func (w *writer) drainPending() error {
 			return nil
 		}
 		if o.st != nil && (o.end && (o.kind == opHeaders || o.kind == opData) || o.kind == opRST || o.kind == opForget) {
+			o.st.wEnded = true
 			o.st.wireDone()
 		}
 		w.done(o)

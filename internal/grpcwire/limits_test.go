@@ -233,3 +233,54 @@ func TestPingFloodCapped(t *testing.T) {
 	}
 	ts.await(t, "CONN_CLOSED", 5*time.Second)
 }
+
+// TestWindowUpdateRules: WINDOW_UPDATE on an idle stream is a connection
+// error; on a closed one it is ignored; one that takes a window past
+// 2^31-1 is a FLOW_CONTROL_ERROR of the stream or of the connection (RFC
+// 9113 §6.9.1), never clamped.
+func TestWindowUpdateRules(t *testing.T) {
+	const maxInc = 1<<31 - 1
+	t.Run("idle", func(t *testing.T) {
+		ts := startServer(t)
+		c := dial(t, ts.addr)
+		c.fr.WriteWindowUpdate(99, 1)
+		r := c.wait(0, true, 2*time.Second)
+		if r.goaway == nil || r.goaway.ErrCode != http2.ErrCodeProtocol || r.closedBy() != "eof" {
+			t.Errorf("GOAWAY %+v, connection ended by %q; want GOAWAY(PROTOCOL_ERROR), then a close", r.goaway, r.closedBy())
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		ts := startServer(t)
+		c := dial(t, ts.addr)
+		id := c.send(pathGet, getMsg("a"), nil)
+		if r := c.wait(id, false, 2*time.Second); r.status() != "0" {
+			t.Fatalf("get: status %q", r.status())
+		}
+		for range 3 {
+			c.fr.WriteWindowUpdate(id, maxInc) // would overflow if it were open
+		}
+		if r := c.wait(c.send(pathGet, getMsg("a"), nil), false, 2*time.Second); r.status() != "0" || r.goaway != nil {
+			t.Errorf("get after WINDOW_UPDATEs on a closed stream: status %q GOAWAY %+v, want 0 and none", r.status(), r.goaway)
+		}
+	})
+	t.Run("stream_overflow", func(t *testing.T) {
+		ts := startServer(t, "kind=noreply")
+		c := dial(t, ts.addr)
+		id := c.send(pathDebit, debitMsg("a", 1), nil)
+		ts.await(t, "EXEC", 2*time.Second) // open, and never answered
+		c.fr.WriteWindowUpdate(id, maxInc)
+		r := c.wait(id, false, 2*time.Second)
+		if r.rst == nil || *r.rst != http2.ErrCodeFlowControl {
+			t.Errorf("RST_STREAM %v, want FLOW_CONTROL_ERROR", r.rst)
+		}
+	})
+	t.Run("conn_overflow", func(t *testing.T) {
+		ts := startServer(t)
+		c := dial(t, ts.addr)
+		c.fr.WriteWindowUpdate(0, maxInc)
+		r := c.wait(0, true, 2*time.Second)
+		if r.goaway == nil || r.goaway.ErrCode != http2.ErrCodeFlowControl || r.closedBy() != "eof" {
+			t.Errorf("GOAWAY %+v, connection ended by %q; want GOAWAY(FLOW_CONTROL_ERROR), then a close", r.goaway, r.closedBy())
+		}
+	})
+}

@@ -60,6 +60,9 @@ type stream struct {
 	// wire while the writer has not ended it. Guarded by conn.mu.
 	refs int
 	wire bool
+	// wEnded is wire's copy for the writer, which alone touches it: a
+	// WINDOW_UPDATE arriving after the stream ended is ignored.
+	wEnded bool
 }
 
 // cancel closes done once.
