@@ -284,3 +284,18 @@ func TestWindowUpdateRules(t *testing.T) {
 		}
 	})
 }
+
+// TestUnicodeSpaceAccount: an account holding a non-ASCII space is no
+// white space to the bank, which executes it; its answer is encoded, not
+// refused INTERNAL.
+func TestUnicodeSpaceAccount(t *testing.T) {
+	ts := startServer(t)
+	c := dial(t, ts.addr)
+	r := c.wait(c.send(pathDebit, debitMsg("a\u00a0b", 10), nil), false, 2*time.Second)
+	if r.status() != "0" {
+		t.Fatalf("executed debit answered grpc-status %q %q, want 0", r.status(), r.header("grpc-message"))
+	}
+	if got, want := replyText(t, r.data), "account=a\u00a0b balance=990 exec=1 budget_ms=4294967295"; got != want {
+		t.Errorf("reply %q, want %q", got, want)
+	}
+}
