@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,32 @@ func TestUnicodeSpaceAccount(t *testing.T) {
 	}
 	if got, want := replyText(t, r.data), "account=a\u00a0b balance=990 exec=1 budget_ms=4294967295"; got != want {
 		t.Errorf("reply %q, want %q", got, want)
+	}
+}
+
+// TestAttemptTableBounded: the attempt table keeps at most
+// maxAttemptCalls calls, forgetting the oldest first, and ClearFaults
+// (ctl.clear) empties it.
+func TestAttemptTableBounded(t *testing.T) {
+	ts := startServer(t)
+	for i := range maxAttemptCalls + 100 {
+		ts.attempt("call-" + strconv.Itoa(i))
+	}
+	ts.amu.Lock()
+	n := len(ts.attempts)
+	ts.amu.Unlock()
+	if n > maxAttemptCalls {
+		t.Errorf("attempt table holds %d calls, want at most %d", n, maxAttemptCalls)
+	}
+	last := "call-" + strconv.Itoa(maxAttemptCalls+99)
+	if got := ts.attempt(last); got != 2 {
+		t.Errorf("the newest call's next attempt is %d, want 2", got)
+	}
+	if got := ts.attempt("call-0"); got != 1 {
+		t.Errorf("the oldest call, forgotten, is at attempt %d, want 1", got)
+	}
+	ts.ClearFaults()
+	if got := ts.attempt(last); got != 1 {
+		t.Errorf("after ClearFaults a call is at attempt %d, want 1", got)
 	}
 }
