@@ -327,3 +327,18 @@ func TestAttemptTableBounded(t *testing.T) {
 		t.Errorf("after ClearFaults a call is at attempt %d, want 1", got)
 	}
 }
+
+// TestExecBudgetMatchesAttempt: EXEC and ATTEMPT log one budget, -1 for
+// a request without grpc-timeout.
+func TestExecBudgetMatchesAttempt(t *testing.T) {
+	ts := startServer(t)
+	c := dial(t, ts.addr)
+	if r := c.wait(c.send(pathDebit, debitMsg("a", 1), nil), false, 2*time.Second); r.status() != "0" {
+		t.Fatalf("debit: status %q", r.status())
+	}
+	att, _ := ts.events(t, "ATTEMPT")[0].Int("budget")
+	exec, _ := ts.events(t, "EXEC")[0].Int("budget")
+	if att != -1 || exec != att {
+		t.Errorf("ATTEMPT budget=%d EXEC budget=%d, want both -1", att, exec)
+	}
+}

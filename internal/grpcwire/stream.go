@@ -129,6 +129,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	if st.hasTimeout {
 		budget = st.timeout.Milliseconds()
 	}
+	st.attempt.BudgetMs = budget
 	s.log.Info(serverapi.EventAttempt, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id,
 		serverapi.KeyID, st.reqID, serverapi.KeyMethod, method, serverapi.KeyCall, call, serverapi.KeyAttempt, st.attempt.N,
 		serverapi.KeyPrev, st.attempt.Prev, serverapi.KeyGRPCTimeout, st.attempt.Timeout, serverapi.KeyBudget, budget)
