@@ -219,7 +219,7 @@ func (b *Bank) logExec(r *server.Request, account []byte, st proto.Status) {
 		b.log.Debug(serverapi.EventExec, serverapi.KeyConn, r.Conn, serverapi.KeyID, r.ID, serverapi.KeyMethod, r.Method,
 			serverapi.KeyKey, r.Key, serverapi.KeyAccount, string(account), serverapi.KeyStatus, st.String(),
 			serverapi.KeyWire, a.Wire, serverapi.KeyStream, a.Stream, serverapi.KeyCall, a.Call, serverapi.KeyAttempt, a.N,
-			serverapi.KeyPrev, a.Prev, serverapi.KeyGRPCTimeout, a.Timeout, serverapi.KeyBudget, r.BudgetMs)
+			serverapi.KeyPrev, a.Prev, serverapi.KeyGRPCTimeout, a.Timeout, serverapi.KeyBudget, a.BudgetMs)
 		return
 	}
 	b.log.Debug(serverapi.EventExec, serverapi.KeyConn, r.Conn, serverapi.KeyID, r.ID, serverapi.KeyMethod, r.Method,

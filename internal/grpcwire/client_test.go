@@ -50,6 +50,12 @@ type testServer struct {
 
 func startServer(t *testing.T, faults ...string) *testServer {
 	t.Helper()
+	return startConfig(t, nil, faults...)
+}
+
+// startConfig is startServer with mod applied to the Config first.
+func startConfig(t *testing.T, mod func(*Config), faults ...string) *testServer {
+	t.Helper()
 	buf := &syncBuffer{}
 	lg := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := DefaultConfig()
@@ -61,6 +67,9 @@ func startServer(t *testing.T, faults ...string) *testServer {
 			t.Fatal(err)
 		}
 		cfg.Faults = append(cfg.Faults, ft)
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	s, err := New(cfg, bank.New(bank.NewMemory(), lg))
 	if err != nil {
@@ -90,6 +99,54 @@ func (ts *testServer) events(t *testing.T, name string) []serverapi.Event {
 		}
 	}
 	return out
+}
+
+// await waits until the server has logged an event named name, and
+// returns the events of that name so far.
+func (ts *testServer) await(t *testing.T, name string, timeout time.Duration) []serverapi.Event {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if evs := ts.events(t, name); len(evs) > 0 {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event within %v", name, timeout)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the log: no event to wait on
+	}
+}
+
+// counters returns the server's counters as numbers.
+func (ts *testServer) counters(t *testing.T) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for k, v := range ts.Counters() {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("counter %s=%q: %v", k, v, err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// counter returns one of the server's counters.
+func (ts *testServer) counter(t *testing.T, name string) int64 {
+	t.Helper()
+	return ts.counters(t)[name]
+}
+
+// awaitCounter waits until ok holds of the server's counters.
+func (ts *testServer) awaitCounter(t *testing.T, ok func(map[string]int64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !ok(ts.counters(t)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("counters %v: the awaited condition did not hold within 2s", ts.counters(t))
+		}
+		time.Sleep(time.Millisecond) // polling the counters: no event to wait on
+	}
 }
 
 // h2client is a raw HTTP/2 client on a Framer: it sends what a gRPC

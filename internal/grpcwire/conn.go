@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +28,11 @@ const (
 	maxWindow        = 1<<31 - 1
 	prefixLen        = 5 // a gRPC message's compressed flag and length
 	headerTableLimit = 4096
+	// maxQueuedControl bounds the ops a connection queues that hold no
+	// stream slot (PING and SETTINGS ACKs, window bookkeeping, refusals)
+	// while its writer is blocked: past it, the peer is flooding and
+	// gets GOAWAY(ENHANCE_YOUR_CALM). x/net's server's own bound.
+	maxQueuedControl = 10000
 )
 
 // conn is one HTTP/2 connection: a reader goroutine that reads every
@@ -43,11 +51,28 @@ type conn struct {
 	rd struct {
 		maxID uint32 // the highest client stream id seen
 	}
+	// maxID is rd.maxID, for a connection error raised off the reader.
+	maxID atomic.Uint32
+	// control counts the queued ops that hold no stream slot and are
+	// not yet done by the writer (op.control).
+	control atomic.Int64
 
-	mu      sync.Mutex // guards streams, ops, closing, goaway
+	mu sync.Mutex // guards streams, live, each stream's refs and wire, ops, closing, goaway
+	// streams are the requests the reader is still reading: DATA for
+	// them is theirs.
 	streams map[uint32]*stream
-	ops     []op // waiting for the writer
-	// closing is set once a close is queued: later ops are dropped.
+	// live are the streams holding a MAX_CONCURRENT_STREAMS slot: from
+	// their HEADERS until their goroutine (if any) has returned and the
+	// writer has ended them on the wire (END_STREAM or RST_STREAM
+	// written, or the client reset them). So both the goroutines and the
+	// replies waiting for a send window are bounded by the slots.
+	live map[uint32]*stream
+	ops  []op // waiting for the writer
+	// credit is the request bytes read and not yet credited with a
+	// WINDOW_UPDATE on stream 0: one counter, however many DATA frames.
+	credit int64
+	// closing is set once a close is queued: later ops are dropped, and
+	// no request starts executing.
 	closing bool
 	// goaway, when set, is the last-stream-id of the GOAWAY sent:
 	// HEADERS for a stream above it are ignored.
@@ -63,6 +88,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s: s, id: s.connSeq.Add(1), nc: nc,
 		streams: make(map[uint32]*stream),
+		live:    make(map[uint32]*stream),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
@@ -83,7 +109,6 @@ const (
 	opPeerSettings                   // apply the client's SETTINGS to the send side
 	opPingAck                        // answer a PING
 	opWindow                         // the client's WINDOW_UPDATE: grow a send window
-	opCredit                         // send WINDOW_UPDATE on stream 0 for n request bytes
 	opGoAway                         // send GOAWAY(last, code, debug)
 	opHeaders                        // send a header block on a stream, END_STREAM when end
 	opData                           // send a message on a stream, flow-controlled
@@ -96,7 +121,7 @@ const (
 // op is one thing for the writer to do. Ops on streams (opHeaders,
 // opData, opRST, opRaw, opForget), opGoAway and opClose go out in the
 // order they were queued; the others (SETTINGS and PING ACKs, window
-// bookkeeping and credit) are done at once, even while an opData waits
+// bookkeeping) are done at once, even while an opData waits
 // for a send window.
 type op struct {
 	kind     opKind
@@ -111,6 +136,13 @@ type op struct {
 	settings []http2.Setting
 	n        uint32
 	rst      bool // opClose: with RST (SO_LINGER 0) instead of FIN
+	// now, on a connection error's opGoAway (and the opClose queued
+	// with it), drops the stream ops still waiting (for a send window,
+	// maybe forever), so that the GOAWAY and the close go out at once.
+	now bool
+	// control is set by queue on an op that holds no stream slot: it
+	// counts against maxQueuedControl until the writer is done with it.
+	control bool
 }
 
 func (o *op) onStream() bool {
@@ -122,13 +154,24 @@ func (o *op) onStream() bool {
 }
 
 // queue hands ops to the writer. Ops queued after a close are dropped.
+// Past maxQueuedControl ops holding no stream slot, the connection is
+// closed with GOAWAY(ENHANCE_YOUR_CALM) instead.
 func (c *conn) queue(ops ...op) {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
 		return
 	}
+	flood := false
 	for _, o := range ops {
+		switch o.kind {
+		case opGoAway, opClose, opSettings:
+		default:
+			if o.kind == opWindow || o.st == nil || !o.st.wire {
+				o.control = true
+				flood = c.control.Add(1) > maxQueuedControl || flood
+			}
+		}
 		c.ops = append(c.ops, o)
 		if o.kind == opClose {
 			c.closing = true
@@ -136,6 +179,21 @@ func (c *conn) queue(ops ...op) {
 		}
 	}
 	c.mu.Unlock()
+	c.wakeWriter()
+	if flood {
+		c.connError(http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("grpcwire: more than %d control frames queued: ENHANCE_YOUR_CALM", maxQueuedControl))
+	}
+}
+
+// addCredit adds a DATA frame's length to the credit to send.
+func (c *conn) addCredit(n uint32) {
+	c.mu.Lock()
+	c.credit += int64(n)
+	c.mu.Unlock()
+	c.wakeWriter()
+}
+
+func (c *conn) wakeWriter() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -153,6 +211,9 @@ func (c *conn) close() {
 		c.mu.Lock()
 		c.closing = true
 		c.ops = nil
+		for _, st := range c.live {
+			st.cancel()
+		}
 		c.mu.Unlock()
 		close(c.done)
 		c.nc.Close()
@@ -169,10 +230,13 @@ func (c *conn) protocolError(text string) {
 }
 
 // connError answers a connection error: GOAWAY with the last stream the
-// server took, then a close with FIN.
+// server took, then a close with FIN, both ahead of the stream ops still
+// waiting, which are dropped.
 func (c *conn) connError(code http2.ErrCode, text string) {
 	c.protocolError(text)
-	c.closeWith(false, c.goAway(c.rd.maxID, code, text))
+	g := c.goAway(c.maxID.Load(), code, text)
+	g.now = true
+	c.queue(g, op{kind: opClose, now: true})
 }
 
 // goAway returns the op that sends GOAWAY(last, code), and from now on
@@ -191,14 +255,16 @@ func (c *conn) goAway(last uint32, code http2.ErrCode, debug string) op {
 func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
 	c.protocolError(text)
 	c.mu.Lock()
-	st := c.streams[id]
 	delete(c.streams, id)
+	st := c.live[id]
 	c.mu.Unlock()
 	if st != nil {
-		// Nothing more goes out on it, whatever its goroutine answers.
+		// Nothing more goes out on it, whatever its goroutine answers;
+		// and its goroutine is told to stop.
 		st.reset.Store(true)
+		st.cancel()
 	}
-	c.queue(op{kind: opRST, stream: id, code: code})
+	c.queue(op{kind: opRST, stream: id, st: st, code: code})
 }
 
 func (c *conn) readLoop() {
@@ -310,15 +376,29 @@ func (c *conn) handle(f http2.Frame) bool {
 			c.queue(op{kind: opPingAck, ping: f.Data})
 		}
 	case *http2.WindowUpdateFrame:
-		c.queue(op{kind: opWindow, stream: f.StreamID, n: f.Increment})
+		id := f.StreamID
+		if id == 0 {
+			c.queue(op{kind: opWindow, n: f.Increment})
+			return true
+		}
+		if id > c.rd.maxID {
+			c.connError(http2.ErrCodeProtocol, "grpcwire: WINDOW_UPDATE on idle stream")
+			return false
+		}
+		c.mu.Lock()
+		st := c.live[id]
+		c.mu.Unlock()
+		if st != nil { // a closed stream's is ignored (RFC 9113 §6.9)
+			c.queue(op{kind: opWindow, stream: id, st: st, n: f.Increment})
+		}
 	case *http2.MetaHeadersFrame:
 		return c.headers(f)
 	case *http2.DataFrame:
 		return c.data(f)
 	case *http2.RSTStreamFrame:
 		c.mu.Lock()
-		st := c.streams[f.StreamID]
 		delete(c.streams, f.StreamID)
+		st := c.live[f.StreamID]
 		c.mu.Unlock()
 		if f.StreamID > c.rd.maxID {
 			c.connError(http2.ErrCodeProtocol, "grpcwire: RST_STREAM on idle stream")
@@ -326,13 +406,14 @@ func (c *conn) handle(f http2.Frame) bool {
 		}
 		if st != nil {
 			st.reset.Store(true)
+			st.cancel()
 			if !st.answered.Load() {
 				c.s.counters.canceled.Add(1)
 			}
 		}
 		c.s.log.Info(serverapi.EventStreamReset, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyStream, f.StreamID, serverapi.KeyCode, f.ErrCode.String())
-		c.queue(op{kind: opForget, stream: f.StreamID})
+		c.queue(op{kind: opForget, stream: f.StreamID, st: st})
 	case *http2.GoAwayFrame:
 		c.s.log.Info(serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyCode, f.ErrCode.String())
@@ -349,7 +430,9 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	id := f.StreamID
 	c.mu.Lock()
 	_, open := c.streams[id]
-	above := c.goawaySet && id > c.goaway
+	// Above a GOAWAY sent, or once a close is queued, a request would
+	// execute unanswered: it is not processed.
+	above := c.goawaySet && id > c.goaway || c.closing
 	c.mu.Unlock()
 	switch {
 	case open:
@@ -364,8 +447,9 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 		return false
 	}
 	c.rd.maxID = id
+	c.maxID.Store(id)
 	if above {
-		return true // the GOAWAY sent says it will not be processed
+		return true // the GOAWAY or the close says it will not be processed
 	}
 	if f.Truncated {
 		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: header list over MaxHeaderListSize")
@@ -387,7 +471,7 @@ func (c *conn) data(f *http2.DataFrame) bool {
 		// Credit the connection window at once, padding included, so
 		// that the client never stalls on it; the stream windows are
 		// never drained by a unary request within MaxMessageLen.
-		c.queue(op{kind: opCredit, n: n})
+		c.addCredit(n)
 	}
 	id := f.StreamID
 	if id > c.rd.maxID {
@@ -433,28 +517,100 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
-		ops := c.ops
-		c.ops = nil
+		ops, credit := c.ops, c.credit
+		c.ops, c.credit = nil, 0
 		c.mu.Unlock()
-		for i := range ops {
-			if ops[i].onStream() {
-				w.pending = append(w.pending, ops[i])
-				continue
-			}
-			if !w.do(&ops[i]) {
-				return
-			}
-		}
-		if !w.drainPending() {
-			return
-		}
-		if err := w.flush(); err != nil {
+		if err := w.batch(ops, credit); err != nil {
+			w.failed(err)
 			return
 		}
 		if w.closeNow != nil {
 			w.closeNow()
 			return
 		}
+	}
+}
+
+// batch performs ops and flushes. Any Write to bw may reach the socket
+// (bufio writes through once a batch outgrows its buffer), so the write
+// deadline is set before the first one: each batch has WriteTimeout,
+// however long the connection was idle before it.
+func (w *writer) batch(ops []op, credit int64) error {
+	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	for credit > 0 {
+		n := min(credit, maxWindow)
+		if err := w.c.fr.WriteWindowUpdate(0, uint32(n)); err != nil {
+			return err
+		}
+		w.frames++
+		credit -= n
+	}
+	for i := range ops {
+		if w.closeNow != nil {
+			break // nothing is written after a close
+		}
+		if ops[i].now && ops[i].kind == opGoAway {
+			w.pending = w.pending[:0] // the close follows it
+		}
+		if ops[i].onStream() {
+			w.pending = append(w.pending, ops[i])
+			continue
+		}
+		if err := w.do(&ops[i]); err != nil {
+			return err
+		}
+		w.done(&ops[i])
+	}
+	if err := w.drainPending(); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// failed logs a write that failed because the peer accepted nothing for
+// WriteTimeout. Other failures (the peer reset the connection, the
+// server closed it) are the reader's to see.
+func (w *writer) failed(err error) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	select {
+	case <-w.c.done:
+		return
+	default:
+	}
+	c := w.c
+	c.s.counters.writeTimeouts.Add(1)
+	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
+		serverapi.KeyUnwritten, c.bw.Buffered(), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error(),
+		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+}
+
+// flowError answers a connection FLOW_CONTROL_ERROR the writer finds: it
+// drops the stream ops waiting, writes GOAWAY and has the connection
+// closed after the flush.
+func (w *writer) flowError(text string) error {
+	c := w.c
+	c.protocolError(text)
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	g := c.goAway(c.maxID.Load(), http2.ErrCodeFlowControl, text)
+	w.pending = w.pending[:0]
+	if err := c.fr.WriteGoAway(g.last, g.code, g.data); err != nil {
+		return err
+	}
+	w.frames++
+	w.closeNow = func() { c.shut(false) }
+	return nil
+}
+
+// done is called once the writer has performed or dropped o.
+func (w *writer) done(o *op) {
+	if o.control {
+		w.c.control.Add(-1)
 	}
 }
 
@@ -472,9 +628,9 @@ type writer struct {
 	closeNow func()           // set by opClose: what closes the socket after the flush
 }
 
-// do performs a connection-level op; false means the connection must
-// close now.
-func (w *writer) do(o *op) bool {
+// do performs a connection-level op; an error means the connection
+// must close now.
+func (w *writer) do(o *op) error {
 	fr := w.c.fr
 	var err error
 	switch o.kind {
@@ -488,6 +644,11 @@ func (w *writer) do(o *op) bool {
 			case http2.SettingInitialWindowSize:
 				d := peerWindowDelta(w.initWin, s.Val)
 				for id := range w.win {
+					if w.win[id]+d > maxWindow {
+						return w.flowError(fmt.Sprintf("grpcwire: SETTINGS_INITIAL_WINDOW_SIZE %d takes stream %d's send window past 2^31-1", s.Val, id))
+					}
+				}
+				for id := range w.win {
 					w.win[id] += d
 				}
 				w.initWin = s.Val
@@ -497,24 +658,40 @@ func (w *writer) do(o *op) bool {
 				w.enc.SetMaxDynamicTableSizeLimit(min(s.Val, headerTableLimit))
 			}
 		}
-		return true
+		return nil
 	case opPingAck:
 		err = fr.WritePing(true, o.ping)
 	case opWindow:
 		if o.stream == 0 {
-			w.connWin = min(w.connWin+int64(o.n), maxWindow)
-		} else {
-			w.win[o.stream] = min(w.window(o.stream)+int64(o.n), maxWindow)
+			if w.connWin+int64(o.n) > maxWindow {
+				return w.flowError("grpcwire: WINDOW_UPDATE takes the connection's send window past 2^31-1")
+			}
+			w.connWin += int64(o.n)
+			return nil
 		}
-		return true
-	case opCredit:
-		err = fr.WriteWindowUpdate(0, o.n)
+		if o.st.wEnded {
+			return nil // closed meanwhile: ignored
+		}
+		v := w.window(o.stream) + int64(o.n)
+		if v <= maxWindow {
+			w.win[o.stream] = v
+			return nil
+		}
+		// A stream error: nothing more goes out on the stream, and its
+		// goroutine is told to stop.
+		w.c.protocolError(fmt.Sprintf("grpcwire: WINDOW_UPDATE takes stream %d's send window past 2^31-1", o.stream))
+		o.st.reset.Store(true)
+		o.st.cancel()
+		delete(w.win, o.stream)
+		o.st.wEnded = true
+		o.st.wireDone()
+		err = fr.WriteRSTStream(o.stream, http2.ErrCodeFlowControl)
 	}
 	if err != nil {
-		return false
+		return err
 	}
 	w.frames++
-	return true
+	return nil
 }
 
 // window returns a stream's send window, creating it at the client's
@@ -529,25 +706,31 @@ func (w *writer) window(id uint32) int64 {
 }
 
 // drainPending writes the pending stream ops in order until one waits
-// for a send window; false means the connection must close.
-func (w *writer) drainPending() bool {
+// for a send window; an error means the connection must close.
+func (w *writer) drainPending() error {
 	for len(w.pending) > 0 && w.closeNow == nil {
 		o := &w.pending[0]
 		if o.st != nil && o.st.reset.Load() && o.kind != opForget {
 			// The client reset the stream: it wants nothing more on it.
+			w.done(o)
 			w.pending = w.pending[1:]
 			continue
 		}
 		done, err := w.doStream(o)
 		if err != nil {
-			return false
+			return err
 		}
 		if !done {
-			return true
+			return nil
 		}
+		if o.st != nil && (o.end && (o.kind == opHeaders || o.kind == opData) || o.kind == opRST || o.kind == opForget) {
+			o.st.wEnded = true
+			o.st.wireDone()
+		}
+		w.done(o)
 		w.pending = w.pending[1:]
 	}
-	return true
+	return nil
 }
 
 // doStream performs a stream op, or as much of an opData as the windows
@@ -635,9 +818,6 @@ func (w *writer) doStream(o *op) (bool, error) {
 func (w *writer) flush() error {
 	if w.c.bw.Buffered() == 0 {
 		return nil
-	}
-	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
-		return err
 	}
 	if err := w.c.bw.Flush(); err != nil {
 		return err

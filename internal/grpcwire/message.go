@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -136,6 +137,12 @@ func decodeRequest(method string, b []byte) (request, error) {
 	return r, nil
 }
 
+// asciiSpace is the white space that separates the bank's payload and
+// answer fields.
+const asciiSpace = " \t\n\v\f\r"
+
+func isASCIISpace(r rune) bool { return strings.ContainsRune(asciiSpace, r) }
+
 // appendPayload appends r as the bank's payload text for method:
 // "account=A amount=N sleep=N" for get and debit (amount for debit only,
 // sleep only when sleep_ms is not 0), the bytes themselves for echo. An
@@ -144,7 +151,7 @@ func appendPayload(dst []byte, method string, r *request) ([]byte, error) {
 	if method == "echo" {
 		return append(dst, r.payload...), nil
 	}
-	if bytes.ContainsAny(r.account, " \t\n\v\f\r") {
+	if bytes.ContainsAny(r.account, asciiSpace) {
 		return dst, fmt.Errorf("%w: account %q holds white space", errArgument, r.account)
 	}
 	dst = append(dst, "account="...)
@@ -175,7 +182,9 @@ func appendReply(dst []byte, method string, answer []byte) ([]byte, error) {
 	var account []byte
 	var balance, exec, budget int64
 	var replayed bool
-	for _, tok := range bytes.Fields(answer) {
+	// The bank separates its fields with ASCII white space only
+	// (internal/bank's parseArgs): an account may hold other spaces.
+	for _, tok := range bytes.FieldsFunc(answer, isASCIISpace) {
 		k, v, ok := bytes.Cut(tok, []byte("="))
 		if !ok {
 			return dst, fmt.Errorf("grpcwire: answer %q: %q is not key=value", answer, tok)

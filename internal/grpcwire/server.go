@@ -43,9 +43,9 @@ type Config struct {
 	// after CloseWrite, so that the final Close finds no unread bytes
 	// and sends no RST. Must be positive. Default 200ms.
 	Drain time.Duration
-	// WriteTimeout bounds one flush to a connection; a peer that reads
-	// nothing for that long is disconnected. Must be positive. Default
-	// 10s.
+	// WriteTimeout bounds one batch of the writer, from its first write
+	// to its flush; a peer that reads nothing for that long is
+	// disconnected (WRITE_TIMEOUT). Must be positive. Default 10s.
 	WriteTimeout time.Duration
 	// Faults are rules active from the start.
 	Faults []Fault
@@ -106,8 +106,9 @@ type Server struct {
 	ln     net.Listener
 	closed bool
 
-	amu      sync.Mutex     // guards attempts
+	amu      sync.Mutex     // guards attempts, order
 	attempts map[string]int // attempts seen per logical call
+	order    []string       // attempts' calls, oldest first
 
 	reqs     map[string]*atomic.Int64 // requests per handler method; the map is never written after New
 	counters counters
@@ -116,6 +117,7 @@ type Server struct {
 type counters struct {
 	requestsOther, expired, unavailable, protocolErrors atomic.Int64
 	connsAccepted, framesSent, faultsFired, canceled    atomic.Int64
+	writeTimeouts                                       atomic.Int64
 }
 
 // New validates cfg and returns a Server for h, which must serve get,
@@ -177,8 +179,14 @@ func (s *Server) AddFault(f Fault) error {
 	return nil
 }
 
-// ClearFaults removes every rule.
-func (s *Server) ClearFaults() { s.faults.clear() }
+// ClearFaults removes every rule and forgets every call's attempts
+// (ctl.clear): the next scenario counts its attempts from 1.
+func (s *Server) ClearFaults() {
+	s.faults.clear()
+	s.amu.Lock()
+	s.attempts, s.order = make(map[string]int), nil
+	s.amu.Unlock()
+}
 
 // ErrClosed is returned by Serve after Close.
 var ErrClosed = errors.New("grpcwire: closed")
@@ -272,16 +280,28 @@ func (s *Server) forget(c *conn) {
 	s.mu.Unlock()
 }
 
+// maxAttemptCalls bounds the attempt table: past it the oldest call is
+// forgotten, and a later attempt of it counts from 1 again. A scenario
+// names far fewer calls; a long benchmark naming one per request would
+// otherwise grow the table for good.
+const maxAttemptCalls = 1 << 16
+
 // attempt counts one more attempt of call and returns its number, from
-// 1; 0 for a call without a name, which is not counted. The table grows
-// by one entry per distinct call name and is never pruned: a run names
-// its calls, and a benchmark that names none costs nothing.
+// 1; 0 for a call without a name, which is not counted. The table holds
+// the last maxAttemptCalls calls named, and ClearFaults empties it.
 func (s *Server) attempt(call string) int {
 	if call == "" {
 		return 0
 	}
 	s.amu.Lock()
 	defer s.amu.Unlock()
+	if _, ok := s.attempts[call]; !ok {
+		if len(s.order) >= maxAttemptCalls {
+			delete(s.attempts, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.order = append(s.order, call)
+	}
 	s.attempts[call]++
 	return s.attempts[call]
 }
@@ -293,7 +313,7 @@ func (s *Server) attempt(call string) int {
 // (exec.*, dedup_hits, key_conflicts) are the handler's, shared with
 // rpcbench's wire. Counters the gRPC side has no use for (requests.ctl,
 // queue_full, conn_queue_full, conns_rejected, out_limit_waits,
-// write_timeouts, write_chunks) are 0.
+// write_chunks) are 0.
 func (s *Server) Counters() serverapi.Fields {
 	fs := serverapi.Fields{}
 	for _, name := range serverapi.CounterNames() {
@@ -316,6 +336,7 @@ func (s *Server) Counters() serverapi.Fields {
 	add("frames_sent", c.framesSent.Load())
 	add("faults_fired", c.faultsFired.Load())
 	add("canceled", c.canceled.Load())
+	add("write_timeouts", c.writeTimeouts.Load())
 	s.h.Counters(add)
 	return fs
 }

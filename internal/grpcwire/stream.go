@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,42 @@ type stream struct {
 
 	reset    atomic.Bool // the client sent RST_STREAM
 	answered atomic.Bool // the final frame of an answer is queued
+
+	// done is the handler's Request.Done: closed by cancel, on the
+	// client's RST_STREAM, a stream error, the connection's close or the
+	// server's.
+	done       chan struct{}
+	cancelOnce sync.Once
+	// refs counts what keeps the stream in conn.live: its goroutine, and
+	// wire while the writer has not ended it. Guarded by conn.mu.
+	refs int
+	wire bool
+	// wEnded is wire's copy for the writer, which alone touches it: a
+	// WINDOW_UPDATE arriving after the stream ended is ignored.
+	wEnded bool
+}
+
+// cancel closes done once.
+func (st *stream) cancel() { st.cancelOnce.Do(func() { close(st.done) }) }
+
+// unref drops one hold on the stream's slot; the caller holds c.mu.
+func (st *stream) unref() {
+	st.refs--
+	if st.refs == 0 && st.c.live[st.id] == st {
+		delete(st.c.live, st.id)
+	}
+}
+
+// wireDone is called by the writer once nothing more goes out on the
+// stream.
+func (st *stream) wireDone() {
+	c := st.c
+	c.mu.Lock()
+	if st.wire {
+		st.wire = false
+		st.unref()
+	}
+	c.mu.Unlock()
 }
 
 // newStream validates a request's HEADERS, logs its ATTEMPT and returns
@@ -56,7 +93,7 @@ type stream struct {
 func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	s := c.s
 	path := f.PseudoValue("path")
-	st := &stream{c: c, id: f.StreamID, reqID: s.reqSeq.Add(1), arrival: time.Now()}
+	st := &stream{c: c, id: f.StreamID, reqID: s.reqSeq.Add(1), arrival: time.Now(), done: make(chan struct{})}
 	st.attempt = server.Attempt{Wire: serverapi.WireGRPC, Stream: f.StreamID, Prev: "-", Timeout: "-"}
 	var contentType, call string
 	for _, hf := range f.RegularFields() {
@@ -92,12 +129,13 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	if st.hasTimeout {
 		budget = st.timeout.Milliseconds()
 	}
+	st.attempt.BudgetMs = budget
 	s.log.Info(serverapi.EventAttempt, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id,
 		serverapi.KeyID, st.reqID, serverapi.KeyMethod, method, serverapi.KeyCall, call, serverapi.KeyAttempt, st.attempt.N,
 		serverapi.KeyPrev, st.attempt.Prev, serverapi.KeyGRPCTimeout, st.attempt.Timeout, serverapi.KeyBudget, budget)
 
 	c.mu.Lock()
-	full := uint32(len(c.streams)) >= s.cfg.MaxConcurrentStreams
+	full := uint32(len(c.live)) >= s.cfg.MaxConcurrentStreams
 	c.mu.Unlock()
 	switch {
 	case full:
@@ -124,6 +162,8 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	s.reqs[st.method].Add(1)
 	c.mu.Lock()
 	c.streams[st.id] = st
+	c.live[st.id] = st
+	st.refs, st.wire = 1, true
 	c.mu.Unlock()
 	return st
 }
@@ -186,10 +226,25 @@ func (st *stream) finish() {
 		st.early(Internal, "request ended before its message did")
 		return
 	}
-	s := st.c.s
+	c, s := st.c, st.c.s
+	c.mu.Lock()
+	closing := c.closing
+	if !closing {
+		st.refs++ // the goroutine's
+	}
+	c.mu.Unlock()
+	if closing {
+		// A close is queued: nothing could answer the request.
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			st.unref()
+			c.mu.Unlock()
+		}()
 		st.run()
 	}()
 }
@@ -248,7 +303,7 @@ func (st *stream) run() {
 			st.unexecuted(fault)
 			return
 		}
-		if fault.Kind == FaultSleep && !sleep(fault.Delay, s.done) {
+		if fault.Kind == FaultSleep && !sleep(fault.Delay, st.done) {
 			st.trailersOnly(Unavailable, "server closing", nil)
 			return
 		}
@@ -261,7 +316,7 @@ func (st *stream) run() {
 	}
 	req := server.Request{
 		ID: st.reqID, Conn: c.id, Method: st.method, Key: st.key, Payload: payload,
-		BudgetMs: budget, Expiry: expiry, Done: s.done, Attempt: &st.attempt,
+		BudgetMs: budget, Expiry: expiry, Done: st.done, Attempt: &st.attempt,
 	}
 	status, answer := s.h.Execute(&req, nil)
 	if status == proto.StatusUnknown {
@@ -366,8 +421,7 @@ func (st *stream) executed(f Fault, code Code, msg string, reply []byte) {
 		select {
 		case <-t.C:
 			answer()
-		case <-c.done:
-		case <-s.done:
+		case <-st.done:
 		}
 	case FaultNoReply:
 	default: // FaultSleep: it slept before executing
@@ -409,8 +463,8 @@ func (st *stream) trailersOnly(code Code, msg string, extra []hpack.HeaderField)
 	st.c.queue(o)
 }
 
-// forget marks the stream answered and takes it out of the connection's
-// open streams.
+// forget marks the stream answered and takes it out of the streams the
+// reader reads; it keeps its slot until the writer has ended it.
 func (st *stream) forget() {
 	st.answered.Store(true)
 	c := st.c

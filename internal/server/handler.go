@@ -44,6 +44,10 @@ type Attempt struct {
 	// Prev and Timeout are the grpc-previous-rpc-attempts and
 	// grpc-timeout headers as sent, "-" when absent.
 	Prev, Timeout string
+	// BudgetMs is the budget the EXEC event logs, as the ATTEMPT event
+	// does: ms, -1 without a grpc-timeout (where Request.BudgetMs holds
+	// the transport's "no limit", math.MaxUint32).
+	BudgetMs int64
 }
 
 // Sleep pauses for d, or less if the server starts closing meanwhile; it
