@@ -531,21 +531,14 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// batch performs ops and flushes. Any Write to bw may reach the socket
+// batch performs ops, sends credit for the request bytes read, and
+// flushes. Any Write to bw may reach the socket
 // (bufio writes through once a batch outgrows its buffer), so the write
 // deadline is set before the first one: each batch has WriteTimeout,
 // however long the connection was idle before it.
 func (w *writer) batch(ops []op, credit int64) error {
 	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
 		return err
-	}
-	for credit > 0 {
-		n := min(credit, maxWindow)
-		if err := w.c.fr.WriteWindowUpdate(0, uint32(n)); err != nil {
-			return err
-		}
-		w.frames++
-		credit -= n
 	}
 	for i := range ops {
 		if w.closeNow != nil {
@@ -562,6 +555,17 @@ func (w *writer) batch(ops []op, credit int64) error {
 			return err
 		}
 		w.done(&ops[i])
+	}
+	// The credit goes after the ops: the connection's first batch holds
+	// the server's SETTINGS, which must be its first frame (RFC 9113
+	// 3.4), and a client's DATA may already be credited by then.
+	for credit > 0 && w.closeNow == nil {
+		n := min(credit, maxWindow)
+		if err := w.c.fr.WriteWindowUpdate(0, uint32(n)); err != nil {
+			return err
+		}
+		w.frames++
+		credit -= n
 	}
 	if err := w.drainPending(); err != nil {
 		return err
