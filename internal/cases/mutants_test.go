@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
 )
 
@@ -35,7 +36,7 @@ type mutant struct {
 }
 
 // mutants are every mutant, each area's list in a file of its own.
-var mutants = slices.Concat(evidenceMutants, governanceMutants, durabilityMutants, robustnessMutants, chaosMutants)
+var mutants = slices.Concat(evidenceMutants, governanceMutants, durabilityMutants, robustnessMutants, chaosMutants, grpcMutants)
 
 // evidenceMutants are the bugs of issue 9 ("Scenarios that catch the bugs
 // they exist for") that once passed the evidence group, one entry each;
@@ -267,9 +268,15 @@ func TestMutants(t *testing.T) {
 	if netErr != nil && nethost.Required() {
 		t.Fatalf("%v (%s=1)", netErr, nethost.EnvRequire)
 	}
+	// Scenarios that drive a client adapter need its binary: without it
+	// their mutants are left out, unless RPCBENCH_REQUIRE_ADAPTERS=1.
+	if env.Adapters == nil && cut.Required() {
+		t.Fatalf("%s; %s=1 demands it", adapterSkip, cut.EnvRequire)
+	}
 	runnable := func(m mutant) bool {
 		for name := range m.catch {
-			if c, _ := Default().Lookup(name); c.Needs == NeedsNetwork && netErr != nil {
+			c, _ := Default().Lookup(name)
+			if c.Needs == NeedsNetwork && netErr != nil || c.Needs == NeedsAdapter && env.Adapters == nil {
 				return false
 			}
 		}
@@ -278,7 +285,7 @@ func TestMutants(t *testing.T) {
 	var all []string
 	for _, m := range mutants {
 		if !runnable(m) {
-			t.Logf("leaving out mutant %s: %v", m.name, netErr)
+			t.Logf("leaving out mutant %s: no test hosts (%v) or no adapter (%s)", m.name, netErr, adapterSkip)
 			continue
 		}
 		for name := range m.catch {
@@ -307,7 +314,7 @@ func TestMutants(t *testing.T) {
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
 			if !runnable(m) {
-				t.Skip(netErr)
+				t.Skip("no test hosts or no adapter")
 			}
 			src, err := os.ReadFile(filepath.Join(root, m.file))
 			if err != nil {
@@ -369,6 +376,10 @@ func runScenarios(t *testing.T, bin string, names []string) map[string]string {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, bin, append(append([]string{"run"}, names...), "--evidence", "", "--color", "never")...)
 	cmd.WaitDelay = 5 * time.Second
+	if a := env.Adapters[StackGRPCGo]; a != "" {
+		// The adapter is not rebuilt: it is not the code mutated.
+		cmd.Env = append(os.Environ(), cut.EnvGRPCGo+"="+a)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
