@@ -25,6 +25,8 @@ func grpcScenarios() []grpcScenario {
 		{"grpc_rst_protocol_after_exec", "the server executes a keyless debit, then resets its stream with RST_STREAM PROTOCOL_ERROR", g("kind=rst code=PROTOCOL_ERROR method=debit count=1"), false, grpcExecutedOnce},
 		{"grpc_pushback_honoured", "the server refuses a keyless debit UNAVAILABLE unexecuted with a 300ms retry-after hint (grpc-retry-pushback-ms), once: no retry reaches it sooner, and the call recovers", f("kind=unavailable method=debit count=1 retry_after=300ms"), false, grpcPushback},
 		{"grpc_late_answer_not_crossed", "a get is answered after its 300ms deadline; the next get on the same channel, sent at once, gets its own answer, never the late one", f("kind=late method=get count=1 delay=200ms"), false, grpcLateNotCrossed},
+		{"grpc_throttling_caps_amplification", "a server refuses every get UNAVAILABLE unexecuted: 20 gets one at a time send at most 20x1.1+10 requests", f("kind=unavailable method=get"), false, grpcThrottling},
+		{"grpc_timeout_is_time_left", "a get refused UNAVAILABLE twice, then served, under a 2s deadline: each attempt's grpc-timeout is at most what was left of the deadline when it reached the server", g("kind=unavailable method=get count=2"), false, grpcTimeoutLeft},
 		{"grpc_connection_refused", "nothing listens at the address: a keyless debit ends with an error by its 1s deadline", grpcFault{}, true, grpcConnectionRefused},
 		{"grpc_noreply_within_deadline", "the server executes a keyless debit and never answers: the call returns by its 1s deadline, executed once", f("kind=noreply method=debit count=1"), false, grpcNoReplyWithinDeadline},
 	}

@@ -177,3 +177,63 @@ func grpcConnectionRefused(g *grpcT) {
 	g.Field("elapsedBound", ms(deadline+grpcNoReplySlack))
 	g.observe(invWithinDeadline, holds(a.elapsed <= deadline+grpcNoReplySlack))
 }
+
+// grpcAmplificationCalls are the gets of grpc_throttling_caps_amplification.
+const grpcAmplificationCalls = 20
+
+// grpcThrottling makes gets one at a time against a server refusing every
+// one, and counts the requests that reached it.
+func grpcThrottling(g *grpcT) {
+	g.start()
+	requests := 0
+	for i := range grpcAmplificationCalls {
+		a := g.do(call{method: bank.MethodGet, account: fmt.Sprintf("acct-T%02d", i), deadline: grpcDeadline})
+		if a.code == "OK" {
+			g.Fatalf("a get the server refuses ended OK")
+		}
+		requests += a.requests
+	}
+	bound := grpcAmplificationCalls*11/10 + 10
+	g.Field("calls", grpcAmplificationCalls)
+	g.Field("requests", requests)
+	g.Field("requestsBound", bound)
+	g.observe(invAmplification, holds(requests <= bound))
+}
+
+// grpcTimeoutSlack is how far an attempt's grpc-timeout may exceed what
+// was left, by the server's clock: the client rounds up to its unit, and
+// the server timestamps its event a little after the HEADERS arrived.
+const grpcTimeoutSlack = 5 * time.Millisecond
+
+// grpcTimeoutLeft reads each attempt's grpc-timeout from the server's
+// ATTEMPT events, against the time left of the call's deadline: the
+// deadline less the time since the first attempt reached the server.
+func grpcTimeoutLeft(g *grpcT) {
+	if !g.start() {
+		g.unsupported("rpcbench's wire logs no attempt; its budgets are the evidence group's budget_sent_is_time_left", invTimeoutLeft, invRecovers)
+		return
+	}
+	a := g.do(call{method: bank.MethodGet, account: "acct-B", deadline: grpcDeadline})
+	g.Field("code", a.code)
+	g.Field("requests", a.requests)
+	var first time.Time
+	ok, n := true, 0
+	for _, e := range g.events(g.s) {
+		if e.Name != serverapi.EventAttempt {
+			continue
+		}
+		if first.IsZero() {
+			first = e.Time
+		}
+		b, _ := e.Int(serverapi.KeyBudget)
+		left := grpcDeadline - e.Time.Sub(first)
+		n++
+		g.Volatile(fmt.Sprintf("attempt%dTimeout", n), fmt.Sprintf("%dms", b))
+		g.Volatile(fmt.Sprintf("attempt%dLeft", n), ms(left))
+		if b < 0 || time.Duration(b)*time.Millisecond > left+grpcTimeoutSlack {
+			ok = false
+		}
+	}
+	g.observe(invTimeoutLeft, holds(ok && n > 0))
+	g.observe(invRecovers, holds(a.code == "OK"))
+}

@@ -92,10 +92,19 @@ const (
 	// invPushback: no retry reached the server before the retry-after
 	// hint of the answer that refused it had passed.
 	invPushback = "pushback_honoured"
+	// invAmplification: against a server refusing every request, the
+	// requests stay within what a retry budget allows: calls×1.1 + 10
+	// (gRFC A6's throttling with 10 tokens and ratio 0.1, as rpcbench's
+	// own RetryBudget).
+	invAmplification = "amplification_capped"
+	// invTimeoutLeft: every attempt's grpc-timeout, as the server
+	// received it, is at most what was left of the call's deadline when
+	// the attempt reached the server.
+	invTimeoutLeft = "timeout_is_time_left"
 )
 
 // grpcInvariants are every invariant a pin may name.
-var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback}
+var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback, invAmplification, invTimeoutLeft}
 
 // grpcScenario is one scenario of the grpc group, before it is spread
 // over the columns.
