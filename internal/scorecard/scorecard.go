@@ -131,10 +131,10 @@ func Build(lines []report.Line) (Card, error) {
 	return c, nil
 }
 
-// text is a cell as the tables write it: VIOLATED stands out, an
+// Text is a cell as the tables write it: VIOLATED stands out, an
 // unsupported cell is "n/a", a missing one "-", and a case that did not
 // pass adds its verdict.
-func (cl Cell) text() string {
+func (cl Cell) Text() string {
 	var s string
 	switch cl.Outcome {
 	case "":
@@ -163,7 +163,7 @@ func (c Card) WriteText(w io.Writer) error {
 	for _, r := range c.Rows {
 		cells := []string{r.Scenario, r.Invariant}
 		for _, cl := range r.Cells {
-			cells = append(cells, cl.text())
+			cells = append(cells, cl.Text())
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -183,7 +183,7 @@ func (c Card) WriteMarkdown(w io.Writer, page string) error {
 	for _, r := range c.Rows {
 		fmt.Fprintf(&b, "| `%s` | `%s` |", r.Scenario, r.Invariant)
 		for _, cl := range r.Cells {
-			t := cl.text()
+			t := cl.Text()
 			if cl.Outcome == "violated" {
 				t = "**" + t + "**"
 			}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rpcbench/rpcbench/internal/scorecard"
+
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/trace"
@@ -53,6 +55,9 @@ func Load(dir string, o Options) (*Page, error) {
 		return nil, fmt.Errorf("timeline: %s holds no CASE lines: %w", out, ErrNoOutput)
 	}
 	p := &Page{Dir: dir, Summary: report.Summary(lines)}
+	if card, err := scorecard.Build(lines); err == nil {
+		p.Scorecard = &card
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, report.EnvFile)); err == nil {
 		p.Env = string(b)
 	}

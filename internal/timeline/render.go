@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"io"
 	"strconv"
+
+	"github.com/rpcbench/rpcbench/internal/scorecard"
 )
 
 // The page's parts. They are inlined, so that the page needs nothing but
@@ -21,7 +23,8 @@ var (
 )
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"dur": duration,
+	"dur":  duration,
+	"cell": func(c scorecard.Cell) string { return c.Text() },
 }).Parse(pageHTML))
 
 // pageData is what the template sees.

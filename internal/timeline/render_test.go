@@ -119,3 +119,39 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderScorecard: evidence of the grpc group gets the scorecard,
+// each cell linking to its case's section, a violation marked; other
+// evidence gets none.
+func TestRenderScorecard(t *testing.T) {
+	render := func(output string) string {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"output.txt": output})
+		p, err := Load(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := Render(&b, p); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	page := render("CASE s_rpcbench PASS scenario=s stack=rpcbench config=client exec_at_most_once=holds\n" +
+		"CASE s_grpcgo_retry PASS scenario=s stack=grpc-go config=retry version=1.85.0 exec_at_most_once=violated\n" +
+		"2 passed, 0 failed\n")
+	for _, want := range []string{
+		`id="scorecard"`,
+		`<th>grpc-go 1.85.0<br>retry</th>`,
+		`<td class="o-violated v-PASS"><a href="#case-s_grpcgo_retry">VIOLATED</a></td>`,
+		`<td class="o-holds v-PASS"><a href="#case-s_rpcbench">holds</a></td>`,
+		`id="case-s_grpcgo_retry"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if page := render("CASE a_pass PASS x=1\n1 passed, 0 failed\n"); strings.Contains(page, `id="scorecard"`) {
+		t.Errorf("evidence without grpc cases got a scorecard")
+	}
+}

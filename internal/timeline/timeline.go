@@ -9,7 +9,11 @@
 // and its data are inline, and the script draws the timelines as SVG.
 package timeline
 
-import "time"
+import (
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/scorecard"
+)
 
 // Options bound what one page holds.
 type Options struct {
@@ -65,6 +69,9 @@ type Page struct {
 	// Warnings name what could not be read (a log, a trace) and so is
 	// missing from the page, in the order found.
 	Warnings []string
+	// Scorecard is the grpc group's table (rpcbench scorecard), nil for
+	// evidence without grpc cases.
+	Scorecard *scorecard.Card
 }
 
 // Timelines counts the scenarios that have a timeline.
