@@ -294,12 +294,22 @@ func leaseExpiryTakeover(t *T, kind string) {
 	expect(t, "balance", t.balance(b, "acct-L"), bank.DefaultBalance-10)
 }
 
+// patientConfig is the default client with attempts of 3s: room for a
+// durable store's first connection and commits on a loaded machine, in
+// scenarios where an attempt timing out would be a retry they are not
+// about.
+func patientConfig() client.Config {
+	cfg := client.DefaultConfig()
+	cfg.AttemptTimeout, cfg.Deadline = 3*time.Second, 10*time.Second
+	return cfg
+}
+
 func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	const ttl = 400 * time.Millisecond
 	t.Field("ttl", ttl)
 	store := t.newStore(kind)
 	s := t.startServer(serverOpts{Store: store, DedupTTL: ttl, DedupLease: ttl / 2})
-	c := t.client(s.Addr, client.DefaultConfig())
+	c := t.client(s.Addr, patientConfig())
 	call := debitCall("acct-T", 10, "debit-acct-T-0001")
 	sent := time.Now()
 	r1 := c.Do(t.ctx, call)
@@ -335,7 +345,7 @@ func ttlExpiredKeyExecutesAgain(t *T, kind string) {
 	// The TTL passing is the event awaited; nothing announces it. The
 	// extra 10 ms covers the record's whole-millisecond expiry.
 	time.Sleep(time.Until(answered.Add(ttl + 10*time.Millisecond)))
-	u2 := t.client(late.Addr, client.DefaultConfig()).Do(t.ctx, call)
+	u2 := t.client(late.Addr, patientConfig()).Do(t.ctx, call)
 	expectf(t, "afterTTLUnswept", brief(u2, "balance", "exec", "replayed"), "OK balance=980 exec=2 replayed=false",
 		"a record past its TTL is forgotten whether or not a sweep deleted it yet; log %s", attemptLog(u2))
 	lateEvents := t.events(late)
