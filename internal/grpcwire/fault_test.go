@@ -1,6 +1,8 @@
 package grpcwire
 
 import (
+	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -35,9 +37,10 @@ func TestFaultFrames(t *testing.T) {
 			if r.headers == nil || r.header(":status") != "200" || r.dataFrames != 0 || r.trailers != nil {
 				t.Errorf("got headers %v, %d whole DATA frames, trailers %v; want HEADERS then no whole DATA frame", r.headers, r.dataFrames, r.trailers)
 			}
-			// The Framer reports the cut frame as an unexpected EOF.
-			if got := r.closedBy(); got != "eof" {
-				t.Errorf("connection ended by %q, want eof (a cut frame, then FIN)", got)
+			// The Framer reports the cut frame as an unexpected EOF; a
+			// close at a frame boundary, with no cut frame, is a plain EOF.
+			if !errors.Is(r.connErr, io.ErrUnexpectedEOF) {
+				t.Errorf("connection ended by %v, want an unexpected EOF: a DATA frame cut mid-way, then FIN", r.connErr)
 			}
 		}},
 		{rule: "kind=rst code=REFUSED_STREAM", execs: 0, want: rst(code(http2.ErrCodeRefusedStream), false)},
@@ -85,9 +88,14 @@ func TestFaultFrames(t *testing.T) {
 				wait = 300 * time.Millisecond
 			}
 			r := c.wait(id, tt.untilClose, wait)
-			if tt.rule == "kind=late delay=100ms" {
-				if el := time.Since(start); el < 300*time.Millisecond {
+			switch el := time.Since(start); tt.rule {
+			case "kind=late delay=100ms":
+				if el < 300*time.Millisecond {
 					t.Errorf("late answer after %v, want at least the timeout plus delay, 300ms", el)
+				}
+			case "kind=sleep delay=50ms":
+				if el < 50*time.Millisecond {
+					t.Errorf("answer after %v, want at least the sleep, 50ms", el)
 				}
 			}
 			tt.want(t, &r)
