@@ -83,6 +83,12 @@ func grpcNoReplyWithinDeadline(g *grpcT) {
 	g.Field("code", a.code)
 	g.Field("executions", n)
 	g.observe(invExecOnce, holds(n <= 1))
+	g.withinDeadline(a, deadline)
+}
+
+// withinDeadline observes within_deadline: a returned by deadline, plus
+// the slack of a loaded machine.
+func (g *grpcT) withinDeadline(a answer, deadline time.Duration) {
 	g.Volatile("elapsed", ms(a.elapsed))
 	g.Field("elapsedBound", ms(deadline+grpcNoReplySlack))
 	g.observe(invWithinDeadline, holds(a.elapsed <= deadline+grpcNoReplySlack))
@@ -173,9 +179,7 @@ func grpcConnectionRefused(g *grpcT) {
 	a := g.do(call{method: bank.MethodDebit, account: "acct-R", amount: 10, deadline: deadline})
 	g.Check(a.code != "OK", "nothing listens, yet the call ended OK")
 	g.Field("code", a.code)
-	g.Volatile("elapsed", ms(a.elapsed))
-	g.Field("elapsedBound", ms(deadline+grpcNoReplySlack))
-	g.observe(invWithinDeadline, holds(a.elapsed <= deadline+grpcNoReplySlack))
+	g.withinDeadline(a, deadline)
 }
 
 // grpcAmplificationCalls are the gets of grpc_throttling_caps_amplification.
