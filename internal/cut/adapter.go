@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/tail"
 )
 
 // Spec says how to start one adapter.
@@ -56,7 +58,7 @@ type Adapter struct {
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
-	tail   tail
+	tail   tail.Buffer
 
 	writeMu sync.Mutex // guards writes to stdin, so that lines never interleave
 
@@ -267,7 +269,7 @@ func (a *Adapter) close() error {
 		// stderr and stdout are separate pipes: the lines that explain
 		// a misbehaviour may have come after it. Now all of it is in.
 		final := *e
-		final.Stderr = a.tail.lines(stderrLines)
+		final.Stderr = a.tail.Lines(stderrLines)
 		a.err = &final
 	}
 	if a.err != ErrClosed {
@@ -325,7 +327,7 @@ func (a *Adapter) errorf(k Kind, id int64, format string, args ...any) *Error {
 	a.mu.Lock()
 	name := a.name
 	a.mu.Unlock()
-	return &Error{Adapter: name, Kind: k, CallID: id, Detail: fmt.Sprintf(format, args...), Stderr: a.tail.lines(stderrLines)}
+	return &Error{Adapter: name, Kind: k, CallID: id, Detail: fmt.Sprintf(format, args...), Stderr: a.tail.Lines(stderrLines)}
 }
 
 func (a *Adapter) copyStderr(w io.Writer) {

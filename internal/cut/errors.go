@@ -160,3 +160,6 @@ type CallError struct {
 func (e *CallError) Error() string {
 	return fmt.Sprintf("cut: call %d not invoked (%s): %s", e.ID, e.Kind, e.Text)
 }
+
+// stderrLines is how many of its last stderr lines an *Error quotes.
+const stderrLines = 20

@@ -11,12 +11,11 @@ import (
 	"io"
 	"os/exec"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/tail"
 )
 
 // StopGrace is how long a process has to exit after SIGTERM before it is
@@ -54,7 +53,7 @@ type Proc struct {
 	first  chan string   // the first stdout line; closed without one at EOF
 	exited chan struct{} // closed when Wait returns
 	err    error         // Wait's error; read after exited is closed
-	stderr tail          // the end of the process's stderr
+	stderr tail.Buffer   // the end of the process's stderr
 }
 
 // Start starts the process without waiting for its announcement. It is
@@ -126,7 +125,7 @@ func (p *Proc) Await(ctx context.Context, timeout time.Duration) error {
 // if nothing, what it was meant to be. Call it after exited is closed.
 func (p *Proc) earlyExit() error {
 	msg := fmt.Sprintf("serverproc: %s %s before announcing its address", p.spec.Bin, howEnded(p.err))
-	if last := p.stderr.lines(stderrLines); last != "" {
+	if last := p.stderr.Lines(stderrLines); last != "" {
 		msg += fmt.Sprintf("; its stderr ended: %q", last)
 	} else if p.spec.Want != "" {
 		msg += fmt.Sprintf(" (is %s %s?)", p.spec.Bin, p.spec.Want)
@@ -319,47 +318,6 @@ func (o RPCServer) Spec() Spec {
 // stderrLines is how many of its last stderr lines an early exit quotes:
 // enough for rpcserver's usage error and the line that follows it.
 const stderrLines = 5
-
-// tailMax bounds the stderr a Proc keeps: more than stderrLines lines of
-// any reasonable length, and a fixed cost for a process that writes
-// without end.
-const tailMax = 4 << 10
-
-// tail keeps the last tailMax bytes written to it.
-type tail struct {
-	mu  sync.Mutex // guards buf
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(p) >= tailMax {
-		t.buf = append(t.buf[:0], p[len(p)-tailMax:]...)
-		return len(p), nil
-	}
-	if over := len(t.buf) + len(p) - tailMax; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return len(p), nil
-}
-
-// lines returns the last n lines kept, without the final newline; the
-// first may be cut short.
-func (t *tail) lines(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimRight(string(t.buf), "\n")
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			if n--; n == 0 {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
-}
 
 // bestEffort writes to w and reports success whatever w says: a closed
 // stderr of ours must not stop the copy of the child's, or the child
