@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -183,5 +184,24 @@ func TestJudgeCatchesFakeAdapters(t *testing.T) {
 				t.Errorf("got %s\nwant FAIL with %s, an unpinned violation", s, tt.want)
 			}
 		})
+	}
+}
+
+// TestExpectationsFiles: every committed expectations file reads, each pin
+// naming a grpc scenario, one of its stack's configurations and an
+// invariant; a pin naming another stack's configuration is refused.
+func TestExpectationsFiles(t *testing.T) {
+	for _, stack := range []string{StackRPCBench, StackGRPCGo} {
+		p, err := loadPins(stack)
+		if err != nil {
+			t.Errorf("%s: %v", stack, err)
+			continue
+		}
+		if len(p.All()) == 0 {
+			t.Errorf("%s pins nothing", stack)
+		}
+	}
+	if err := knownPin(StackGRPCGo)(pins.Key{Config: "client", Scenario: "grpc_close_after_exec", Invariant: invExecOnce}); err == nil {
+		t.Errorf("a grpc-go pin on rpcbench's configuration was accepted")
 	}
 }

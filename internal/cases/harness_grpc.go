@@ -179,33 +179,36 @@ func loadPins(stack string) (pins.Pins, error) {
 	name := stack + ".txt"
 	f, err := expectations.Files.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
-		return pins.Parse(stack, "expectations/"+name, strings.NewReader(""), knownPin)
+		return pins.Parse(stack, "expectations/"+name, strings.NewReader(""), knownPin(stack))
 	}
 	if err != nil {
 		return pins.Pins{}, err
 	}
 	defer f.Close()
-	return pins.Parse(stack, "expectations/"+name, f, knownPin)
+	return pins.Parse(stack, "expectations/"+name, f, knownPin(stack))
 }
 
-// knownPin accepts a pin that names a grpc scenario, one of the
-// configurations it runs in and an invariant.
-func knownPin(k pins.Key) error {
-	if !slices.Contains(grpcInvariants, k.Invariant) {
-		return fmt.Errorf("no invariant %q (want one of %s)", k.Invariant, strings.Join(grpcInvariants, ", "))
-	}
-	for _, sc := range grpcScenarios() {
-		if sc.name != k.Scenario {
-			continue
+// knownPin accepts a pin of stack that names a grpc scenario, one of
+// the stack's configurations and an invariant.
+func knownPin(stack string) pins.Known {
+	return func(k pins.Key) error {
+		if !slices.Contains(grpcInvariants, k.Invariant) {
+			return fmt.Errorf("no invariant %q (want one of %s)", k.Invariant, strings.Join(grpcInvariants, ", "))
 		}
+		if !slices.ContainsFunc(grpcScenarios(), func(sc grpcScenario) bool { return sc.name == k.Scenario }) {
+			return fmt.Errorf("no grpc scenario %q", k.Scenario)
+		}
+		var configs []string
 		for _, col := range grpcColumns() {
-			if col.config == k.Config {
-				return nil
+			if col.stack == stack {
+				configs = append(configs, col.config)
 			}
 		}
-		return fmt.Errorf("no configuration %q", k.Config)
+		if !slices.Contains(configs, k.Config) {
+			return fmt.Errorf("%s has no configuration %q (want one of %s)", stack, k.Config, strings.Join(configs, ", "))
+		}
+		return nil
 	}
-	return fmt.Errorf("no grpc scenario %q", k.Scenario)
 }
 
 // observe records the outcome of invariant inv as a stable field and for
