@@ -391,9 +391,12 @@ func slowLinkHeadOfLine(t *T) {
 	cfg := client.DefaultConfig()
 	cfg.AttemptTimeout, cfg.Deadline = callLimit, callLimit
 	// With keepalive on, as a careful client has it: the ping queues
-	// behind the big request for far longer than Time+Timeout, and only
-	// the peer's acknowledgements tell keepalive it is alive.
-	ka := client.KeepaliveConfig{Time: 1500 * time.Millisecond, Timeout: 500 * time.Millisecond}
+	// behind the big request for longer than Time+Timeout, and only the
+	// peer's acknowledgements tell keepalive it is alive. The shaper's
+	// small queue drops packets, and a retransmission timeout can leave
+	// a second with nothing acknowledged: Timeout is longer than that,
+	// and Time+Timeout still well short of the 4 s crossing.
+	ka := client.KeepaliveConfig{Time: time.Second, Timeout: 1500 * time.Millisecond}
 	cfg.Keepalive = &ka
 	shared := t.client(s.Addr, cfg)
 	second := t.client(s.Addr, cfg)
