@@ -174,6 +174,8 @@ func dial(t *testing.T, addr string) *h2client {
 	t.Cleanup(func() { nc.Close() })
 	c := &h2client{t: t, nc: nc, nextID: 1, frames: make(chan http2.Frame, 100)}
 	c.fr = http2.NewFramer(nc, nc)
+	// What a client that sent no SETTINGS_MAX_FRAME_SIZE accepts.
+	c.fr.SetMaxReadFrameSize(defaultMaxFrame)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.enc = hpack.NewEncoder(&c.hbuf)
 	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
@@ -226,9 +228,14 @@ func (c *h2client) send(path string, msg []byte, meta md) uint32 {
 	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.hbuf.Bytes(), EndHeaders: true, EndStream: msg == nil}); err != nil {
 		c.t.Fatal(err)
 	}
-	if msg != nil {
-		if err := c.fr.WriteData(id, true, frameMessage(msg)); err != nil {
+	// The message in DATA frames of at most the default SETTINGS_MAX_FRAME_SIZE.
+	for data := frameMessage(msg); msg != nil; {
+		n := min(len(data), defaultMaxFrame)
+		if err := c.fr.WriteData(id, n == len(data), data[:n]); err != nil {
 			c.t.Fatal(err)
+		}
+		if data = data[n:]; len(data) == 0 {
+			break
 		}
 	}
 	return id

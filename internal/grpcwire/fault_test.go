@@ -163,3 +163,20 @@ func goaway(last func(id uint32) uint32) func(*testing.T, *result) {
 		}
 	}
 }
+
+// TestCutDataLongReply: an echo whose reply is longer than one frame may
+// be is cut in its first frame, which announces no more than 16384 bytes:
+// announcing the whole reply would make it a frame too large, which a
+// client reports as a protocol error rather than a cut answer.
+func TestCutDataLongReply(t *testing.T) {
+	ts := startServer(t, "kind=cut_data method=echo count=1")
+	c := dial(t, ts.addr)
+	id := c.send(pathEcho, echoMsg(16380), nil) // a 16383-byte message, a 16388-byte reply
+	r := c.wait(id, true, 2*time.Second)
+	if r.headers == nil || r.dataFrames != 0 || r.trailers != nil {
+		t.Errorf("got headers %v, %d whole DATA frames, trailers %v; want HEADERS then no whole DATA frame", r.headers, r.dataFrames, r.trailers)
+	}
+	if !errors.Is(r.connErr, io.ErrUnexpectedEOF) {
+		t.Errorf("connection ended by %v, want an unexpected EOF: a DATA frame cut mid-way, then FIN", r.connErr)
+	}
+}

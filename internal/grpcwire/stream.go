@@ -395,12 +395,16 @@ func (st *stream) executed(f Fault, code Code, msg string, reply []byte) {
 		if len(reply) == 0 {
 			reply = make([]byte, prefixLen)
 		}
-		// A DATA frame header announcing the whole reply, then half of it.
-		hdr := make([]byte, 9, 9+len(reply)/2)
-		hdr[0], hdr[1], hdr[2] = byte(len(reply)>>16), byte(len(reply)>>8), byte(len(reply))
+		// A DATA frame header announcing the reply's first frame, at most
+		// the 16384 bytes every peer accepts (RFC 9113 §4.2), then half
+		// of it: a longer announcement would be a frame too large, not a
+		// cut one.
+		n := min(len(reply), defaultMaxFrame)
+		hdr := make([]byte, 9, 9+n/2)
+		hdr[0], hdr[1], hdr[2] = byte(n>>16), byte(n>>8), byte(n)
 		hdr[3] = byte(http2.FrameData)
 		binary.BigEndian.PutUint32(hdr[5:], st.id)
-		c.closeWith(false, st.responseHeaders(), op{kind: opRaw, stream: st.id, st: st, data: append(hdr, reply[:len(reply)/2]...)})
+		c.closeWith(false, st.responseHeaders(), op{kind: opRaw, stream: st.id, st: st, data: append(hdr, reply[:n/2]...)})
 	case FaultRST:
 		st.forget()
 		ops := []op{{kind: opRST, stream: st.id, st: st, code: f.Code}}
