@@ -74,6 +74,9 @@ type conn struct {
 	// closing is set once a close is queued: later ops are dropped, and
 	// no request starts executing.
 	closing bool
+	// silent is set by FaultSilent: later ops and credit are dropped,
+	// so nothing more is written, while the reader goes on reading.
+	silent bool
 	// goaway, when set, is the last-stream-id of the GOAWAY sent:
 	// HEADERS for a stream above it are ignored.
 	goaway    uint32
@@ -158,7 +161,7 @@ func (o *op) onStream() bool {
 // closed with GOAWAY(ENHANCE_YOUR_CALM) instead.
 func (c *conn) queue(ops ...op) {
 	c.mu.Lock()
-	if c.closing {
+	if c.closing || c.silent {
 		c.mu.Unlock()
 		return
 	}
@@ -188,7 +191,9 @@ func (c *conn) queue(ops ...op) {
 // addCredit adds a DATA frame's length to the credit to send.
 func (c *conn) addCredit(n uint32) {
 	c.mu.Lock()
-	c.credit += int64(n)
+	if !c.silent {
+		c.credit += int64(n)
+	}
 	c.mu.Unlock()
 	c.wakeWriter()
 }
@@ -198,6 +203,14 @@ func (c *conn) wakeWriter() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// silence has the connection write nothing more (FaultSilent): what is
+// queued already still goes out, and later ops and credit are dropped.
+func (c *conn) silence() {
+	c.mu.Lock()
+	c.silent = true
+	c.mu.Unlock()
 }
 
 // closeWith queues ops, then a close of the connection with FIN or RST.

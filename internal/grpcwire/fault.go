@@ -64,6 +64,12 @@ const (
 	// FaultNoReply executes and never answers; the connection stays open
 	// and read.
 	FaultNoReply
+	// FaultSilent executes, then the connection goes silent: it stays
+	// open and read, but nothing more is written on it, not the answer,
+	// not a PING ACK, not a WINDOW_UPDATE, until the client closes it. It
+	// is a peer whose host froze or whose link went dark, which only a
+	// client's keepalive can tell from a slow handler.
+	FaultSilent
 )
 
 var faultNames = map[FaultKind]string{
@@ -79,6 +85,7 @@ var faultNames = map[FaultKind]string{
 	FaultLate:                    "late",
 	FaultSleep:                   "sleep",
 	FaultNoReply:                 "noreply",
+	FaultSilent:                  "silent",
 }
 
 func (k FaultKind) String() string {

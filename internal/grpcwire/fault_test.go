@@ -180,3 +180,53 @@ func TestCutDataLongReply(t *testing.T) {
 		t.Errorf("connection ended by %v, want an unexpected EOF: a DATA frame cut mid-way, then FIN", r.connErr)
 	}
 }
+
+// TestSilentConnection: after kind=silent executes a debit, its
+// connection answers nothing, not a PING, not a later get, while it is
+// still read; another connection is served, and the silent one ends
+// when the client closes it.
+func TestSilentConnection(t *testing.T) {
+	ts := startServer(t, "kind=silent method=debit count=1")
+	c := dial(t, ts.addr)
+	c.send(pathDebit, debitMsg("a", 10), md{{MetaCall, "c1"}})
+	ts.await(t, "FAULT", 2*time.Second)
+	c.fr.WritePing(false, [8]byte{4, 2})
+	later := c.send(pathGet, getMsg("a"), nil)
+	// Nothing can be awaited for an answer that must not come: the other
+	// connection's get, answered, bounds how long a PING ACK had.
+	other := dial(t, ts.addr)
+	if r := other.wait(other.send(pathGet, getMsg("a"), nil), false, 2*time.Second); r.status() != "0" {
+		t.Fatalf("get on another connection: %v %v, want grpc-status 0", r.headers, r.trailers)
+	}
+	// The silent connection's get was read: its ATTEMPT is logged.
+	for deadline := time.Now().Add(2 * time.Second); len(ts.events(t, "ATTEMPT")) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ATTEMPT events, want 3: the debit and both gets", len(ts.events(t, "ATTEMPT")))
+		}
+		time.Sleep(5 * time.Millisecond) // polling the log: no event to wait on
+	}
+	timeout := time.After(300 * time.Millisecond)
+	for done := false; !done; {
+		select {
+		case f, ok := <-c.frames:
+			if !ok {
+				t.Fatalf("the silent connection ended: %v", c.err)
+			}
+			switch f := f.(type) {
+			case *http2.PingFrame:
+				t.Errorf("PING ACK %v on the silent connection", f.Data)
+			case *http2.MetaHeadersFrame:
+				t.Errorf("HEADERS on stream %d of the silent connection", f.StreamID)
+			case *dataCopy:
+				t.Errorf("DATA on stream %d of the silent connection", f.StreamID)
+			}
+		case <-timeout:
+			done = true
+		}
+	}
+	if n := len(ts.events(t, "EXEC")); n != 2 { // the debit and the other connection's get
+		t.Errorf("%d EXEC events, want 2: the silent connection's get (stream %d) must not run or be answered", n, later)
+	}
+	c.nc.Close()
+	ts.await(t, "CONN_CLOSED", 2*time.Second)
+}

@@ -228,13 +228,14 @@ func (st *stream) finish() {
 	}
 	c, s := st.c, st.c.s
 	c.mu.Lock()
-	closing := c.closing
+	closing := c.closing || c.silent
 	if !closing {
 		st.refs++ // the goroutine's
 	}
 	c.mu.Unlock()
 	if closing {
-		// A close is queued: nothing could answer the request.
+		// A close is queued, or the connection is silent: nothing could
+		// answer the request.
 		return
 	}
 	s.wg.Add(1)
@@ -428,6 +429,8 @@ func (st *stream) executed(f Fault, code Code, msg string, reply []byte) {
 		case <-st.done:
 		}
 	case FaultNoReply:
+	case FaultSilent:
+		c.silence()
 	default: // FaultSleep: it slept before executing
 		answer()
 	}
