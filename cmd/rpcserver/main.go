@@ -140,7 +140,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.startDelay, serverapi.FlagStartDelay, 0, "wait this long before binding (fault: delayed start)")
 	fs.StringVar(&o.cpuProfile, serverapi.FlagCPUProfile, "", "write a CPU profile of the whole run to this `file`")
 	fs.BoolVar(&o.logExec, serverapi.FlagLogExec, true, "log an EXEC event for every business request that reaches the store, and a CLAIM event for every key taken")
-	fs.IntVar(&o.cfg.Workers, serverapi.FlagWorkers, def.Workers, "goroutines executing business requests")
+	fs.IntVar(&o.cfg.Workers, serverapi.FlagWorkers, def.Workers, "goroutines executing business requests; with -"+serverapi.FlagGRPC+", the gRPC side has as many slots of its own")
 	fs.IntVar(&o.cfg.QueueSize, serverapi.FlagQueue, def.QueueSize, "business requests that may wait for a worker; more are answered UNAVAILABLE")
 	fs.IntVar(&o.cfg.MaxQueuedPerConn, serverapi.FlagQueuePerConn, def.MaxQueuedPerConn, "business requests one connection may have queued or executing; more are answered UNAVAILABLE")
 	fs.BoolVar(&o.cfg.Chunk, serverapi.FlagChunk, false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
@@ -255,6 +255,7 @@ func serve(o options, stdout, stderr io.Writer) error {
 	if o.grpc {
 		gcfg := grpcwire.DefaultConfig()
 		gcfg.Faults, gcfg.Log = o.grpcFaults, lg
+		gcfg.Workers = o.cfg.Workers // as many slots again, the gRPC side's own
 		if gs, err = grpcwire.New(gcfg, b); err != nil {
 			return err
 		}

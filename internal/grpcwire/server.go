@@ -47,6 +47,14 @@ type Config struct {
 	// to its flush; a peer that reads nothing for that long is
 	// disconnected (WRITE_TIMEOUT). Must be positive. Default 10s.
 	WriteTimeout time.Duration
+	// Workers bounds the requests executing at once, as rpcserver's
+	// -workers does on its own wire: a request past it waits, in arrival
+	// order, for a slot; its grpc-timeout runs meanwhile, and one whose
+	// timeout passes or whose client resets it while waiting is not
+	// executed. The slot is held from the fault's sleep (if any) to the
+	// handler's return. Zero means no bound: every request executes at
+	// once on its own goroutine. Default 0.
+	Workers int
 	// Faults are rules active from the start.
 	Faults []Fault
 	// Log receives the events SPEC.md lists, named by serverapi's Event
@@ -84,6 +92,8 @@ func (c *Config) Validate() error {
 		return bad("Drain", c.Drain, "must be positive")
 	case c.WriteTimeout <= 0:
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
+	case c.Workers < 0:
+		return bad("Workers", c.Workers, "must be 0 (no bound) or more")
 	}
 	return nil
 }
@@ -98,6 +108,10 @@ type Server struct {
 	faults  faultTable
 	done    chan struct{}  // closed by Close
 	wg      sync.WaitGroup // connection goroutines, streams, Serve
+	// slots holds a token per executing request when Config.Workers
+	// bounds them; nil when it does not. Blocked senders are served in
+	// arrival order.
+	slots chan struct{}
 
 	connSeq, reqSeq atomic.Uint64 // number connections and requests, from 1
 
@@ -137,6 +151,9 @@ func New(cfg Config, h server.Handler) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Workers > 0 {
+		s.slots = make(chan struct{}, cfg.Workers)
 	}
 	for _, m := range methodByPath {
 		if s.method(m) < 0 {

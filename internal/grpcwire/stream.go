@@ -285,6 +285,11 @@ func (st *stream) run() {
 		st.trailersOnly(code, err.Error(), nil)
 		return
 	}
+	release, ok := st.awaitSlot()
+	if !ok {
+		return
+	}
+	defer release()
 	if st.hasTimeout {
 		if waited := time.Since(st.arrival); waited >= st.timeout {
 			s.counters.expired.Add(1)
@@ -320,6 +325,7 @@ func (st *stream) run() {
 		BudgetMs: budget, Expiry: expiry, Done: st.done, Attempt: &st.attempt,
 	}
 	status, answer := s.h.Execute(&req, nil)
+	release() // what the fault does after executing holds no worker
 	if status == proto.StatusUnknown {
 		// The handler cannot say whether it executed: no answer is the
 		// true one, and the stream stays open until the client ends it.
@@ -343,6 +349,52 @@ func (st *stream) run() {
 		return
 	}
 	st.executed(fault, code, msg, reply)
+}
+
+// awaitSlot waits for a worker slot when Config.Workers bounds them.
+// ok is true when the request goes on: holding a slot, or because its
+// grpc-timeout passed while it waited, which the caller's expiry check
+// then answers without one. ok is false when the stream was reset or the
+// connection or server closed first: the request is not executed and
+// nothing answers it. release gives the slot back, if one is held; it
+// may be called more than once.
+func (st *stream) awaitSlot() (release func(), ok bool) {
+	s := st.c.s
+	if s.slots == nil {
+		return func() {}, true
+	}
+	held := true
+	release = func() {
+		if held {
+			held = false
+			<-s.slots
+		}
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return release, true
+	default:
+	}
+	var expired <-chan time.Time
+	if st.hasTimeout {
+		t := time.NewTimer(time.Until(st.arrival.Add(st.timeout)))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return release, true
+	case <-expired:
+		held = false
+		return release, true
+	case <-st.done:
+		if st.reset.Load() {
+			s.log.Info(serverapi.EventCanceled, serverapi.KeyConn, st.c.id, serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
+				serverapi.KeyWaited, time.Since(st.arrival).Milliseconds(),
+				serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
+		}
+		return nil, false
+	}
 }
 
 // unexecuted acts out a fault that fires instead of executing.

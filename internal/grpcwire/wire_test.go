@@ -286,3 +286,44 @@ func TestSendWindowHonoured(t *testing.T) {
 		t.Errorf("after the credit, the last echo's trailers %v, want grpc-status 0", r.trailers)
 	}
 }
+
+// TestWaitForWorkerCounts: with one worker busy, a request waiting for
+// it is answered expired when its grpc-timeout passes, not when the
+// worker frees, and one the client resets while waiting never executes;
+// neither is executed, and the log says why.
+func TestWaitForWorkerCounts(t *testing.T) {
+	const hold = 1500 * time.Millisecond
+	ts := startConfig(t, func(c *Config) { c.Workers = 1 }, "kind=sleep method=get count=1 delay="+hold.String())
+	c := dial(t, ts.addr)
+	busy := c.send(pathGet, getMsg("a"), nil)
+	ts.await(t, "FAULT", 2*time.Second) // the get holds the only slot, sleeping
+	start := time.Now()
+	expiring := c.send(pathDebit, debitMsg("a", 10), md{{"grpc-timeout", "100m"}, {MetaCall, "expiring"}})
+	r := c.wait(expiring, false, 2*time.Second)
+	// Answered at its timeout, well before the worker frees: bound by
+	// the hold, so that a loaded machine's slack is not what is judged.
+	if el := time.Since(start); !r.trailersOnly || r.status() != "4" || el >= hold-200*time.Millisecond {
+		t.Errorf("the waiting debit got %v after %v, want trailers-only grpc-status 4 at its 100ms timeout, before the busy get's %v", r.headers, el, hold)
+	}
+	reset := c.send(pathDebit, debitMsg("b", 10), md{{MetaCall, "reset"}})
+	c.fr.WriteRSTStream(reset, http2.ErrCodeCancel)
+	if r := c.wait(busy, false, 3*time.Second); r.status() != "0" {
+		t.Fatalf("the busy get: %v %v, want grpc-status 0", r.headers, r.trailers)
+	}
+	// A get sent after the worker freed runs after anything still
+	// waiting for it, the reset debit included, had it been left waiting.
+	if r := c.wait(c.send(pathGet, getMsg("a"), nil), false, 2*time.Second); r.status() != "0" {
+		t.Fatalf("the get after: %v %v, want grpc-status 0", r.headers, r.trailers)
+	}
+	for _, e := range ts.events(t, "EXEC") {
+		if e.Text("method") == "debit" {
+			t.Errorf("debit of call %s executed, want neither", e.Text("call"))
+		}
+	}
+	if evs := ts.events(t, "EXPIRED"); len(evs) != 1 || evs[0].Text("call") != "expiring" {
+		t.Errorf("EXPIRED events %v, want one, for call expiring", evs)
+	}
+	if evs := ts.events(t, "CANCELED"); len(evs) != 1 || evs[0].Text("call") != "reset" {
+		t.Errorf("CANCELED events %v, want one, for call reset", evs)
+	}
+}
