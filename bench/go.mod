@@ -5,7 +5,9 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/rpcbench/rpcbench v0.0.0
+	github.com/rpcbench/rpcbench/adapters/grpcgo v0.0.0
 	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
 	storj.io/drpc v1.0.0
 )
 
@@ -26,7 +28,6 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
@@ -34,3 +35,5 @@ require (
 )
 
 replace github.com/rpcbench/rpcbench => ../
+
+replace github.com/rpcbench/rpcbench/adapters/grpcgo => ../adapters/grpcgo

@@ -1,14 +1,16 @@
 // Command benchpeer is the server side of rpcload's comparison systems,
 // one per process:
 //
-//	benchpeer -kind grpc|drpc|netrpc|raw [-addr 127.0.0.1:0]
+//	benchpeer -kind grpc|grpc-bank|drpc|netrpc|raw [-addr 127.0.0.1:0]
 //
 // Once it is listening it prints one line to stdout,
 //
 //	LISTEN 127.0.0.1:41234
 //
 // and serves until SIGTERM or SIGINT. grpc, drpc and netrpc answer the
-// workload's get as rpcserver does; raw echoes frames (the floor).
+// workload's get as rpcserver does; grpc-bank serves the Bank gRPC
+// service's Get on internal/bank's handler, as rpcserver -grpc does; raw
+// echoes frames (the floor).
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/rpcbench/rpcbench/bench/internal/drpcpeer"
+	"github.com/rpcbench/rpcbench/bench/internal/grpcbank"
 	"github.com/rpcbench/rpcbench/bench/internal/grpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/netrpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/rawwire"
@@ -45,6 +48,9 @@ func newServer(kind string) (server, error) {
 	switch kind {
 	case "grpc":
 		s := grpcpeer.NewServer()
+		return server{serve: s.Serve, stop: func(net.Listener) { s.Stop() }}, nil
+	case "grpc-bank":
+		s := grpcbank.NewServer()
 		return server{serve: s.Serve, stop: func(net.Listener) { s.Stop() }}, nil
 	case "drpc":
 		s, err := drpcpeer.NewServer()
@@ -84,13 +90,13 @@ func newServer(kind string) (server, error) {
 		var s rawwire.Server
 		return server{serve: s.Serve, stop: func(net.Listener) { s.Close() }}, nil
 	}
-	return server{}, fmt.Errorf("unknown -kind %q, want grpc, drpc, netrpc or raw", kind)
+	return server{}, fmt.Errorf("unknown -kind %q, want grpc, grpc-bank, drpc, netrpc or raw", kind)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("benchpeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("kind", "", "system to serve: grpc, drpc, netrpc or raw")
+	kind := fs.String("kind", "", "system to serve: grpc, grpc-bank, drpc, netrpc or raw")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on; port 0 picks a free port")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

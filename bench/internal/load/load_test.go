@@ -82,6 +82,8 @@ func TestSelectSystems(t *testing.T) {
 		{[]string{"grpc-go", "grpc"}, "grpc-go", false},
 		{[]string{"debits"}, "rpcbench-debit rpcbench-keyed-memory rpcbench-keyed-sqlite rpcbench-keyed-postgres", false},
 		{[]string{"rpcbench-keyed-sqlite", "rpcbench", "debits"}, "rpcbench-keyed-sqlite rpcbench rpcbench-debit rpcbench-keyed-memory rpcbench-keyed-postgres", false},
+		{[]string{"grpc-bank"}, "grpc-bank-rpcserver grpc-bank-grpc-go", false},
+		{[]string{"grpc-bank-grpc-go", "grpc-bank"}, "grpc-bank-grpc-go grpc-bank-rpcserver", false},
 		{[]string{"thrift"}, "", true},
 	}
 	for _, tt := range tests {

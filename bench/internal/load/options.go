@@ -51,7 +51,8 @@ type Options struct {
 	// ServerCPUProfile, when set, is the path prefix of CPU profiles of
 	// every rpcserver process over its whole life, warm-ups and every
 	// row and round included: one file PREFIX.SERVER.pprof per process,
-	// SERVER being "rpcserver" or the key of a row of debits.
+	// SERVER being "rpcserver", "rpcserver-grpc" (the grpc-bank-rpcserver
+	// row's) or the key of a row of debits.
 	ServerCPUProfile string
 
 	// Log receives progress lines and server stderr; nil discards.

@@ -193,6 +193,7 @@ func (rep *Report) writeRows(b *strings.Builder) {
 	if note := idleNote(rep.Rows); note != "" {
 		b.WriteString(note)
 	}
+	b.WriteString(grpcBankNote(rep.Rows))
 	for _, sk := range rep.Skipped {
 		fmt.Fprintf(b, "- %s did not run: %s\n", sk.System, sk.Reason)
 	}
@@ -258,6 +259,34 @@ func idleNote(rows []Row) string {
 	return b.String()
 }
 
+// grpcBankNote gives, at each G where both grpc-bank rows ran, the
+// grpc-bank-rpcserver row's calls/s and server CPU per call over the
+// grpc-bank-grpc-go row's: how the gRPC fault server compares with
+// grpc-go's own server under the same client and handler.
+func grpcBankNote(rows []Row) string {
+	var b strings.Builder
+	for _, fault := range rows {
+		if fault.Key != KeyGRPCBankFault {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(r Row) bool { return r.Key == KeyGRPCBankGo && r.G == fault.G })
+		if i < 0 {
+			continue
+		}
+		peer := rows[i]
+		cpu := "n/a"
+		if fault.ServerCPUOK && peer.ServerCPUOK && peer.ServerCPUPer100k > 0 {
+			cpu = fmt.Sprintf("%.2f", fault.ServerCPUPer100k/peer.ServerCPUPer100k)
+		}
+		calls := "n/a"
+		if peer.CallsPerSec > 0 {
+			calls = fmt.Sprintf("%.2f", fault.CallsPerSec/peer.CallsPerSec)
+		}
+		fmt.Fprintf(&b, "- %s / %s at G=%d: calls/s %s, server CPU per call %s.\n", fault.System, peer.System, fault.G, calls, cpu)
+	}
+	return b.String()
+}
+
 // systemNotes explain rows whose name does not say what they are.
 var systemNotes = map[string]string{
 	KeyDRPC: "- drpc (storj.io/drpc, hand-written Description, raw-bytes Encoding) opens G connections, one per goroutine: " +
@@ -273,6 +302,12 @@ var systemNotes = map[string]string{
 	KeyGoverned: "- rpcbench-governed is rpcbench with the client's governance on: a retry budget (10 tokens, ratio 0.1), " +
 		"a circuit breaker (10 s window of 1 s buckets, opening at a 50% failure rate over at least 100 attempts, open for 1 s, 5 probes) " +
 		"and an in-flight cap of 4×G, which never refuses; no rate limit.\n",
+	KeyGRPCBankFault: "- grpc-bank-rpcserver: grpc-go's generated Bank client (adapters/grpcgo/bankpb), one *grpc.ClientConn, default options, " +
+		"making Bank Get calls (GetRequest, AccountReply) of rpcserver -grpc, the gRPC fault server (internal/grpcwire), with no fault rule; " +
+		"its request and answer are the bank's text to the driver (MB/s counts that text), protobuf on the wire. " +
+		"The fault server logs an ATTEMPT event per request, which is part of what it costs.\n",
+	KeyGRPCBankGo: "- grpc-bank-grpc-go: the same client, of grpc-go's own server (benchpeer -kind grpc-bank, default options), " +
+		"whose Get runs the same internal/bank handler on the in-memory store and logs nothing.\n",
 	KeyPerRequest: "- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall).\n",
 	KeyRaw:        "- raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.\n",
 	KeyDebit:      "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",

@@ -32,6 +32,7 @@ func serverSpec(sys System, store string, maxConns int, o *Options, bins binarie
 			// Every system is measured without a log line per request.
 			NoExecLog: true,
 			Store:     store,
+			GRPC:      sys.GRPC,
 			Stderr:    stderr,
 		}.Spec()
 		if o.ServerCPUProfile != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/bench/internal/drpcpeer"
+	"github.com/rpcbench/rpcbench/bench/internal/grpcbank"
 	"github.com/rpcbench/rpcbench/bench/internal/grpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/netrpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/rawwire"
@@ -45,6 +46,12 @@ const (
 	KeyKeyedMemory   = "rpcbench-keyed-memory"
 	KeyKeyedSQLite   = "rpcbench-keyed-sqlite"
 	KeyKeyedPostgres = "rpcbench-keyed-postgres"
+
+	// The grpc-bank rows: grpc-go's generated Bank client making gets of
+	// rpcserver -grpc, the gRPC fault server, and of grpc-go's own
+	// server running the same bank handler.
+	KeyGRPCBankFault = "grpc-bank-rpcserver"
+	KeyGRPCBankGo    = "grpc-bank-grpc-go"
 )
 
 // sqlCallsDiv is the CallsDiv of the rows of keyed debits on a SQL store,
@@ -61,6 +68,10 @@ const (
 	serverDRPC   = "drpc"
 	serverNetRPC = "netrpc"
 	serverRaw    = "raw"
+	// serverRPCGRPC is an rpcserver of its own in its gRPC mode, and
+	// serverGRPCBank benchpeer's grpc-go Bank server.
+	serverRPCGRPC  = "rpcserver-grpc"
+	serverGRPCBank = "grpc-bank"
 )
 
 // Shapes of load: the row groups besides the standard one (gets of 15
@@ -120,6 +131,9 @@ type System struct {
 	// Store is the store kind (bank.KindMemory, KindSQLite, KindPostgres)
 	// of the rpcserver Server names; empty for the other servers.
 	Store string
+	// GRPC: the rpcserver Server names runs in its gRPC mode (-grpc), and
+	// the row's client speaks gRPC to it.
+	GRPC bool
 	// Debits: every call is a debit (workload.AppendDebit), and the row
 	// checks that the server executed each exactly once. Otherwise every
 	// call is a get, or an echo when Echo is set.
@@ -168,15 +182,19 @@ func Systems() []System {
 		{Key: KeyKeyedMemory, Name: KeyKeyedMemory, Server: KeyKeyedMemory, Store: bank.KindMemory, Debits: true, CallsDiv: 1, Dial: dialDebit(true)},
 		{Key: KeyKeyedSQLite, Name: KeyKeyedSQLite, Server: KeyKeyedSQLite, Store: bank.KindSQLite, Debits: true, CallsDiv: sqlCallsDiv, Dial: dialDebit(true)},
 		{Key: KeyKeyedPostgres, Name: KeyKeyedPostgres, Server: KeyKeyedPostgres, Store: bank.KindPostgres, Debits: true, CallsDiv: sqlCallsDiv, Dial: dialDebit(true)},
+		{Key: KeyGRPCBankFault, Name: KeyGRPCBankFault, Server: serverRPCGRPC, Store: bank.KindMemory, GRPC: true, CallsDiv: 1, Dial: dialGRPCBank},
+		{Key: KeyGRPCBankGo, Name: KeyGRPCBankGo, Server: serverGRPCBank, CallsDiv: 1, Dial: dialGRPCBank},
 	}
 }
 
 // GroupDebits, in -systems, names every row of debits, in table order;
 // GroupShapes every row of the shapes of load (the rows of Shape16k and
-// Shape64Conns, and rpcbench-idle1000).
+// Shape64Conns, and rpcbench-idle1000); GroupGRPCBank the two grpc-bank
+// rows.
 const (
-	GroupDebits = "debits"
-	GroupShapes = "shapes"
+	GroupDebits   = "debits"
+	GroupShapes   = "shapes"
+	GroupGRPCBank = "grpc-bank"
 )
 
 // KeyConnsMemory, in -systems, names the measurement of the memory a
@@ -186,6 +204,9 @@ const KeyConnsMemory = "conns-memory"
 
 // isShape reports whether s is one of the shapes of load.
 func (s *System) isShape() bool { return s.Shape != "" || s.Idle > 0 }
+
+// isGRPCBank reports whether s is one of the grpc-bank rows.
+func (s *System) isGRPCBank() bool { return s.Key == KeyGRPCBankFault || s.Key == KeyGRPCBankGo }
 
 // runsAt reports whether the row runs at concurrency g, given the run's
 // concurrency levels gs.
@@ -229,7 +250,7 @@ func selectSystems(keys []string) ([]System, error) {
 	for _, k := range keys {
 		found := false
 		for _, s := range all {
-			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits || k == GroupShapes && s.isShape() {
+			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits || k == GroupShapes && s.isShape() || k == GroupGRPCBank && s.isGRPCBank() {
 				if !seen[s.Key] {
 					out = append(out, s)
 					seen[s.Key] = true
@@ -238,7 +259,7 @@ func selectSystems(keys []string) ([]System, error) {
 			}
 		}
 		if !found {
-			valid := []string{GroupDebits, GroupShapes, KeyConnsMemory}
+			valid := []string{GroupDebits, GroupShapes, GroupGRPCBank, KeyConnsMemory}
 			for _, s := range all {
 				valid = append(valid, s.Key)
 			}
@@ -405,6 +426,10 @@ func (c *echoClient) Call(ctx context.Context, req []byte) ([]byte, error) {
 
 func dialGRPC(_ context.Context, addr string, _ int) (Client, error) {
 	return grpcpeer.Dial(addr)
+}
+
+func dialGRPCBank(_ context.Context, addr string, _ int) (Client, error) {
+	return grpcbank.Dial(addr)
 }
 
 func dialNetRPC(ctx context.Context, addr string, _ int) (Client, error) {
