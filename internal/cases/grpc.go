@@ -2,11 +2,14 @@ package cases
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // grpcDeadline is the deadline of a grpc scenario's calls: room for a
@@ -207,7 +210,7 @@ func grpcThrottling(g *grpcT) {
 // grpcTimeoutSlack is how far an attempt's grpc-timeout may exceed what
 // was left, by the server's clock: the client rounds up to its unit, and
 // the server timestamps its event a little after the HEADERS arrived.
-const grpcTimeoutSlack = 5 * time.Millisecond
+const grpcTimeoutSlack = 25 * time.Millisecond
 
 // grpcTimeoutLeft reads each attempt's grpc-timeout from the server's
 // ATTEMPT events, against the time left of the call's deadline: the
@@ -240,4 +243,136 @@ func grpcTimeoutLeft(g *grpcT) {
 	}
 	g.observe(invTimeoutLeft, holds(ok && n > 0))
 	g.observe(invRecovers, holds(a.code == "OK"))
+}
+
+// awaitFault waits until the server's log shows its fault fired: what
+// the scenario does next must meet the fault in effect.
+func (g *grpcT) awaitFault() {
+	if !waitFor(settleTimeout, func() bool {
+		return countEvents(g.events(g.s), func(e serverapi.Event) bool { return e.Name == serverapi.EventFault }) > 0
+	}) {
+		g.Fatalf("the server's log shows no FAULT within %v", settleTimeout)
+	}
+}
+
+// grpcExpiredDeadline is the deadline of the debit that waits behind
+// the busy worker in grpc_server_skips_expired; the worker is busy for
+// 500ms.
+const grpcExpiredDeadline = 100 * time.Millisecond
+
+// grpcServerSkipsExpired: with one worker, a get sleeps 500ms in it (the
+// fault's sleep); a keyless debit sent once the get sleeps waits behind
+// it and its 100ms deadline passes: the server must not execute it,
+// whether it drops it as expired (its own timeout) or as cancelled (the
+// client's RST_STREAM).
+func grpcServerSkipsExpired(g *grpcT) {
+	g.opts.Workers = 1
+	g.start()
+	const account = "acct-X"
+	busy := g.begin([]call{{method: bank.MethodGet, account: "acct-S", deadline: grpcDeadline}})
+	g.awaitFault() // the get holds the only worker
+	d := g.do(call{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcExpiredDeadline})
+	get := busy.wait()[0]
+	n := g.executions(account)
+	g.faultFired()
+	var dropped []string
+	for _, e := range g.events(g.s) {
+		if (e.Name == serverapi.EventExpired || e.Name == serverapi.EventCanceled) && e.Text(serverapi.KeyMethod) == bank.MethodDebit {
+			dropped = append(dropped, e.Name)
+		}
+	}
+	g.Field("get", get.code)
+	g.Field("code", d.code)
+	g.Field("executions", n)
+	// Which of the two races ends the wait (the client's reset at its
+	// deadline, or the server's timer at the same deadline as it
+	// received it) is the machine's to decide.
+	g.Volatile("dropped", strings.Join(dropped, ","))
+	g.Check(get.code == "OK", "the get that holds the worker ended %s, want OK", get.code)
+	g.observe(invExpiredSkipped, holds(n == 0))
+	g.withinDeadline(d, grpcExpiredDeadline)
+}
+
+// grpcStartDelay is how long after it starts the server of
+// grpc_server_starts_late binds.
+const grpcStartDelay = 300 * time.Millisecond
+
+// grpcServerStartsLate: a debit is made while nothing listens; the
+// server binds grpcStartDelay after it was started, and a second debit
+// is made as soon as it announces that it listens. The first may or may
+// not reach it, by how long its retries last; the second must be served.
+func grpcServerStartsLate(g *grpcT) {
+	addr, err := freeAddr()
+	if err != nil {
+		g.Fatalf("free address: %v", err)
+	}
+	o := g.opts
+	o.GRPC, o.Addr, o.StartDelay = true, addr, grpcStartDelay
+	// g.s stays nil until the server listens: nothing of it can be read
+	// before (its log has no LISTEN, it answers no control call).
+	s := g.startServerNoWait(o)
+	g.target = addr
+	if g.col.stack == StackRPCBench {
+		g.rb = g.client(addr, client.DefaultConfig())
+	} else {
+		g.adapter = g.startAdapter(g.col.stack)
+	}
+	first := g.do(call{method: bank.MethodDebit, account: "acct-W1", amount: 10, deadline: time.Second})
+	if err := s.Await(g.ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
+		g.Fatalf("start rpcserver: %v", err)
+	}
+	g.s = s
+	second := g.do(call{method: bank.MethodDebit, account: "acct-W2", amount: 10, deadline: grpcDeadline})
+	n1, n2 := g.executions("acct-W1"), g.executions("acct-W2")
+	g.Volatile("first", first.code)
+	g.Volatile("firstExecutions", n1)
+	g.Field("second", second.code)
+	g.Field("executions", n2)
+	g.Field("requests", second.requests)
+	g.observe(invExecOnce, holds(n1 <= 1 && n2 <= 1))
+	g.observe(invServesOnceUp, holds(second.code == "OK" && n2 == 1))
+}
+
+// grpcSilentDeadline is the deadline of grpc_silent_peer's debit: past
+// the keepalive configuration's 10s time and 1s timeout, with room for
+// a retry on a loaded machine.
+const grpcSilentDeadline = 15 * time.Second
+
+// grpcSilentPeer: the server executes a keyless debit, then its
+// connection goes silent. Only a client keepalive can tell: when the
+// client closes the silent connection (the server's CONN_CLOSED for it,
+// against its FAULT), and how often the debit executed.
+func grpcSilentPeer(g *grpcT) {
+	if !g.start() {
+		g.unsupported("no such fault on rpcbench's wire; the network group shows rpcbench's keepalive on real silent links", invExecOnce, invDeadPeer)
+		return
+	}
+	const account = "acct-Q"
+	a := g.do(call{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcSilentDeadline})
+	n := g.executions(account)
+	g.faultFired()
+	var fault, closed time.Time
+	var conn int64 = -1
+	for _, e := range g.events(g.s) {
+		switch {
+		case e.Name == serverapi.EventFault:
+			fault = e.Time
+			conn, _ = e.Int(serverapi.KeyConn)
+		case e.Name == serverapi.EventConnClosed && e.Text(serverapi.KeyWire) == serverapi.WireGRPC && !fault.IsZero() && closed.IsZero():
+			if c, _ := e.Int(serverapi.KeyConn); c == conn {
+				closed = e.Time
+			}
+		}
+	}
+	g.Field("code", a.code)
+	g.Field("executions", n)
+	g.Field("requests", a.requests)
+	g.Volatile("elapsed", ms(a.elapsed))
+	g.Field("detectBound", ms(grpcSilentDeadline))
+	detected := !closed.IsZero() && closed.Sub(fault) < grpcSilentDeadline
+	if detected {
+		g.Volatile("detectedAfter", ms(closed.Sub(fault)))
+	}
+	g.observe(invExecOnce, holds(n <= 1))
+	g.observe(invDeadPeer, holds(detected))
 }

@@ -62,16 +62,39 @@ func (c column) slug() string {
 	return strings.NewReplacer("-", "", "+", "_").Replace(s)
 }
 
-// grpcColumns are the columns of every grpc scenario, the reference first.
-func grpcColumns() []column {
+// grpcColumns are the columns of every grpc scenario but the keepalive
+// ones, the reference first.
+func grpcColumns() []column { return columnsWhere(func(g cut.GRPCConfig) bool { return g.Keepalive == nil }) }
+
+// keepaliveColumns are the columns of a keepalive scenario: the
+// reference, then the configurations with a client keepalive. The
+// others would wait out every such scenario's deadline and show
+// nothing new.
+func keepaliveColumns() []column {
+	return columnsWhere(func(g cut.GRPCConfig) bool { return g.Keepalive != nil })
+}
+
+// allColumns are every column some grpc scenario runs in.
+func allColumns() []column { return columnsWhere(func(cut.GRPCConfig) bool { return true }) }
+
+// columnsWhere is the reference column, then the adapter columns whose
+// configuration keep accepts.
+func columnsWhere(keep func(cut.GRPCConfig) bool) []column {
 	cols := []column{{stack: StackRPCBench, config: "client"}}
 	for _, g := range cut.GRPCConfigs() {
-		if g.Keepalive != nil {
-			continue // only the keepalive scenario, not yet written, uses it
+		if keep(g) {
+			cols = append(cols, column{stack: StackGRPCGo, config: g.Name, grpc: g})
 		}
-		cols = append(cols, column{stack: StackGRPCGo, config: g.Name, grpc: g})
 	}
 	return cols
+}
+
+// columns are the columns sc runs in.
+func (sc grpcScenario) columns() []column {
+	if sc.keepalive {
+		return keepaliveColumns()
+	}
+	return grpcColumns()
 }
 
 // Invariants the grpc scenarios observe.
@@ -101,10 +124,20 @@ const (
 	// received it, is at most what was left of the call's deadline when
 	// the attempt reached the server.
 	invTimeoutLeft = "timeout_is_time_left"
+	// invExpiredSkipped: a request whose deadline passed while it waited
+	// for a busy server was never executed.
+	invExpiredSkipped = "expired_not_executed"
+	// invServesOnceUp: a call made once the server listens, after one
+	// made while nothing listened, is served: executed once, OK.
+	invServesOnceUp = "serves_once_up"
+	// invDeadPeer: a connection whose peer went silent was closed by the
+	// client, by the server's log, before the call's deadline.
+	invDeadPeer = "dead_peer_detected"
 )
 
 // grpcInvariants are every invariant a pin may name.
-var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback, invAmplification, invTimeoutLeft}
+var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback, invAmplification, invTimeoutLeft,
+	invExpiredSkipped, invServesOnceUp, invDeadPeer}
 
 // grpcScenario is one scenario of the grpc group, before it is spread
 // over the columns.
@@ -118,6 +151,9 @@ type grpcScenario struct {
 	// on, in every column.
 	noServer bool
 	run      func(g *grpcT)
+	// keepalive runs the scenario in keepaliveColumns instead of
+	// grpcColumns.
+	keepalive bool
 }
 
 // unsupportedIn reports whether sc has nothing to run in col.
@@ -129,7 +165,7 @@ func (sc grpcScenario) unsupportedIn(col column) bool {
 func grpcCases(scs []grpcScenario) []Case {
 	var out []Case
 	for _, sc := range scs {
-		for _, col := range grpcColumns() {
+		for _, col := range sc.columns() {
 			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
 				Doc: sc.doc + " (" + col.stack + ", " + col.config + ")"}
 			if col.stack != StackRPCBench {
@@ -154,6 +190,9 @@ type grpcT struct {
 	rb      *client.Client
 	obs     []pins.Observation
 	calls   int
+	// opts are the server's options before start adds the wire and the
+	// fault: a scenario sets what it needs (Workers) first.
+	opts serverOpts
 }
 
 // runGRPC runs sc in col and judges it against the stack's pins.
@@ -199,7 +238,7 @@ func knownPin(stack string) pins.Known {
 			return fmt.Errorf("no grpc scenario %q", k.Scenario)
 		}
 		var configs []string
-		for _, col := range grpcColumns() {
+		for _, col := range allColumns() {
 			if col.stack == stack {
 				configs = append(configs, col.config)
 			}
@@ -238,7 +277,8 @@ type grpcFault struct{ grpc, rb string }
 // invariants as unsupported.
 func (g *grpcT) start() bool {
 	f := g.sc.fault
-	o := serverOpts{GRPC: true}
+	o := g.opts
+	o.GRPC = true
 	if g.sc.noServer {
 		addr, err := freeAddr()
 		if err != nil {
@@ -333,24 +373,44 @@ func (g *grpcT) do(c call) answer { return g.doAll([]call{c})[0] }
 
 // doAll makes the calls at once and returns their answers in order. An
 // answer's requests are counted only when there is one call.
-func (g *grpcT) doAll(cs []call) []answer {
-	names, keys := make([]string, len(cs)), make([]string, len(cs))
+func (g *grpcT) doAll(cs []call) []answer { return g.begin(cs).wait() }
+
+// pending are calls begun and not yet waited for.
+type pending struct {
+	g     *grpcT
+	cs    []call
+	names []string
+	wg    sync.WaitGroup
+	// raws are the adapter's results, rs rpcbench's client's: written
+	// by the calls' goroutines, read after wg.Wait.
+	raws          []rawResult
+	rs            []client.Result
+	before, after counters
+}
+
+type rawResult struct {
+	r   cut.Result
+	err error
+}
+
+// begin starts the calls, each on a goroutine of its own, and returns
+// at once: the scenario may await the server's log meanwhile, and must
+// call wait. A debit is keyed in a column that keys debits.
+func (g *grpcT) begin(cs []call) *pending {
+	p := &pending{g: g, cs: cs, names: make([]string, len(cs))}
+	keys := make([]string, len(cs))
 	for i, c := range cs {
 		g.calls++
-		names[i] = fmt.Sprintf("%s-%d", g.name, g.calls)
+		p.names[i] = fmt.Sprintf("%s-%d", g.name, g.calls)
 		if c.method == bank.MethodDebit && g.col.grpc.Key {
-			keys[i] = "key-" + names[i]
+			keys[i] = "key-" + p.names[i]
 		}
 	}
 	if g.adapter == nil {
-		return g.doRPCBench(cs, keys)
+		p.beginRPCBench(keys)
+		return p
 	}
-	type raw struct {
-		r   cut.Result
-		err error
-	}
-	raws := make([]raw, len(cs))
-	var wg sync.WaitGroup
+	p.raws = make([]rawResult, len(cs))
 	for i, c := range cs {
 		method, req := "rpcbench.bank.v1.Bank/Get", map[string]any{"account": c.account}
 		if c.method == bank.MethodDebit {
@@ -364,19 +424,28 @@ func (g *grpcT) doAll(cs []call) []answer {
 			g.Fatalf("request: %v", err)
 		}
 		cc := cut.Call{Channel: g.col.grpc.Channel("ch1", g.target), Method: method,
-			Request: body, Deadline: c.deadline, Name: names[i], Key: keys[i]}
-		wg.Go(func() {
+			Request: body, Deadline: c.deadline, Name: p.names[i], Key: keys[i]}
+		p.wg.Go(func() {
 			r, err := g.adapter.Do(g.ctx, cc)
-			raws[i] = raw{r, err}
+			p.raws[i] = rawResult{r, err}
 		})
 	}
-	wg.Wait()
+	return p
+}
+
+// wait waits for the calls begun and returns their answers in order.
+func (p *pending) wait() []answer {
+	g := p.g
+	p.wg.Wait()
+	if g.adapter == nil {
+		return p.waitRPCBench()
+	}
 	var evs []serverapi.Event
-	if len(cs) == 1 && g.s != nil {
+	if len(p.cs) == 1 && g.s != nil {
 		evs = g.events(g.s)
 	}
-	out := make([]answer, len(cs))
-	for i, rw := range raws {
+	out := make([]answer, len(p.cs))
+	for i, rw := range p.raws {
 		if rw.err != nil {
 			g.Errored("%v", rw.err)
 		}
@@ -389,23 +458,22 @@ func (g *grpcT) doAll(cs []call) []answer {
 			a.account = resp.Account
 		}
 		a.requests = countEvents(evs, func(e serverapi.Event) bool {
-			return e.Name == serverapi.EventAttempt && e.Text(serverapi.KeyCall) == names[i]
+			return e.Name == serverapi.EventAttempt && e.Text(serverapi.KeyCall) == p.names[i]
 		})
 		out[i] = a
 	}
 	return out
 }
 
-// doRPCBench makes the calls at once with rpcbench's own client on its
-// own wire.
-func (g *grpcT) doRPCBench(cs []call, keys []string) []answer {
-	var before, after counters
+// beginRPCBench starts the calls with rpcbench's own client on its own
+// wire.
+func (p *pending) beginRPCBench(keys []string) {
+	g := p.g
 	if g.s != nil {
-		before = g.counters(g.s)
+		p.before = g.counters(g.s)
 	}
-	rs := make([]client.Result, len(cs))
-	var wg sync.WaitGroup
-	for i, c := range cs {
+	p.rs = make([]client.Result, len(p.cs))
+	for i, c := range p.cs {
 		rc := getCall(c.account)
 		if c.method == bank.MethodDebit {
 			rc = debitCall(c.account, int(c.amount), keys[i])
@@ -414,20 +482,24 @@ func (g *grpcT) doRPCBench(cs []call, keys []string) []answer {
 			rc.Payload = fmt.Appendf(rc.Payload, " sleep=%d", c.sleepMs)
 		}
 		rc.Timeout = c.deadline
-		wg.Go(func() { rs[i] = g.rb.Do(g.ctx, rc) })
+		p.wg.Go(func() { p.rs[i] = g.rb.Do(g.ctx, rc) })
 	}
-	wg.Wait()
+}
+
+func (p *pending) waitRPCBench() []answer {
+	g := p.g
 	if g.s != nil {
-		after = g.counters(g.s)
+		p.after = g.counters(g.s)
 	}
-	out := make([]answer, len(cs))
-	for i, r := range rs {
+	out := make([]answer, len(p.cs))
+	for i, r := range p.rs {
 		a := answer{code: r.Status.String(), elapsed: r.Elapsed}
 		if r.Status == proto.StatusOK {
 			a.account = fields(r)["account"]
 		}
-		if len(cs) == 1 {
-			a.requests = int(after.RequestsDebit - before.RequestsDebit + after.RequestsGet - before.RequestsGet)
+		if len(p.cs) == 1 {
+			b, e := p.before, p.after
+			a.requests = int(e.RequestsDebit - b.RequestsDebit + e.RequestsGet - b.RequestsGet)
 		}
 		out[i] = a
 	}

@@ -117,5 +117,24 @@ var grpcMutants = []mutant{
 		catch: map[string]string{
 			"grpc_pushback_honoured_grpcgo_retry": "pushback_honoured: grpc-go violated pushback_honoured",
 		},
+	},	{
+		name: "grpc_executes_after_wait",
+		bug:  "a request waiting for a busy worker watches neither its grpc-timeout nor the client's reset, and its timeout counts from when a worker takes it, not from its arrival",
+		file: "internal/grpcwire/stream.go",
+		old:  "\tselect {\n\tcase s.slots <- struct{}{}:\n\t\treturn release, true\n\tdefault:\n\t}\n",
+		new:  "\ts.slots <- struct{}{}\n\tst.arrival = time.Now()\n\treturn release, true\n",
+		catch: map[string]string{
+			"grpc_server_skips_expired_grpcgo_default": "expired_not_executed: grpc-go violated expired_not_executed",
+		},
+	},
+	{
+		name: "grpc_silent_acks_pings",
+		bug:  "the silent fault only stops the answer: the connection still acknowledges PINGs, so it is a noreply",
+		file: "internal/grpcwire/stream.go",
+		old:  "\tcase FaultSilent:\n\t\tc.silence()\n",
+		new:  "\tcase FaultSilent:\n",
+		catch: map[string]string{
+			"grpc_silent_peer_grpcgo_keepalive": "dead_peer_detected: grpc-go violated dead_peer_detected",
+		},
 	},
 }
