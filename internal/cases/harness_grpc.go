@@ -64,7 +64,9 @@ func (c column) slug() string {
 
 // grpcColumns are the columns of every grpc scenario but the keepalive
 // ones, the reference first.
-func grpcColumns() []column { return columnsWhere(func(g cut.GRPCConfig) bool { return g.Keepalive == nil }) }
+func grpcColumns() []column {
+	return columnsWhere(func(g cut.GRPCConfig) bool { return g.Keepalive == nil })
+}
 
 // keepaliveColumns are the columns of a keepalive scenario: the
 // reference, then the configurations with a client keepalive. The

@@ -117,7 +117,8 @@ var grpcMutants = []mutant{
 		catch: map[string]string{
 			"grpc_pushback_honoured_grpcgo_retry": "pushback_honoured: grpc-go violated pushback_honoured",
 		},
-	},	{
+	},
+	{
 		name: "grpc_executes_after_wait",
 		bug:  "a request waiting for a busy worker watches neither its grpc-timeout nor the client's reset, and its timeout counts from when a worker takes it, not from its arrival",
 		file: "internal/grpcwire/stream.go",
