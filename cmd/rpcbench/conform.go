@@ -21,6 +21,8 @@ type conformOptions struct {
 	JUnit string
 	// Timeout bounds each check.
 	Timeout time.Duration
+	// Drain runs drain_finishes_taken last, stopping the server.
+	Drain bool
 }
 
 func newConformCmd(a *app) *cobra.Command {
@@ -67,6 +69,7 @@ not answered OK or the JUnit file not writable, 130/143 interrupted.`,
 	f := cmd.Flags()
 	f.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on each check: dials, answers, waits for a close")
+	f.BoolVar(&o.Drain, "drain", false, "run drain_finishes_taken last: it sends ctl.drain, which stops the server")
 	return cmd
 }
 
@@ -110,6 +113,7 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	cfg := conform.DefaultConfig(addrs[0])
 	cfg.Timeout = o.Timeout
 	cfg.Slow = min(conform.DefaultSlow, cfg.Timeout/4)
+	cfg.Drain = o.Drain
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("", "--timeout %v, ADDR %q: %v", o.Timeout, o.Addr, err)
 	}

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -97,6 +98,7 @@ var configFlags = map[string]string{
 	"MaxConns":         serverapi.FlagMaxConns,
 	"MaxOutBytes":      serverapi.FlagMaxOutBytes,
 	"WriteTimeout":     serverapi.FlagWriteTimeout,
+	"DrainTimeout":     serverapi.FlagDrainTimeout,
 }
 
 // faultHelp is the -h section on fault rules, for a handler serving
@@ -114,6 +116,8 @@ Fault rules (-fault, repeatable; also ctl.fault at run time): space-separated ke
                   badmagic     execute, answer with a bad-magic frame
                   unavailable_after_exec
                                execute, then answer UNAVAILABLE: a lie, for negative controls
+                  drain        do not take the request: drain the server there, within
+                               -drain-timeout (the request is the first above the drain frame's id)
   method=NAME   only requests for this method, one of ` + strings.Join(methods, ", ") + ` (default: every one)
   count=N       fire on N matching requests, then stop (default 0: every one)
   delay=D       late's extra lateness, sleep's pause (Go duration, e.g. 150ms)
@@ -148,6 +152,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept")
 	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
 	fs.DurationVar(&o.cfg.WriteTimeout, serverapi.FlagWriteTimeout, def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
+	fs.DurationVar(&o.cfg.DrainTimeout, serverapi.FlagDrainTimeout, def.DrainTimeout, "how long a drain (SIGTERM, ctl.drain, a drain fault) may take; 0: SIGTERM closes at once, as SIGINT does")
 	fs.StringVar(&o.store, serverapi.FlagStore, bank.KindMemory, "where accounts and idempotency records live, a `spec`: "+bank.StoreSyntax)
 	fs.DurationVar(&o.sqlOpts.TTL, serverapi.FlagDedupTTL, bank.DefaultTTL, "how long a SQL store keeps an idempotency record; must exceed the longest client retry window")
 	fs.DurationVar(&o.sqlOpts.Lease, serverapi.FlagDedupLease, bank.DefaultLease, "how long a SQL store's claim holds a running key before a retry may take it over; at least 1ms")
@@ -288,30 +293,84 @@ func serve(o options, stdout, stderr io.Writer) error {
 		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
 		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults))
 	rpcLn := ln
-	errc := make(chan error, 2)
+	// Nil without the gRPC mode: a nil channel is never ready.
+	var grpcErrc chan error
 	if gs != nil {
 		gf := grpcFaultFlags{rules: o.grpcFaults}
 		config += fmt.Sprintf(" grpc=true grpc-faults=[%v]", gf.String())
 		var h2Ln net.Listener
 		rpcLn, h2Ln = splitListener(ln)
-		go func() { errc <- gs.Serve(h2Ln) }()
+		grpcErrc = make(chan error, 1)
+		go func() { grpcErrc <- gs.Serve(h2Ln) }()
 	}
 	lg.Info(serverapi.EventListen, serverapi.KeyAddr, ln.Addr().String(), serverapi.KeyConfig, config)
 	fmt.Fprintln(stdout, serverapi.Announce(ln.Addr().String()))
 
-	go func() { errc <- srv.Serve(rpcLn) }()
+	rpcErrc := make(chan error, 1)
+	go func() { rpcErrc <- srv.Serve(rpcLn) }()
+	// stop closes both sides and waits for their Serves; rpcDone says
+	// the rpc side's has returned already.
+	stop := func(rpcDone bool) {
+		srv.Close()
+		if !rpcDone {
+			<-rpcErrc
+		}
+		if gs != nil {
+			gs.Close()
+			<-grpcErrc
+		}
+	}
 	select {
 	case s := <-sigs:
 		lg.Info(serverapi.EventSignal, serverapi.KeySignal, s.String())
-		srv.Close()
-		if gs != nil {
-			gs.Close()
-			<-errc
+		if s == syscall.SIGTERM && o.cfg.DrainTimeout > 0 {
+			drain(srv, o.cfg.DrainTimeout, sigs, lg)
 		}
-		<-errc
+		stop(false)
 		return nil
-	case err := <-errc:
-		return err
+	case err := <-rpcErrc:
+		// ErrClosed: a drain that ctl.drain or a drain fault started
+		// has ended.
+		if !errors.Is(err, server.ErrClosed) {
+			return err
+		}
+		stop(true)
+		return nil
+	case err := <-grpcErrc:
+		// A drain closes the shared listener, which ends the gRPC
+		// side's Serve with net.ErrClosed; the drain goes on.
+		if !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		grpcErrc <- err
+		err = <-rpcErrc
+		if !errors.Is(err, server.ErrClosed) {
+			return err
+		}
+		stop(true)
+		return nil
+	}
+}
+
+// drain drains srv within timeout; a SIGINT meanwhile cuts it short.
+func drain(srv *server.Server, timeout time.Duration, sigs <-chan os.Signal, lg *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Drain(ctx)
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		case s := <-sigs:
+			lg.Info(serverapi.EventSignal, serverapi.KeySignal, s.String())
+			if s == syscall.SIGINT {
+				cancel()
+			}
+		}
 	}
 }
 

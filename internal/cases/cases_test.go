@@ -166,6 +166,7 @@ func TestGroupFiles(t *testing.T) {
 	}{
 		{GroupEvidence, evidenceGroup()}, {GroupRobustness, robustnessGroup()}, {GroupDurability, durabilityGroup()},
 		{GroupChaos, chaosGroup()}, {GroupGovernance, governanceGroup()}, {GroupNetwork, networkGroup()}, {GroupGRPC, grpcGroup()},
+		{GroupDeploy, deployGroup()},
 	}
 	var want []string
 	var all []Case

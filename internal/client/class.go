@@ -17,7 +17,8 @@ const (
 	// retried.
 	ClassNotSent Class = iota + 1
 	// ClassNotExecuted: the server answered UNAVAILABLE or
-	// DEADLINE_EXCEEDED, which it sends only before executing. Any call may
+	// DEADLINE_EXCEEDED, which it sends only before executing, or its
+	// drain frame named the attempt as not taken (DRAINED). Any call may
 	// be retried.
 	ClassNotExecuted
 	// ClassUnknown: the write started and no usable answer came back
@@ -80,6 +81,10 @@ const (
 	// was handed to the connection; a late answer to it is dropped.
 	// Class OUTCOME_UNKNOWN.
 	OutcomeAbandoned
+	// OutcomeDrained: the server's drain frame named an ID below the
+	// attempt's, so the server never took it (SPEC.md, "Drain"); it is
+	// re-sent elsewhere whatever its method. Class NOT_EXECUTED.
+	OutcomeDrained
 )
 
 var outcomeNames = [...]string{
@@ -91,6 +96,7 @@ var outcomeNames = [...]string{
 	OutcomeConnLost:      "CONN_LOST_AFTER_SEND",
 	OutcomeProtocolError: "PROTOCOL_ERROR_AFTER_SEND",
 	OutcomeAbandoned:     "ABANDONED",
+	OutcomeDrained:       "DRAINED",
 }
 
 func (o Outcome) String() string { return name(outcomeNames[:], int(o), "UNKNOWN_OUTCOME_%d") }

@@ -171,6 +171,10 @@ type Stats struct {
 	// KeepaliveTimeouts counts the connections keepalive declared dead,
 	// also counted in ConnsLost.
 	PingsSent, KeepaliveTimeouts int64
+	// Drains counts the drain frames that drained a connection (SPEC.md,
+	// "Drain"); DrainedResent counts the DRAINED attempts that were
+	// followed by another attempt of their call.
+	Drains, DrainedResent int64
 }
 
 type clientStats struct {
@@ -196,6 +200,8 @@ type clientStats struct {
 	connsLost         atomic.Int64
 	pingsSent         atomic.Int64
 	keepaliveTimeouts atomic.Int64
+
+	drains, drainedResent atomic.Int64
 }
 
 // Client makes calls to a server. By default all calls share one TCP
@@ -292,6 +298,9 @@ func (c *Client) Stats() Stats {
 		ConnsLost:         c.stats.connsLost.Load(),
 		PingsSent:         c.stats.pingsSent.Load(),
 		KeepaliveTimeouts: c.stats.keepaliveTimeouts.Load(),
+
+		Drains:        c.stats.drains.Load(),
+		DrainedResent: c.stats.drainedResent.Load(),
 	}
 }
 
@@ -372,9 +381,26 @@ func (c *Client) keep(cn *conn, shared bool) (*conn, error) {
 	if !shared {
 		c.own[cn] = struct{}{}
 	} else if old := c.cur.Swap(cn); old != nil {
-		go old.close() // already dead; reap its goroutines
+		if old.drained.Load() {
+			// Kept until the server closes it, its answers still to
+			// come; among own, so that Close and Cut find it.
+			c.own[old] = struct{}{}
+			go c.reapDrained(old)
+		} else {
+			go old.close() // already dead; reap its goroutines
+		}
 	}
 	return cn, nil
+}
+
+// reapDrained waits for a drained connection, no longer the shared one,
+// to be closed by its server (or by Close), and reaps it.
+func (c *Client) reapDrained(cn *conn) {
+	<-cn.done
+	c.mu.Lock()
+	delete(c.own, cn)
+	c.mu.Unlock()
+	cn.close()
 }
 
 // ownConn dials a connection for one ConnPerCall attempt and returns it
@@ -412,7 +438,7 @@ func (c *Client) liveConn() (*conn, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	if cn := c.cur.Load(); cn != nil && !cn.dead.Load() {
+	if cn := c.cur.Load(); cn != nil && !cn.dead.Load() && !cn.drained.Load() {
 		return cn, nil
 	}
 	return nil, nil
@@ -434,8 +460,13 @@ func (c *Client) dial(ctx context.Context) (*conn, string, error) {
 		return nil, addr, err
 	}
 	c.stats.connsOpened.Add(1)
-	return newConn(nc, &c.stats, &c.cfg, addr, gen), addr, nil
+	cn := newConn(nc, &c.stats, &c.cfg, addr, gen, c.drained)
+	return cn, addr, nil
 }
+
+// drained moves the client on from a drained connection's address: its
+// DRAINED attempts are re-sent to the next one.
+func (c *Client) drained(cn *conn) { c.addrs.moveOn(cn.gen) }
 
 // Do runs call under ctx and the call's total timeout, retrying as the
 // client's policy allows. It always returns a Result; it returns no later
@@ -482,6 +513,9 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 		if stop != 0 {
 			return s.finish(stop)
 		}
+		if a.Outcome == OutcomeDrained {
+			c.stats.drainedResent.Add(1)
+		}
 		s.res.Log[len(s.res.Log)-1].Backoff = pause
 		// A pause the caller's context cuts short is seen by admit.
 		sleep(ctx, pause)
@@ -508,6 +542,10 @@ func giveUpStatus(call *Call, log []Attempt, stop Stop) proto.Status {
 	}
 	switch last := log[len(log)-1]; last.Class {
 	case ClassNotExecuted:
+		if last.Outcome == OutcomeDrained {
+			// No answer came: Status is its zero value, OK.
+			return proto.StatusUnavailable
+		}
 		return last.Status
 	case ClassUnknown:
 		if last.Outcome == OutcomeTimeout {
@@ -567,13 +605,16 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		budget = time.Until(deadline)
 		a.BudgetMs = budgetMs(budget)
 	}
-	a.ID = c.nextID.Add(1)
-	f := proto.Frame{Type: proto.TypeRequest, ID: a.ID, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
+	f := proto.Frame{Type: proto.TypeRequest, BudgetMs: a.BudgetMs, Method: call.Method, Key: call.Key, Payload: call.Payload}
 	w := waiters.Get().(*waiter)
 	// Every path below leaves w.ch empty with no sender holding it, so w
 	// can be reused.
 	defer waiters.Put(w)
-	if err := cn.submit(&f, w, monoOf(deadline)); err != nil {
+	// The ID is taken under the lock that queues the request, so that a
+	// connection's requests go out in the order of their IDs.
+	err = cn.submit(&f, w, monoOf(deadline), &c.nextID)
+	a.ID = f.ID
+	if err != nil {
 		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeNotSent, err.Error(), err
 		return a, reply{err: err}
 	}
@@ -606,6 +647,8 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		return a, reply{err: context.DeadlineExceeded}
 	}
 	switch {
+	case r.drained:
+		a.Class, a.Outcome, a.Err, a.Cause = ClassNotExecuted, OutcomeDrained, r.err.Error(), r.err
 	case r.err != nil && r.notSent:
 		a.Class, a.Outcome, a.Err, a.Cause = ClassNotSent, OutcomeNotSent, r.err.Error(), r.err
 	case r.err != nil:

@@ -49,16 +49,23 @@ var errNotStarted = errors.New("client: write not started")
 // ErrClosed is returned for calls on a closed Client.
 var ErrClosed = errors.New("client: closed")
 
+// ErrDrained is the cause of an attempt the server's drain frame named as
+// not taken (its ID above the frame's): the server never executed it,
+// and the client may send it elsewhere whatever its method.
+var ErrDrained = errors.New("client: not taken by the draining server")
+
 // reply is what the connection hands an attempt: a response, the error
 // that ended the connection, or the news that its deadline passed.
 // notSent is set when the attempt's request was still queued, unwritten,
 // when the connection died; timedOut when the connection's deadline timer
 // took the attempt out of pending.
+// drained when the server's drain frame named the attempt as not taken.
 type reply struct {
 	f        proto.Frame
 	err      error
 	notSent  bool
 	timedOut bool
+	drained  bool
 }
 
 // conn is one TCP connection of a Client, with a reader goroutine
@@ -79,6 +86,8 @@ type conn struct {
 	// Config.OnConnLost.
 	keepalive *KeepaliveConfig
 	onLost    func(addr string, err error)
+	// onDrain, when set, is told once that the server drained c.
+	onDrain func(c *conn)
 	// lastRead is when the reader last returned from a read, in mono
 	// time; kept only with keepalive.
 	lastRead atomic.Int64
@@ -108,6 +117,15 @@ type conn struct {
 	// write carrying its ping returned.
 	pingWritten chan struct{}
 
+	// maxWritten is the highest attempt ID handed to a write, stored
+	// before the write: a drain frame naming more is a protocol error.
+	maxWritten atomic.Uint64
+	// drained is set, and drainCh closed, once the server's drain frame
+	// came (under mu): the connection takes no new attempt, sends
+	// nothing more, and is kept until the server closes it.
+	drained atomic.Bool
+	drainCh chan struct{}
+
 	dead      atomic.Bool
 	done      chan struct{} // closed by fail
 	readDone  chan struct{} // closed when the reader exits
@@ -116,8 +134,9 @@ type conn struct {
 }
 
 // newConn starts the goroutines of a connection dialed to addr under ring
-// gen, configured by cfg, which it does not keep.
-func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint64) *conn {
+// gen, configured by cfg, which it does not keep; onDrain, if not nil, is
+// told once if the server drains it.
+func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint64, onDrain func(*conn)) *conn {
 	c := &conn{
 		nc:           nc,
 		stats:        stats,
@@ -126,8 +145,10 @@ func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint
 		writeTimeout: cfg.WriteTimeout,
 		keepalive:    cfg.Keepalive,
 		onLost:       cfg.OnConnLost,
+		onDrain:      onDrain,
 		wake:         make(chan struct{}, 1),
 		pending:      make(map[uint64]*waiter),
+		drainCh:      make(chan struct{}),
 		done:         make(chan struct{}),
 		readDone:     make(chan struct{}),
 		writeDone:    make(chan struct{}),
@@ -144,20 +165,27 @@ func newConn(nc net.Conn, stats *clientStats, cfg *Config, addr string, gen uint
 	return c
 }
 
-// submit registers w as the waiter for f.ID, giving up at deadline (mono
-// time), and queues f for the writer, both before any byte of f can be
-// written. An error wrapping errNotStarted means the connection is dead or
-// f could not be encoded: nothing of f will ever be written and nothing
-// was registered. Once submit returns nil the request counts as written:
-// the writer may put it on the wire at any moment, and w gets exactly one
-// reply unless remove takes it out first.
-func (c *conn) submit(f *proto.Frame, w *waiter, deadline int64) error {
+// submit gives f the next ID from ids, registers w as its waiter, giving
+// up at deadline (mono time), and queues f for the writer, all under one
+// lock and before any byte of f can be written: requests are written in
+// the order of their IDs, which a drain frame's last ID relies on. An
+// error wrapping errNotStarted means the connection is dead or draining,
+// or f could not be encoded: nothing of f will ever be written and
+// nothing was registered. Once submit returns nil the request counts as
+// written: the writer may put it on the wire at any moment, and w gets
+// exactly one reply unless remove takes it out first.
+func (c *conn) submit(f *proto.Frame, w *waiter, deadline int64, ids *atomic.Uint64) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
 		return fmt.Errorf("%w: connection already dead: %w", errNotStarted, err)
 	}
+	if c.drained.Load() {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %w", errNotStarted, ErrDrained)
+	}
+	f.ID = ids.Add(1)
 	var err error
 	if c.wq, err = proto.AppendFrame(c.wq, f); err != nil {
 		c.mu.Unlock()
@@ -201,7 +229,7 @@ func (c *conn) cancel(id uint64) bool {
 // false on a dead connection, where nothing more can be sent.
 func (c *conn) queueControl(f *proto.Frame, ping bool) bool {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.err != nil || c.drained.Load() {
 		c.mu.Unlock()
 		return false
 	}
@@ -300,6 +328,9 @@ func (c *conn) writeLoop() {
 		if len(buf) == 0 {
 			continue
 		}
+		if len(ids) > 0 {
+			c.maxWritten.Store(ids[len(ids)-1])
+		}
 		if err := c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
 			c.fail(fmt.Errorf("write: %w", err))
 			return
@@ -341,7 +372,9 @@ func (c *conn) fail(err error) {
 		c.timer.Stop()
 	}
 	c.mu.Unlock()
-	if !errors.Is(err, ErrClosed) {
+	// The server closing a drained connection is the end the drain
+	// promised, not a loss.
+	if !errors.Is(err, ErrClosed) && !c.drained.Load() {
 		c.stats.connsLost.Add(1)
 		if errors.Is(err, ErrKeepaliveTimeout) {
 			c.stats.keepaliveTimeouts.Add(1)
@@ -356,11 +389,11 @@ func (c *conn) fail(err error) {
 
 // lost reports whether the connection died of a failure (a read or write
 // error, the peer closing it, a bad frame) rather than being closed by
-// the client.
+// the client or, drained, by the server.
 func (c *conn) lost() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err != nil && !errors.Is(c.err, ErrClosed)
+	return c.err != nil && !errors.Is(c.err, ErrClosed) && !c.drained.Load()
 }
 
 // close fails the connection with ErrClosed and waits for its goroutines.
@@ -385,7 +418,7 @@ func (c *conn) readLoop() {
 			c.mu.Lock()
 			err := c.err
 			c.mu.Unlock()
-			if !errors.Is(err, ErrClosed) {
+			if !errors.Is(err, ErrClosed) && !c.drained.Load() {
 				c.onLost(c.addr, err)
 			}
 		}()
@@ -422,6 +455,10 @@ func (c *conn) readLoop() {
 // deliver hands f to the attempt that sent it, or drops and counts it when
 // that attempt is gone. It never hands a response to anyone else.
 func (c *conn) deliver(f *proto.Frame) {
+	if f.Type == proto.TypeDrain {
+		c.drainTo(f.ID)
+		return
+	}
 	c.mu.Lock()
 	w, ok := c.pending[f.ID]
 	if ok {
@@ -438,4 +475,44 @@ func (c *conn) deliver(f *proto.Frame) {
 		return
 	}
 	w.ch <- reply{f: *f}
+}
+
+// drainTo handles the server's drain frame naming last: every attempt
+// pending above it was not taken, and is handed a drained reply; those at
+// or below it go on waiting for their answers. Nothing more is written:
+// the server would drop it. A drain frame naming an ID above any written
+// is a protocol error that kills the connection; a second drain frame
+// changes nothing.
+func (c *conn) drainTo(last uint64) {
+	c.mu.Lock()
+	if c.err != nil || c.drained.Load() {
+		c.mu.Unlock()
+		return
+	}
+	if written := c.maxWritten.Load(); last > written {
+		c.mu.Unlock()
+		c.stats.protocolErrors.Add(1)
+		c.fail(&ConnLostError{Err: &proto.ProtocolError{
+			Reason: fmt.Sprintf("DRAIN names id %d, above any written on the connection (%d)", last, written)}})
+		return
+	}
+	c.drained.Store(true)
+	var above []*waiter
+	for id, w := range c.pending {
+		if id > last {
+			above = append(above, w)
+			delete(c.pending, id)
+			c.dl.remove(w.idx)
+		}
+	}
+	c.wq, c.queued, c.pingQueued = nil, nil, false
+	c.mu.Unlock()
+	close(c.drainCh)
+	c.stats.drains.Add(1)
+	if c.onDrain != nil {
+		c.onDrain(c)
+	}
+	for _, w := range above {
+		w.ch <- reply{err: ErrDrained, drained: true}
+	}
 }

@@ -104,7 +104,7 @@ type verdict uint8
 const (
 	verdictSuccess  verdict = iota + 1 // a FINAL answer
 	verdictFailure                     // NOT_SENT, NOT_EXECUTED or OUTCOME_UNKNOWN
-	verdictExcluded                    // ended by the caller's cancel, by Close or by a hedge winning: says nothing
+	verdictExcluded                    // ended by the caller's cancel, by Close, by a hedge winning or by a drain: says nothing
 )
 
 // judge returns the verdict on attempt a, which ended with r under ctx.
@@ -113,7 +113,7 @@ func judge(ctx context.Context, a *Attempt, r *reply) verdict {
 	case a.Class == ClassFinal:
 		return verdictSuccess
 	case errors.Is(r.err, ErrClosed), errors.Is(r.err, context.Canceled), errors.Is(ctx.Err(), context.Canceled),
-		errors.Is(r.err, errAbandoned):
+		errors.Is(r.err, errAbandoned), r.drained:
 		return verdictExcluded
 	}
 	return verdictFailure

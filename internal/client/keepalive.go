@@ -27,7 +27,9 @@ const pingIDBit = 1 << 62
 // ka.Timeout of the ping being written, and (on Linux) the peer has not
 // acknowledged any more of our bytes either, it fails the connection with
 // ErrKeepaliveTimeout. A ping whose write blocks is left to
-// Config.WriteTimeout. It runs until the connection dies.
+// Config.WriteTimeout. It runs until the connection dies or is drained:
+// a draining server drops pings, and their silence would otherwise kill
+// the connection before its answers come.
 func (c *conn) keepaliveLoop(ka KeepaliveConfig) {
 	defer close(c.kaDone)
 	t := time.NewTimer(ka.Time)
@@ -40,6 +42,8 @@ func (c *conn) keepaliveLoop(ka KeepaliveConfig) {
 		select {
 		case <-c.pingWritten:
 		case <-c.done:
+			return
+		case <-c.drainCh:
 			return
 		}
 		c.stats.pingsSent.Add(1)
@@ -74,7 +78,8 @@ func (c *conn) keepaliveLoop(ka KeepaliveConfig) {
 }
 
 // awaitIdle returns once nothing has been read for d, with the time of
-// the last read (mono); alive is false once the connection died.
+// the last read (mono); alive is false once the connection died or was
+// drained.
 func (c *conn) awaitIdle(t *time.Timer, d time.Duration) (last int64, alive bool) {
 	for {
 		last = c.lastRead.Load()
@@ -87,13 +92,15 @@ func (c *conn) awaitIdle(t *time.Timer, d time.Duration) (last int64, alive bool
 		case <-t.C:
 		case <-c.done:
 			return 0, false
+		case <-c.drainCh:
+			return 0, false
 		}
 	}
 }
 
 // awaitRead waits up to ka.Timeout for a read that returned after
 // since (mono time) and reports whether one did; alive is false once the
-// connection died. It looks every ka.Time at most, as gRPC does, so that
+// connection died or was drained. It looks every ka.Time at most, as gRPC does, so that
 // a ping answered at once lets the next idle period start from that
 // answer, not from the end of ka.Timeout.
 func (c *conn) awaitRead(t *time.Timer, since int64, ka KeepaliveConfig) (read, alive bool) {
@@ -103,6 +110,8 @@ func (c *conn) awaitRead(t *time.Timer, since int64, ka KeepaliveConfig) (read, 
 		select {
 		case <-t.C:
 		case <-c.done:
+			return false, false
+		case <-c.drainCh:
 			return false, false
 		}
 		if c.lastRead.Load() > since {

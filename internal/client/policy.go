@@ -54,6 +54,11 @@ func (s *callState) decide(sit situation) (time.Duration, Stop) {
 	if !sit.hedge {
 		pause, hint = c.backoff(len(s.res.Log)), a.RetryAfter
 	}
+	if a.Outcome == OutcomeDrained {
+		// A transparent retry (gRPC A6): the server did not fail, it
+		// asked for the request to go elsewhere, at once.
+		pause = 0
+	}
 	left := s.deadline.Sub(sit.now)
 	// The server's hint (gRPC A6's pushback): never retry before it, and
 	// not at all when it says so or when waiting for it would reach the

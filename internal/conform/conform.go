@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type Config struct {
 	// Tag starts the name of every account and key the run uses; "" means
 	// a random one ("cf-" and 8 hex digits), which Result.Tag reports.
 	Tag string
+	// Drain runs drain_finishes_taken after the other checks. It sends
+	// ctl.drain, which stops the server (SPEC.md, "Drain").
+	Drain bool
 }
 
 // DefaultConfig returns a Config for addr with the default timeouts.
@@ -125,15 +129,18 @@ func (r Result) Summary() string {
 type Info struct {
 	Name string
 	Doc  string
+	// Drain marks the check that runs only with Config.Drain.
+	Drain bool
 }
 
-// Checks lists the checks in run order.
+// Checks lists the checks in run order, drain_finishes_taken (run with
+// Config.Drain only) last.
 func Checks() []Info {
-	out := make([]Info, len(checks))
-	for i, c := range checks {
-		out[i] = Info{c.name, c.doc}
+	var out []Info
+	for _, c := range checks {
+		out = append(out, Info{Name: c.name, Doc: c.doc})
 	}
-	return out
+	return append(out, Info{Name: drainCheck.name, Doc: drainCheck.doc, Drain: true})
 }
 
 // Run checks the server at cfg.Addr, one check after another, and calls
@@ -164,7 +171,11 @@ func Run(ctx context.Context, cfg Config, each func(Check)) (Result, error) {
 		return res, fmt.Errorf("conform: %w", err)
 	}
 	defer cl.Close()
-	for _, c := range checks {
+	run := checks
+	if cfg.Drain {
+		run = append(slices.Clone(checks), drainCheck)
+	}
+	for _, c := range run {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}

@@ -39,8 +39,8 @@ func names(cs []Check, verdict report.Verdict) []string {
 
 func allNames() []string {
 	var out []string
-	for _, c := range Checks() {
-		out = append(out, c.Name)
+	for _, c := range checks {
+		out = append(out, c.name)
 	}
 	return out
 }
@@ -51,7 +51,11 @@ func run(t *testing.T, cfg Config) Result {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if got, want := len(res.Checks), len(checks); got != want {
+	want := len(checks)
+	if cfg.Drain {
+		want++
+	}
+	if got := len(res.Checks); got != want {
 		t.Fatalf("Run returned %d checks, want %d", got, want)
 	}
 	return res
@@ -410,5 +414,34 @@ func TestExplain(t *testing.T) {
 		if got := explain(tt.spent, amounts); !cmp.Equal(got, tt.want) {
 			t.Errorf("explain(%d) = %v, want %v", tt.spent, got, tt.want)
 		}
+	}
+}
+
+// TestDrainCheck: with Config.Drain, drain_finishes_taken runs last; it
+// passes a real server, which the drain then stops, and fails a fake
+// that answers ctl.drain OK and never drains.
+func TestDrainCheck(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		addr   func(t *testing.T) string
+		want   report.Verdict
+		detail string
+	}{
+		{"real", func(t *testing.T) string { _, addr := servertest.Start(t, server.DefaultConfig()); return addr }, report.Pass, ""},
+		{"fake_never_drains", func(t *testing.T) string { return startFake(t, fakeBugs{}) }, report.Fail, "drainConnID=-1, want 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(tt.addr(t))
+			cfg.Drain = true
+			res := run(t, cfg)
+			last := res.Checks[len(res.Checks)-1]
+			if last.Name != drainCheck.name || last.Verdict != tt.want || !strings.Contains(last.Detail, tt.detail) {
+				logLines(t, res)
+				t.Errorf("last check %s %v %q, want %s %v containing %q", last.Name, last.Verdict, last.Detail, drainCheck.name, tt.want, tt.detail)
+			}
+			if failed := names(res.Checks[:len(res.Checks)-1], report.Fail); len(failed) > 0 {
+				t.Errorf("failed checks before the drain %v, want none", failed)
+			}
+		})
 	}
 }

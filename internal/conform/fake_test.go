@@ -195,6 +195,9 @@ func (f *fake) serve(nc net.Conn) {
 		switch {
 		case req.Method == serverapi.MethodPing:
 			c.answer(req, fakeAnswer{status: proto.StatusOK})
+		case req.Method == serverapi.MethodDrain:
+			// Answered, and never done: the fake does not drain.
+			c.answer(req, fakeAnswer{status: proto.StatusOK})
 		case f.bugs.silent:
 		case mayBlock(req):
 			f.wg.Go(func() { c.answer(req, f.execute(req, arrived)) })

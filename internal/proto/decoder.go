@@ -137,11 +137,11 @@ func (d *Decoder) parseBody(b []byte) (Frame, error) {
 		return f, protocolErrorf("unsupported version %d", v)
 	}
 	f.Type = Type(b[3])
-	if f.Type != TypeRequest && f.Type != TypeResponse {
+	if f.Type != TypeRequest && f.Type != TypeResponse && f.Type != TypeDrain {
 		return f, protocolErrorf("bad frame type %d", b[3])
 	}
 	f.ID = binary.BigEndian.Uint64(b[4:])
-	if f.ID == 0 {
+	if f.ID == 0 && f.Type != TypeDrain {
 		return f, protocolErrorf("request id 0")
 	}
 	f.BudgetMs = binary.BigEndian.Uint32(b[12:])
@@ -151,6 +151,9 @@ func (d *Decoder) parseBody(b []byte) (Frame, error) {
 	}
 	if f.Type == TypeRequest && f.Status != StatusOK {
 		return f, protocolErrorf("request with status %d", b[16])
+	}
+	if f.Type == TypeDrain && f.Status != StatusOK {
+		return f, protocolErrorf("drain with status %d", b[16])
 	}
 	ml, kl := int(b[17]), int(b[18])
 	if ml < 1 || ml > MaxMethodLen {

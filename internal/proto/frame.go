@@ -31,7 +31,8 @@ const (
 // Frame is one decoded or to-be-encoded message.
 type Frame struct {
 	Type Type
-	// ID identifies one attempt of a call; never zero.
+	// ID identifies one attempt of a call; never zero, except in a
+	// DRAIN frame that names no request.
 	ID uint64
 	// BudgetMs is, in a request, what is left of the attempt's budget in
 	// milliseconds, relative to the moment the server receives the frame.
@@ -78,9 +79,9 @@ func (f *Frame) Check() error {
 	switch {
 	case n > MaxFrameLen:
 		return fmt.Errorf("%w: frame length %d outside [%d,%d]", ErrInvalidFrame, n, MinFrameLen, MaxFrameLen)
-	case f.Type != TypeRequest && f.Type != TypeResponse:
+	case f.Type != TypeRequest && f.Type != TypeResponse && f.Type != TypeDrain:
 		return fmt.Errorf("%w: type %v", ErrInvalidFrame, f.Type)
-	case f.ID == 0:
+	case f.ID == 0 && f.Type != TypeDrain:
 		return fmt.Errorf("%w: request id 0", ErrInvalidFrame)
 	case len(f.Method) < 1 || len(f.Method) > MaxMethodLen:
 		return fmt.Errorf("%w: method length %d outside [1,%d]", ErrInvalidFrame, len(f.Method), MaxMethodLen)
@@ -88,8 +89,8 @@ func (f *Frame) Check() error {
 		return fmt.Errorf("%w: key length %d outside [0,%d]", ErrInvalidFrame, len(f.Key), MaxKeyLen)
 	case !f.Status.onWire():
 		return fmt.Errorf("%w: status %v does not travel", ErrInvalidFrame, f.Status)
-	case f.Type == TypeRequest && f.Status != StatusOK:
-		return fmt.Errorf("%w: request with status %v", ErrInvalidFrame, f.Status)
+	case f.Type != TypeResponse && f.Status != StatusOK:
+		return fmt.Errorf("%w: %v with status %v", ErrInvalidFrame, f.Type, f.Status)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/proto"
 )
 
-// sampleFrames covers both types, every wire status, the smallest frame,
+// sampleFrames covers the three types, every wire status, the smallest frame,
 // the longest method and key, and the extremes of ID and budget.
 func sampleFrames() []proto.Frame {
 	return []proto.Frame{
@@ -28,12 +28,17 @@ func sampleFrames() []proto.Frame {
 		{Type: proto.TypeResponse, ID: 4, Status: proto.StatusInvalidArgument, Method: "x", Key: "k"},
 		{Type: proto.TypeResponse, ID: 5, Status: proto.StatusDeadlineExceeded, Method: "y"},
 		{Type: proto.TypeResponse, ID: 6, Status: proto.StatusUnavailable, Method: "z", Payload: bytes.Repeat([]byte{0, 0xff}, 700)},
+		// A DRAIN naming no request is the one frame with ID 0.
+		{Type: proto.TypeDrain, ID: 0, Method: proto.DrainMethod},
+		{Type: proto.TypeDrain, ID: 7, Method: proto.DrainMethod},
 	}
 }
 
 // bytesEqual compares payloads as byte strings rather than element by
 // element, which is slow for 64 KiB payloads under the race detector.
-var bytesEqual = cmp.Comparer(bytes.Equal)
+// Two empty payloads are left to cmp, so that cmpopts.EquateEmpty, where
+// a test adds it, is the one option that applies to them.
+var bytesEqual = cmp.FilterValues(func(a, b []byte) bool { return len(a) > 0 || len(b) > 0 }, cmp.Comparer(bytes.Equal))
 
 func encode(t testing.TB, frames ...proto.Frame) []byte {
 	t.Helper()
@@ -153,7 +158,8 @@ func TestAppendFrameErrors(t *testing.T) {
 		{"key_len_65", func(f *proto.Frame) { f.Key = strings.Repeat("k", 65) }},
 		{"id_0", func(f *proto.Frame) { f.ID = 0 }},
 		{"type_0", func(f *proto.Frame) { f.Type = 0 }},
-		{"type_3", func(f *proto.Frame) { f.Type = 3 }},
+		{"type_4", func(f *proto.Frame) { f.Type = 4 }},
+		{"drain_with_status", func(f *proto.Frame) { f.Type, f.Status = proto.TypeDrain, proto.StatusAppError }},
 		{"status_unknown", func(f *proto.Frame) { f.Type, f.Status = proto.TypeResponse, proto.StatusUnknown }},
 		{"status_client_busy", func(f *proto.Frame) { f.Type, f.Status = proto.TypeResponse, proto.StatusClientBusy }},
 		{"status_rate_limited", func(f *proto.Frame) { f.Type, f.Status = proto.TypeResponse, proto.StatusRateLimited }},
@@ -304,7 +310,8 @@ func TestDecoderErrors(t *testing.T) {
 		{"bad_magic", set(4, 0xde, 0xad), "bad magic 0xdead"},
 		{"version_2", set(6, 2), "unsupported version 2"},
 		{"type_0", set(7, 0), "bad frame type 0"},
-		{"type_3", set(7, 3), "bad frame type 3"},
+		{"type_4", set(7, 4), "bad frame type 4"},
+		{"drain_with_status", func(b []byte) []byte { b[7], b[20] = 3, 1; return b }, "drain with status 1"},
 		{"id_0", set(8, 0, 0, 0, 0, 0, 0, 0, 0), "request id 0"},
 		{"status_5", set(20, 5), "bad status 5"},
 		{"status_unknown", set(20, 0xff), "bad status 255"},
@@ -413,6 +420,7 @@ func TestStringers(t *testing.T) {
 		{proto.Status(7), "UNKNOWN_STATUS_7"},
 		{proto.TypeRequest, "REQUEST"},
 		{proto.TypeResponse, "RESPONSE"},
+		{proto.TypeDrain, "DRAIN"},
 		{proto.Type(0), "UNKNOWN_TYPE_0"},
 		{proto.Type(9), "UNKNOWN_TYPE_9"},
 	}

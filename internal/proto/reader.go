@@ -11,9 +11,10 @@ const DefaultReadSize = 32 << 10
 //
 //   - Frames are returned in the order they arrived, and each owns its
 //     memory (see Decoder.Feed).
-//   - A frame of the wrong type for the direction (a RESPONSE sent to a
-//     server, a REQUEST sent to a client) is a *ProtocolError, like any
-//     other bad frame.
+//   - A frame of the wrong type for the direction (a RESPONSE or DRAIN
+//     sent to a server, a REQUEST sent to a client) is a *ProtocolError,
+//     like any other bad frame. A reader that wants RESPONSE frames also
+//     accepts DRAIN, the other frame a server sends.
 //   - After the first error, read or protocol, the FrameReader is dead:
 //     every later call returns that error and reads nothing more.
 //
@@ -71,7 +72,7 @@ func (fr *FrameReader) ReadBatch() ([]Frame, error) {
 		fr.buf = make([]byte, min(2*n, fr.size))
 	}
 	for i := range frames {
-		if got := frames[i].Type; got != fr.want {
+		if got := frames[i].Type; !fr.accepts(got) {
 			frames = frames[:i]
 			derr = fr.wrongType(got)
 			fr.dec.fail(derr)
@@ -105,6 +106,11 @@ func (fr *FrameReader) ReadFrame() (Frame, error) {
 // Buffered returns how many bytes of an incomplete frame are held: after
 // a read error, the bytes of a frame that will never complete.
 func (fr *FrameReader) Buffered() int { return fr.dec.Buffered() }
+
+// accepts reports whether a frame of type t may come this way.
+func (fr *FrameReader) accepts(t Type) bool {
+	return t == fr.want || fr.want == TypeResponse && t == TypeDrain
+}
 
 func (fr *FrameReader) wrongType(got Type) error {
 	if fr.want == TypeRequest {

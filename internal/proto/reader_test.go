@@ -55,6 +55,7 @@ func TestFrameReader(t *testing.T) {
 	}
 	r1, r2, r3 := req(1), req(2), req(3)
 	p1, p2 := resp(1), resp(2)
+	drain0 := proto.Frame{Type: proto.TypeDrain, Method: proto.DrainMethod}
 	bytesOf := func(frames ...proto.Frame) []byte { return encode(t, frames...) }
 	badMagic := bytesOf(r3)
 	badMagic[4], badMagic[5] = 0xde, 0xad
@@ -120,6 +121,20 @@ func TestFrameReader(t *testing.T) {
 			reads: []read{{data: bytesOf(p1)}},
 			steps: []readerStep{batch("proto: RESPONSE frame from client")},
 			calls: 1,
+		},
+		{
+			name:  "drain_frame_from_client",
+			want:  proto.TypeRequest,
+			reads: []read{{data: bytesOf(drain0)}},
+			steps: []readerStep{batch("proto: DRAIN frame from client")},
+			calls: 1,
+		},
+		{
+			name:  "drain_frame_from_server_accepted_beside_responses",
+			want:  proto.TypeResponse,
+			reads: []read{{data: bytesOf(p1, drain0, p2)}},
+			steps: []readerStep{batch("", p1, drain0, p2), batch(eof)},
+			calls: 2,
 		},
 		{
 			name:  "request_frame_from_server",

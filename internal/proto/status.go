@@ -61,11 +61,21 @@ type Type uint8
 const (
 	TypeRequest  Type = 1
 	TypeResponse Type = 2
+	// TypeDrain is sent by a draining server, once per connection: its
+	// ID is the last business request the server took on the
+	// connection, 0 if none (SPEC.md, "Drain"). It is the one frame
+	// whose ID may be 0.
+	TypeDrain Type = 3
 )
+
+// DrainMethod is the method name a DRAIN frame carries; the frame
+// layout needs one, and a receiver does not interpret it.
+const DrainMethod = "drain"
 
 var typeNames = map[Type]string{
 	TypeRequest:  "REQUEST",
 	TypeResponse: "RESPONSE",
+	TypeDrain:    "DRAIN",
 }
 
 func (t Type) String() string {

@@ -52,6 +52,11 @@ type Config struct {
 	// nothing for that long is disconnected (counted as write_timeouts).
 	// Must be positive. Default 10s.
 	WriteTimeout time.Duration
+	// DrainTimeout bounds the drains that ctl.drain and a drain fault
+	// start (SPEC.md, "Drain"): past it the connections still open are
+	// closed, their unwritten answers dropped. Zero makes those drains
+	// close at once. Must not be negative. Default 5s.
+	DrainTimeout time.Duration
 	// Faults are rules active from the start.
 	Faults []Fault
 	// Control, when set, sees every control request first, on the
@@ -77,6 +82,7 @@ func DefaultConfig() Config {
 		MaxConns:         1024,
 		MaxOutBytes:      1 << 20,
 		WriteTimeout:     10 * time.Second,
+		DrainTimeout:     5 * time.Second,
 	}
 }
 
@@ -122,6 +128,8 @@ func (c *Config) Validate() error {
 		return bad("MaxOutBytes", c.MaxOutBytes, fmt.Sprintf("must be at least %d", minOutBytes))
 	case c.WriteTimeout <= 0:
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
+	case c.DrainTimeout < 0:
+		return bad("DrainTimeout", c.DrainTimeout, "must not be negative")
 	}
 	return nil
 }

@@ -35,16 +35,30 @@ type conn struct {
 	// rd is touched by the reader goroutine only.
 	rd readerState
 
+	// rmu is held by the reader while it takes a request, and by a drain
+	// while it fixes the drain ID, so that nothing is taken above it.
+	// It guards lastTaken; draining is set under it.
+	rmu       sync.Mutex
+	lastTaken uint64      // the ID of the last business request taken, 0 if none
+	draining  atomic.Bool // the drain frame is queued: take nothing more
+	// work counts the business requests taken and not yet done with:
+	// answered, or dropped by a fault that never answers.
+	work atomic.Int32
+
 	wmu   sync.Mutex // held while writing; guards spare and rng
 	spare []byte     // the output buffer not in use, swapped with out
 	rng   *rand.Rand // chunk mode's piece sizes; nil otherwise
 
-	mu        sync.Mutex // guards out, outFrames, closing, closed, timers
+	mu        sync.Mutex // guards out, outFrames, closing, closed, timers, finQueued, finSent
 	out       []byte     // encoded responses the writer has not taken yet
 	outFrames int        // frames (whole or partial) in out
 	closing   bool       // close the connection once out is written
 	closed    bool
 	timers    map[*time.Timer]struct{} // pending late responses
+	// finQueued asks the writer, draining, to half-close the connection
+	// once out is written; finSent says it did, and nothing more is
+	// queued.
+	finQueued, finSent bool
 
 	timedOut  atomic.Bool // a write timeout was counted
 	closeOnce sync.Once
@@ -84,7 +98,7 @@ func (c *conn) readLoop() {
 		if len(frames) > 0 {
 			now := time.Now()
 			for i := range frames {
-				c.dispatch(frames[i], now)
+				c.take(frames[i], now)
 			}
 			if !c.flushHeld() || !c.awaitRoom() {
 				return
@@ -116,10 +130,46 @@ func (c *conn) readLoop() {
 	}
 }
 
+// take is the reader's first step with each request, under rmu: once the
+// connection drains it drops every frame; otherwise a drain fault may fire
+// on a business request, which it then drops, or the request is taken
+// (its ID becomes the drain ID should a drain start next) and
+// dispatched.
+func (c *conn) take(f proto.Frame, arrival time.Time) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	s := c.s
+	if c.draining.Load() {
+		c.dropDrained(&f)
+		return
+	}
+	if s.method(f.Method) >= 0 {
+		if _, ok := s.faults.take(f.Method, true); ok {
+			s.counters.faultsFired.Add(1)
+			s.log.Info(serverapi.EventFault, serverapi.KeyKind, FaultDrain.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
+			c.beginDrain()
+			go s.drainFor(s.cfg.DrainTimeout)
+			c.dropDrained(&f)
+			return
+		}
+		c.lastTaken = f.ID
+		c.work.Add(1)
+	}
+	c.dispatch(f, arrival)
+}
+
+// dropDrained drops a frame read after the connection's drain frame.
+func (c *conn) dropDrained(f *proto.Frame) {
+	c.s.counters.drainDropped.Add(1)
+	c.s.log.Info(serverapi.EventDrainDropped, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
+}
+
 // dispatch handles one decoded request on the reader: control methods at
 // once; a business method on the reader itself when no fault rule is
 // configured, the handler says it cannot block and a slot is free, so
 // that the reader is back to reading at once; otherwise through the queue.
+// A business request is one take counted in work: dispatch marks it
+// finished unless a worker now holds it.
 func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 	s := c.s
 	i := s.method(f.Method)
@@ -129,6 +179,9 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 	case serverapi.IsControl(f.Method):
 		s.counters.requestsCtl.Add(1)
 		c.send(s.control(c, &f))
+		if f.Method == serverapi.MethodDrain {
+			go s.drainFor(s.cfg.DrainTimeout)
+		}
 		return
 	default:
 		s.counters.requestsOther.Add(1)
@@ -145,6 +198,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 				c.rd.scratch = rf.Payload
 				c.hold(&rf)
 			}
+			c.finished()
 			return
 		}
 	}
@@ -156,6 +210,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 		s.counters.unavailable.Add(1)
 		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method, serverapi.KeyShare, true)
 		c.send(respond(&f, proto.StatusUnavailable, "connection's queue share full"))
+		c.finished()
 		return
 	}
 	c.queued.Add(1)
@@ -166,6 +221,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 		s.counters.unavailable.Add(1)
 		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
 		c.send(respond(&f, proto.StatusUnavailable, "queue full"))
+		c.finished()
 	}
 }
 
@@ -199,7 +255,7 @@ func (c *conn) sendFrame(f *proto.Frame) {
 func (c *conn) queueFrame(f *proto.Frame) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.closing {
+	if c.closed || c.closing || c.finSent {
 		return false
 	}
 	var err error
@@ -223,13 +279,14 @@ func (c *conn) sendAt(b []byte, at time.Time) {
 		delete(c.timers, t)
 		c.mu.Unlock()
 		c.send(b)
+		c.maybeFIN()
 	})
 	c.timers[t] = struct{}{}
 }
 
 func (c *conn) enqueue(b []byte, closeAfter bool) {
 	c.mu.Lock()
-	if c.closed || c.closing {
+	if c.closed || c.closing || c.finSent {
 		c.mu.Unlock()
 		return
 	}
@@ -299,6 +356,8 @@ func (c *conn) flush() bool {
 	c.mu.Lock()
 	buf, frames, closeAfter := c.out, c.outFrames, c.closing
 	c.out, c.outFrames = c.spare[:0], 0
+	fin := c.finQueued && !c.finSent
+	c.finSent = c.finSent || fin
 	c.mu.Unlock()
 	select {
 	case c.drained <- struct{}{}:
@@ -313,6 +372,9 @@ func (c *conn) flush() bool {
 		return false
 	}
 	c.s.counters.framesSent.Add(int64(frames))
+	if fin {
+		c.closeWrite()
+	}
 	if closeAfter {
 		c.s.log.Info(serverapi.EventConnCloseInjected, serverapi.KeyRemote, c.nc.RemoteAddr().String())
 		return false

@@ -39,6 +39,11 @@ const (
 	// after its commit produces. It breaks the protocol's contract on
 	// purpose, for negative controls of the checkers that must catch it.
 	FaultUnavailableAfterExec
+	// FaultDrain starts a drain of the server (SPEC.md, "Drain") when a
+	// matching request is read, before it is taken: the request is the
+	// first one above its connection's drain ID, and is dropped. It is
+	// matched on the reader, never by take.
+	FaultDrain
 )
 
 var faultNames = map[FaultKind]string{
@@ -51,6 +56,7 @@ var faultNames = map[FaultKind]string{
 	FaultBadMagic:    "badmagic",
 
 	FaultUnavailableAfterExec: "unavailable_after_exec",
+	FaultDrain:                "drain",
 }
 
 func (k FaultKind) String() string {
@@ -142,7 +148,7 @@ func ParseFault(s string) (Fault, error) {
 				}
 			}
 			if f.Kind == 0 {
-				return f, fmt.Errorf("server: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial, badmagic or unavailable_after_exec)", s, v)
+				return f, fmt.Errorf("server: fault %q: unknown kind %q (want late, sleep, unavailable, noreply, close, partial, badmagic, unavailable_after_exec or drain)", s, v)
 			}
 		case "method":
 			f.Method = v
@@ -251,8 +257,10 @@ func (t *faultTable) clear() {
 }
 
 // take returns the rule that fires for method, if any, and spends one use
-// of it.
-func (t *faultTable) take(method string) (Fault, bool) {
+// of it. Drain rules are not among those it takes: the reader asks for
+// them apart, with drain set, before a request is taken, and a worker
+// asks for the others.
+func (t *faultTable) take(method string, drain bool) (Fault, bool) {
 	if t.empty() {
 		return Fault{}, false
 	}
@@ -260,7 +268,7 @@ func (t *faultTable) take(method string) (Fault, bool) {
 	defer t.mu.Unlock()
 	for i := range t.rules {
 		r := &t.rules[i]
-		if r.Method != "" && r.Method != method {
+		if r.Method != "" && r.Method != method || (r.Kind == FaultDrain) != drain {
 			continue
 		}
 		if r.Count > 0 && r.fired >= r.Count {

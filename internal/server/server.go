@@ -35,10 +35,18 @@ type Server struct {
 
 	connSeq atomic.Uint64 // numbers connections, from 1, for the log
 
-	mu     sync.Mutex // guards conns, ln, closed
+	mu     sync.Mutex // guards conns, ln, closed, drain
 	conns  map[*conn]struct{}
 	ln     net.Listener
 	closed bool
+	// drain is closed when the server's drain has ended, the server
+	// closed; nil until a drain starts. Once set, Serve accepts no more.
+	drain chan struct{}
+	// accepting counts Serve's accept loops, so that a drain ends only
+	// after they have stopped.
+	accepting sync.WaitGroup
+	// connsChanged (capacity 1) tells a drain that a connection closed.
+	connsChanged chan struct{}
 
 	counters counters
 }
@@ -77,7 +85,7 @@ type counters struct {
 	protocolErrors, connsAccepted, connsRejected atomic.Int64
 	outLimitWaits, writeTimeouts                 atomic.Int64
 	framesSent, writeChunks, faultsFired         atomic.Int64
-	canceled                                     atomic.Int64
+	canceled, drainDropped                       atomic.Int64
 }
 
 // New validates cfg and starts the worker pool, which serves h. A rule in
@@ -106,6 +114,8 @@ func New(cfg Config, h Handler) (*Server, error) {
 		queue:   newWorkQueue(cfg.Workers, cfg.QueueSize),
 		done:    make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
+
+		connsChanged: make(chan struct{}, 1),
 	}
 	for _, f := range cfg.Faults {
 		s.faults.add(f)
@@ -128,30 +138,44 @@ func (s *Server) AddFault(f Fault) error {
 	return nil
 }
 
-// ErrClosed is returned by Serve after Close.
+// ErrClosed is returned by Serve after Close or a drain.
 var ErrClosed = errors.New("server: closed")
 
-// Serve accepts connections on ln until Close. It always returns a non-nil
-// error; after Close it is ErrClosed.
+// Serve accepts connections on ln until Close or a drain. It always
+// returns a non-nil error; after Close it is ErrClosed, and after a drain
+// it is ErrClosed once the drain has ended and the server is closed.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.drain != nil {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrClosed
 	}
 	s.ln = ln
 	s.wg.Add(1)
+	s.accepting.Add(1)
 	s.mu.Unlock()
-	defer s.wg.Done()
+	err := s.accept(ln)
+	s.accepting.Done()
+	s.wg.Done()
+	s.mu.Lock()
+	drain := s.drain
+	s.mu.Unlock()
+	if drain != nil && errors.Is(err, ErrClosed) {
+		<-drain
+	}
+	return err
+}
+
+// accept is Serve's loop; it returns ErrClosed once Close or a drain
+// closed the listener.
+func (s *Server) accept(ln net.Listener) error {
 	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			select {
-			case <-s.done:
+			if s.stopped() {
 				return ErrClosed
-			default:
 			}
 			if errors.Is(err, net.ErrClosed) {
 				return err
@@ -173,7 +197,16 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// stopped reports whether Close or a drain has closed the listener.
+func (s *Server) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed || s.drain != nil
+}
+
 // open starts serving nc; it reports false when the server is closing.
+// A connection accepted after a drain started, before the listener
+// closed, is drained at once.
 func (s *Server) open(nc net.Conn) bool {
 	s.counters.connsAccepted.Add(1)
 	s.mu.Lock()
@@ -195,6 +228,9 @@ func (s *Server) open(nc net.Conn) bool {
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
+	if s.drain != nil {
+		c.drain()
+	}
 	go c.readLoop()
 	go c.writeLoop()
 	return true
@@ -236,6 +272,10 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	select {
+	case s.connsChanged <- struct{}{}:
+	default:
+	}
 }
 
 // Counters returns the transport's counters and the handler's by name, as
@@ -265,6 +305,7 @@ func (s *Server) Counters() serverapi.Fields {
 	add("write_chunks", c.writeChunks.Load())
 	add("faults_fired", c.faultsFired.Load())
 	add("canceled", c.canceled.Load())
+	add("drain_dropped", c.drainDropped.Load())
 	s.h.Counters(add)
 	return fs
 }
@@ -325,6 +366,10 @@ func (s *Server) control(c *conn, f *proto.Frame) []byte {
 			return respond(f, proto.StatusInvalidArgument, err.Error())
 		}
 		return respond(f, proto.StatusOK, "found="+strconv.FormatBool(s.queue.cancel(c, id)))
+	case serverapi.MethodDrain:
+		// Started once the answer is queued (see dispatch), so that the
+		// answer goes out before this connection's drain frame.
+		return respond(f, proto.StatusOK, "")
 	}
 	return respond(f, proto.StatusOK, "")
 }
@@ -341,6 +386,7 @@ func (s *Server) worker() {
 		if j.canceled {
 			s.free(&j)
 			s.dropCanceled(&j)
+			j.c.finished()
 			continue
 		}
 		req = request(&j, s.done)
@@ -353,6 +399,7 @@ func (s *Server) worker() {
 				answerSent()
 			}
 		}
+		j.c.finished()
 	}
 }
 
@@ -410,7 +457,7 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 		j.c.send(respond(f, proto.StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
 		return proto.Frame{}, false
 	}
-	fault, faulty := s.faults.take(f.Method)
+	fault, faulty := s.faults.take(f.Method, false)
 	if faulty {
 		s.counters.faultsFired.Add(1)
 		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)

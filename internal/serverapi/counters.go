@@ -35,6 +35,7 @@ type Counters struct {
 	WriteChunks    int64 // write_chunks
 	FaultsFired    int64 // faults_fired
 	Canceled       int64 // canceled
+	DrainDropped   int64 // drain_dropped
 }
 
 // named lists every counter with its wire name, sorted by name.
@@ -52,6 +53,7 @@ func (c *Counters) named() []struct {
 		{"conns_open", &c.ConnsOpen},
 		{"conns_rejected", &c.ConnsRejected},
 		{"dedup_hits", &c.DedupHits},
+		{"drain_dropped", &c.DrainDropped},
 		{"exec.debit", &c.ExecDebit},
 		{"exec.echo", &c.ExecEcho},
 		{"exec.get", &c.ExecGet},

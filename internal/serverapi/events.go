@@ -46,6 +46,16 @@ const (
 	EventClaim              = "CLAIM"
 	EventCanceled           = "CANCELED"
 
+	// Events of a drain (SPEC.md, "Drain"). DRAIN_START and DRAIN_DONE
+	// bracket it; DRAIN is the drain frame sent on one connection, with
+	// the last ID taken there; DRAIN_DROPPED a frame read after it and
+	// dropped; DRAINED the connection's FIN, once what it took is done.
+	EventDrainStart   = "DRAIN_START"
+	EventDrain        = "DRAIN"
+	EventDrainDropped = "DRAIN_DROPPED"
+	EventDrained      = "DRAINED"
+	EventDrainDone    = "DRAIN_DONE"
+
 	// Events of rpcserver's gRPC mode (internal/grpcwire/SPEC.md).
 
 	// EventAttempt is logged for every request HEADERS the gRPC side
@@ -94,6 +104,11 @@ var eventKeys = map[string][]string{
 	EventSweep:              {KeyDeleted},
 	EventClaim:              {KeyID, KeyKey},
 	EventCanceled:           {KeyConn, KeyID, KeyMethod, KeyWaited},
+	EventDrainStart:         {KeyTimeout},
+	EventDrain:              {KeyConn, KeyID},
+	EventDrainDropped:       {KeyConn, KeyID, KeyMethod},
+	EventDrained:            {KeyConn},
+	EventDrainDone:          {KeyOpen},
 	EventAttempt:            {KeyWire, KeyConn, KeyStream, KeyID, KeyMethod, KeyCall, KeyAttempt, KeyPrev, KeyGRPCTimeout, KeyBudget},
 	EventStreamReset:        {KeyWire, KeyConn, KeyStream, KeyCode},
 	EventGoAwayReceived:     {KeyWire, KeyConn, KeyCode},

@@ -58,6 +58,8 @@ const (
 	FlagDedupTTL     = "dedup-ttl"
 	FlagDedupLease   = "dedup-lease"
 	FlagCrash        = "crash"
+	// FlagDrainTimeout bounds a drain; 0 makes SIGTERM close at once.
+	FlagDrainTimeout = "drain-timeout"
 	// FlagGRPC turns on the gRPC mode: the listener serves gRPC (h2c)
 	// besides rpcbench's wire, told apart by a connection's first byte.
 	FlagGRPC = "grpc"
@@ -89,6 +91,10 @@ const (
 	// "found=true" when a queued request is marked, "found=false"
 	// otherwise (unknown, executing or already answered).
 	MethodCancel = "ctl.cancel"
+	// MethodDrain starts a drain of the whole server (SPEC.md, "Drain"),
+	// bounded by its drain timeout, and answers OK before the drain
+	// frame goes out; a drain already under way is left alone.
+	MethodDrain = "ctl.drain"
 )
 
 // RoleControl is the role a driver's control connections declare.
@@ -97,7 +103,7 @@ const RoleControl = "control"
 // IsControl reports whether method is a control method.
 func IsControl(method string) bool {
 	switch method {
-	case MethodStats, MethodFault, MethodClear, MethodPing, MethodHello, MethodCancel:
+	case MethodStats, MethodFault, MethodClear, MethodPing, MethodHello, MethodCancel, MethodDrain:
 		return true
 	}
 	return false

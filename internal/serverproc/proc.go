@@ -18,7 +18,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/tail"
 )
 
-// StopGrace is how long a process has to exit after SIGTERM before it is
+// StopGrace is how long a process has to exit after SIGINT before it is
 // killed.
 const StopGrace = 3 * time.Second
 
@@ -57,8 +57,10 @@ type Proc struct {
 }
 
 // Start starts the process without waiting for its announcement. It is
-// started under a context of its own: Stop, or ctx ending, sends SIGTERM,
-// then SIGKILL after StopGrace. On Linux the kernel also kills it if this
+// started under a context of its own: Stop, or ctx ending, sends SIGINT,
+// then SIGKILL after StopGrace. SIGINT, not SIGTERM: rpcserver closes at
+// once on SIGINT, where SIGTERM drains it, which a scenario asks for
+// with Terminate. On Linux the kernel also kills it if this
 // process dies.
 func Start(ctx context.Context, spec Spec) (*Proc, error) {
 	if spec.Stderr == nil {
@@ -67,7 +69,7 @@ func Start(ctx context.Context, spec Spec) (*Proc, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &Proc{spec: spec, cancel: cancel, first: make(chan string, 1), exited: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, spec.Bin, spec.Args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = StopGrace
 	cmd.SysProcAttr = childAttr()
 	// Wait returns only once stderr is copied, so p.stderr is complete
@@ -211,7 +213,17 @@ func (p *Proc) Kill() error {
 	return nil
 }
 
-// Stop ends the process, SIGTERM then SIGKILL after StopGrace, and
+// Terminate sends SIGTERM, which drains an rpcserver (SPEC.md, "Drain"),
+// and returns at once; Exited says when the process is gone. A process
+// that already exited is not an error.
+func (p *Proc) Terminate() error {
+	if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("serverproc: terminate %d: %w", p.PID, err)
+	}
+	return nil
+}
+
+// Stop ends the process, SIGINT then SIGKILL after StopGrace, and
 // returns once it is gone. It may be called more than once.
 func (p *Proc) Stop() {
 	p.cancel()
@@ -241,6 +253,9 @@ type RPCServer struct {
 	DedupTTL, DedupLease time.Duration
 	// Crash is a serverapi.Crash* point.
 	Crash string
+	// DrainTimeout is -drain-timeout when positive: how long a drain
+	// (Terminate, ctl.drain, a drain fault) may take.
+	DrainTimeout time.Duration
 	// GRPC starts rpcserver in its gRPC mode (-grpc): the same address
 	// serves the Bank gRPC service too (internal/grpcwire/SPEC.md), with
 	// GRPCFaults as -grpc-fault rules.
@@ -301,6 +316,9 @@ func (o RPCServer) Spec() Spec {
 	}
 	if o.Crash != "" {
 		args = append(args, flag(serverapi.FlagCrash, o.Crash)...)
+	}
+	if o.DrainTimeout > 0 {
+		args = append(args, flag(serverapi.FlagDrainTimeout, o.DrainTimeout.String())...)
 	}
 	if o.GRPC {
 		args = append(args, "-"+serverapi.FlagGRPC)

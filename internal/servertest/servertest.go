@@ -192,6 +192,28 @@ func (c *Conn) RecvByID(ids ...uint64) map[uint64]proto.Frame {
 	return out
 }
 
+// RecvUntilClosed returns every frame the server sends until it closes
+// its side, with the error that ended the reading: io.EOF after a FIN.
+// A bad frame, or no end within WaitLimit, fails the test.
+func (c *Conn) RecvUntilClosed() ([]proto.Frame, error) {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(WaitLimit))
+	var frames []proto.Frame
+	for {
+		f, err := c.fr.ReadFrame()
+		if err == nil {
+			frames = append(frames, f)
+			continue
+		}
+		var ne net.Error
+		var pe *proto.ProtocolError
+		if errors.As(err, &ne) && ne.Timeout() || errors.As(err, &pe) {
+			c.t.Fatalf("reading the server's frames until it closes: %v", err)
+		}
+		return frames, err
+	}
+}
+
 // WaitClosed reads until the server closes the connection and returns the
 // read error together with any bytes that arrived first. It reads the
 // socket directly, so it must not follow a Recv that may have buffered
