@@ -245,16 +245,6 @@ func grpcTimeoutLeft(g *grpcT) {
 	g.observe(invRecovers, holds(a.code == "OK"))
 }
 
-// awaitFault waits until the server's log shows its fault fired: what
-// the scenario does next must meet the fault in effect.
-func (g *grpcT) awaitFault() {
-	if !waitFor(settleTimeout, func() bool {
-		return countEvents(g.events(g.s), func(e serverapi.Event) bool { return e.Name == serverapi.EventFault }) > 0
-	}) {
-		g.Fatalf("the server's log shows no FAULT within %v", settleTimeout)
-	}
-}
-
 // grpcExpiredDeadline is the deadline of the debit that waits behind
 // the busy worker in grpc_server_skips_expired; the worker is busy for
 // 500ms.
@@ -270,7 +260,7 @@ func grpcServerSkipsExpired(g *grpcT) {
 	g.start()
 	const account = "acct-X"
 	busy := g.begin([]call{{method: bank.MethodGet, account: "acct-S", deadline: grpcDeadline}})
-	g.awaitFault() // the get holds the only worker
+	g.awaitEvent(g.s, "the get's sleep fault", func(e serverapi.Event) bool { return e.Name == serverapi.EventFault }) // the get holds the only worker
 	d := g.do(call{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcExpiredDeadline})
 	get := busy.wait()[0]
 	n := g.executions(account)
