@@ -10,7 +10,7 @@ var deployMutants = []mutant{
 		old:  "a.Class, a.Outcome, a.Err, a.Cause = ClassNotExecuted, OutcomeDrained, r.err.Error(), r.err",
 		new:  "a.Class, a.Outcome, a.Err, a.Cause = ClassUnknown, OutcomeConnLost, r.err.Error(), r.err",
 		catch: map[string]string{
-			"drain_finishes_in_flight": "an attempt above the drain frame's ID was never taken",
+			"drain_finishes_in_flight_sqlite": "an attempt above the drain frame's ID was never taken",
 		},
 	},
 	{
@@ -20,7 +20,7 @@ var deployMutants = []mutant{
 		old:  "ID: c.lastTaken, Method: proto.DrainMethod",
 		new:  "ID: c.lastTaken - 1, Method: proto.DrainMethod",
 		catch: map[string]string{
-			"drain_finishes_in_flight": "executed 1 times on A, 1 on B",
+			"drain_finishes_in_flight_sqlite": "executed 1 times on A, 1 on B",
 		},
 	},
 }
