@@ -31,8 +31,8 @@ func newChaosCmd(a *app) *cobra.Command {
 and keyless debits (never re-sent after an unknown outcome) against
 rpcserver processes, while a nemesis carries out a fault schedule drawn
 from --seed: the server's own faults switched on and off, servers killed
-and restarted on the same store, paused and resumed, client connections
-cut. Every operation is recorded with its outcome (ok, failed, unknown) in
+and restarted on the same store, drained and restarted one or all in turn
+(a rolling restart), paused and resumed, client connections cut. Every operation is recorded with its outcome (ok, failed, unknown) in
 OUT/history.jsonl, and three checkers read the history:
 
   linearizable   each account's history could have happened one operation
@@ -80,7 +80,7 @@ or a run that could not be set up, 130/143 interrupted (checked or not).`,
 	f.IntVar(&o.Accounts, "accounts", o.Accounts, "accounts the operations spread over (few, so that they contend)")
 	f.StringVar(&o.Store, "store", o.Store, "memory, sqlite or postgres")
 	f.IntVar(&o.Servers, "servers", o.Servers, "rpcserver processes on the store; each client knows them all")
-	f.StringVar(&faults, "faults", "", "comma-separated nemesis kinds, all or none (default: all; all but kill for the memory store): "+strings.Join(chaos.NemesisKinds, ","))
+	f.StringVar(&faults, "faults", "", "comma-separated nemesis kinds, all or none (default: all; all but kill, drain and rolling for the memory store): "+strings.Join(chaos.NemesisKinds, ","))
 	f.StringVar(&o.Client, "client", o.Client, "normal, or naive: re-send any call whose outcome is unknown (a negative control)")
 	f.StringVar(&o.Out, "out", o.Out, "directory for the history, the schedule, the server logs and the visualization")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound on the linearizability check; past it the verdict is UNKNOWN")

@@ -107,3 +107,33 @@ func countsShown(t *testing.T, c Check) {
 		}
 	}
 }
+
+// TestExactlyOnceAcrossDrain: a keyed debit that a draining server did
+// not take, re-sent and executed by the other server, is executed once;
+// one the draining server took past its drain and the other executed
+// again is caught executed twice, wherever its two EXEC lines are.
+func TestExactlyOnceAcrossDrain(t *testing.T) {
+	op := Op{Kind: OpKeyedDebit, Account: "a", Amount: 1, Key: "k1", Outcome: OutcomeOK, Status: "OK", Invoke: 1, Complete: 2}
+	tests := []struct {
+		name   string
+		logs   [2]string // servers 0 (drained) and 1
+		want   report.Verdict
+		detail string
+	}{
+		{"re-sent after the drain, executed by the other", [2]string{"", execLine("k1", "OK")}, report.Pass, "executed_twice=0 acked_unexecuted=0"},
+		{"taken past the drain and executed by both", [2]string{execLine("k1", "OK"), execLine("k1", "OK")}, report.Fail, "executed_twice=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fleet{o: Options{Servers: 2, Out: t.TempDir()}, downs: make([][][2]int64, 2)}
+			for i, l := range tt.logs {
+				if err := os.WriteFile(f.logPath(i), []byte(l), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c := exactlyOnce([]Op{op}, f); c.Verdict != tt.want || !strings.Contains(c.Detail, tt.detail) {
+				t.Errorf("got %v %s, want %v with %q", c.Verdict, c.Detail, tt.want, tt.detail)
+			}
+		})
+	}
+}

@@ -69,8 +69,8 @@ type Options struct {
 
 // DefaultOptions returns the defaults: seed 1, 10s, 8 clients, 4
 // accounts, the in-memory store on one server, every fault that store
-// can survive (no kills: a restarted in-memory server forgets
-// everything), the normal client.
+// can survive (no kills, drains or rolling restarts: a restarted
+// in-memory server forgets everything), the normal client.
 func DefaultOptions() Options {
 	return Options{
 		Seed: 1, Duration: 10 * time.Second, Clients: 8, Accounts: 4,
@@ -80,10 +80,11 @@ func DefaultOptions() Options {
 }
 
 // DefaultFaults returns the faults a store is run with by default: all of
-// them ("all": NemLie left out), but kills for the in-memory store.
+// them ("all": NemLie left out), but those that restart a server for the
+// in-memory store.
 func DefaultFaults(store string) []string {
 	if store == StoreMemory {
-		return slices.DeleteFunc(honestKinds(), func(k string) bool { return k == NemKill })
+		return slices.DeleteFunc(honestKinds(), func(k string) bool { return slices.Contains(restarts, k) })
 	}
 	return honestKinds()
 }

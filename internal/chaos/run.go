@@ -57,7 +57,7 @@ type fleet struct {
 func (f *fleet) spec(i int, addr string) serverproc.Spec {
 	return serverproc.RPCServer{
 		Bin: f.o.ServerBin, Addr: addr, LogPath: f.logPath(i), Store: f.store, DedupLease: Lease,
-		Stderr: io.Discard,
+		DrainTimeout: DrainTimeout, Stderr: io.Discard,
 	}.Spec()
 }
 
@@ -397,6 +397,16 @@ func nemesis(ctx context.Context, f *fleet, clients []*client.Client, sched []Ev
 			if err := syscall.Kill(p.PID, syscall.SIGCONT); err != nil {
 				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
 			}
+		case NemDrain:
+			if err := f.drainRestart(ctx, e.Server, e.For, wait); err != nil {
+				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
+			}
+		case NemRolling:
+			for i := range f.o.Servers {
+				if err := f.drainRestart(ctx, i, e.For, wait); err != nil {
+					errs = append(errs, fmt.Sprintf("%v: server %d: %v", e, i, err))
+				}
+			}
 		case NemKill:
 			// A crash loses the answers in flight: the server first
 			// goes on executing debits without answering them, then
@@ -430,6 +440,38 @@ func nemesis(ctx context.Context, f *fleet, clients []*client.Client, sched []Ev
 		}
 	}
 	return errs
+}
+
+// DrainTimeout is the servers' -drain-timeout: how long a drain may wait
+// for the requests a server took. They are short; a longer wait is a
+// request that does not finish, which the drain cuts.
+const DrainTimeout = 2 * time.Second
+
+// drainRestart drains server i (SIGTERM), waits for it to exit, leaves it
+// down for d, and restarts it on the same store and address. A drain
+// loses no answer and no EXEC line, so unlike a kill it excuses nothing in
+// the exactly-once check. The restart happens even after ctx ended: the
+// run must end with every server up.
+func (f *fleet) drainRestart(ctx context.Context, i int, d time.Duration, wait func(time.Duration) bool) error {
+	p := f.proc(i)
+	if err := p.Terminate(); err != nil {
+		return err
+	}
+	var drainErr error
+	select {
+	case <-p.Exited():
+		if err := p.ExitErr(); err != nil {
+			drainErr = fmt.Errorf("drained server exited with %v", err)
+		}
+	case <-time.After(DrainTimeout + serverproc.StartTimeout):
+		p.Stop()
+		drainErr = fmt.Errorf("the drain did not end within %v", DrainTimeout+serverproc.StartTimeout)
+	}
+	wait(d)
+	if err := f.start(context.WithoutCancel(ctx), i, p.Addr); err != nil {
+		return errors.Join(drainErr, fmt.Errorf("restart: %w", err))
+	}
+	return drainErr
 }
 
 // control makes one control call on a connection of its own, declared as

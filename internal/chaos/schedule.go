@@ -24,6 +24,14 @@ const (
 	// KillSilence, as answers in flight are lost in a crash, then
 	// SIGKILLs it and restarts it on the same store and address.
 	NemKill = "kill"
+	// NemDrain drains a server (SIGTERM: it answers what it took, and
+	// clients re-send what it did not), waits for it to exit, and
+	// restarts it on the same store and address after the event's For.
+	NemDrain = "drain"
+	// NemRolling drains and restarts every server in turn, as a rolling
+	// restart does: the next is drained once the one before listens
+	// again, For after it exited.
+	NemRolling = "rolling"
 	// NemPause stops a server with SIGSTOP and resumes it with SIGCONT.
 	NemPause = "pause"
 	// NemCut cuts every client's connections.
@@ -37,7 +45,11 @@ const (
 )
 
 // NemesisKinds lists every kind, in the order a schedule draws from.
-var NemesisKinds = []string{NemLate, NemNoReply, NemClose, NemPartial, NemBadMagic, NemUnavailable, NemSleep, NemKill, NemPause, NemCut, NemLie}
+var NemesisKinds = []string{NemLate, NemNoReply, NemClose, NemPartial, NemBadMagic, NemUnavailable, NemSleep, NemKill, NemPause, NemCut, NemLie, NemDrain, NemRolling}
+
+// restarts are the kinds that restart a server, which the in-memory
+// store cannot survive: a restarted in-memory server forgets everything.
+var restarts = []string{NemKill, NemDrain, NemRolling}
 
 // honestKinds are the kinds of "all": every one but NemLie.
 func honestKinds() []string {
@@ -49,10 +61,12 @@ type Event struct {
 	// At is when it starts, from the workload's start.
 	At   time.Duration
 	Kind string
-	// Server is the index of the server it hits; unused by NemCut.
+	// Server is the index of the server it hits; unused by NemCut and
+	// NemRolling, which hit every one.
 	Server int
 	// For is how long the fault lasts: the fault rule stays on, the
-	// server stays down or stopped, for this long.
+	// server stays down or stopped, for this long; for NemRolling, how
+	// long each server stays down between its exit and its restart.
 	For time.Duration
 	// Rule is the ctl.fault rule of a server fault.
 	Rule string
@@ -60,7 +74,7 @@ type Event struct {
 
 func (e Event) String() string {
 	s := fmt.Sprintf("at=%v kind=%s", e.At, e.Kind)
-	if e.Kind != NemCut {
+	if e.Kind != NemCut && e.Kind != NemRolling {
 		s += fmt.Sprintf(" server=%d", e.Server)
 	}
 	if e.For > 0 {
@@ -90,8 +104,11 @@ func Schedule(o Options) []Event {
 	for at < end {
 		e := Event{At: at, Kind: kinds[rng.IntN(len(kinds))], Server: rng.IntN(o.Servers)}
 		switch e.Kind {
-		case NemKill:
+		case NemKill, NemDrain:
 			e.For = ms(50, 250)
+		case NemRolling:
+			e.Server = 0
+			e.For = ms(50, 200)
 		case NemPause:
 			e.For = ms(100, 500)
 		case NemCut:
