@@ -198,13 +198,11 @@ func (ep *endpoint) candidate(now time.Time, warmUp time.Duration) candidate {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	c := candidate{inFlight: ep.inFlight.Load(), weight: 1, passedOver: now.Before(ep.downUntil)}
-	if warmUp > 0 {
-		// An address without a live connection is dialed when taken,
-		// and then starts warming up.
-		c.weight = warmFloor
-		if ep.cn != nil && !ep.cn.dead.Load() {
-			c.weight = warmWeight(now.Sub(ep.dialedAt), warmUp)
-		}
+	// An address without a live connection weighs 1: it is dialed when
+	// taken, and starts warming up then. Weighed as a warming one it
+	// would, under load, never win the draw that dials it.
+	if warmUp > 0 && ep.cn != nil && !ep.cn.dead.Load() {
+		c.weight = warmWeight(now.Sub(ep.dialedAt), warmUp)
 	}
 	return c
 }
