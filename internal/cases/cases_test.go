@@ -165,7 +165,7 @@ func TestGroupFiles(t *testing.T) {
 		list  []Case
 	}{
 		{GroupEvidence, evidenceGroup()}, {GroupRobustness, robustnessGroup()}, {GroupDurability, durabilityGroup()},
-		{GroupChaos, chaosGroup()}, {GroupGovernance, governanceGroup()}, {GroupNetwork, networkGroup()}, {GroupGRPC, grpcGroup()},
+		{GroupChaos, chaosGroup()}, {GroupGovernance, governanceGroup()}, {GroupNetwork, networkGroup()}, {GroupGRPC, grpcGroup()}, {groupDeployLB, deployLBScenarios()},
 	}
 	var want []string
 	var all []Case

@@ -8,7 +8,7 @@ type Registry []Case
 // Default returns every scenario of this package, in run order: the
 // groups in the order of their files (group_*.go).
 func Default() Registry {
-	return slices.Concat(evidenceGroup(), robustnessGroup(), durabilityGroup(), chaosGroup(), governanceGroup(), networkGroup(), grpcGroup())
+	return slices.Concat(evidenceGroup(), robustnessGroup(), durabilityGroup(), chaosGroup(), governanceGroup(), networkGroup(), grpcGroup(), deployLBScenarios())
 }
 
 // Select returns the scenarios of group g in run order, every one for
