@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds rpcbench, rpcserver and the grpc-go adapter into bin/ and runs
 # every group: the scenarios of the evidence group into evidence/, then
-# robustness, durability, chaos, governance, network and grpc into
+# robustness, durability, chaos, governance, network, grpc and deploy into
 # evidence/GROUP. Extra
 # arguments go to each `rpcbench all`, e.g. ./run.sh --color never.
 # A selection (--run or --skip) is one run over every group instead,
@@ -21,7 +21,7 @@ for arg in "$@"; do
   esac
 done
 status=0
-for group in evidence robustness durability chaos governance network grpc; do
+for group in evidence robustness durability chaos governance network grpc deploy; do
   bin/rpcbench all --group "$group" "$@" || status=$?
 done
 exit "$status"
