@@ -33,5 +33,5 @@ func deployGroup() []Case {
 	onSQL("negative_control_kill_instead_of_drain",
 		"negative control: drain_finishes_in_flight with SIGKILL instead of the drain; it passes only when the 3 queued keyless debits end UNKNOWN and A's log shows they never ran",
 		negativeControlKillInsteadOfDrain)
-	return out
+	return append(out, deployLBScenarios()...)
 }

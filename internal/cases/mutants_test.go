@@ -36,7 +36,7 @@ type mutant struct {
 }
 
 // mutants are every mutant, each area's list in a file of its own.
-var mutants = slices.Concat(evidenceMutants, governanceMutants, durabilityMutants, robustnessMutants, chaosMutants, grpcMutants, deployMutants)
+var mutants = slices.Concat(evidenceMutants, governanceMutants, durabilityMutants, robustnessMutants, chaosMutants, grpcMutants, deployMutants, deployLBMutants)
 
 // evidenceMutants are the bugs of issue 9 ("Scenarios that catch the bugs
 // they exist for") that once passed the evidence group, one entry each;

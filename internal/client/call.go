@@ -79,7 +79,7 @@ func (s *callState) try(tk ticket, now time.Time) (Attempt, reply) {
 		return s.hedgeRound(tk, now)
 	}
 	i := s.reserve()
-	a, r := s.c.attempt(s.ctx, &s.call, now, s.budget(now))
+	a, r := s.c.attempt(s.ctx, &s.call, now, s.budget(now), s.previous())
 	// Read the clock only for those who need the end: an answered call
 	// without either must not pay for it.
 	var end time.Time
@@ -88,6 +88,17 @@ func (s *callState) try(tk ticket, now time.Time) (Attempt, reply) {
 	}
 	s.record(i, tk, &a, &r, now, end)
 	return a, r
+}
+
+// previous is the address of the latest attempt that chose one, for a
+// balancer to avoid; "" before the first.
+func (s *callState) previous() string {
+	for i := len(s.res.Log) - 1; i >= 0; i-- {
+		if a := s.res.Log[i].Addr; a != "" {
+			return a
+		}
+	}
+	return ""
 }
 
 // reserve holds the next place in the log (and in spans, with Trace) for

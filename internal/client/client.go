@@ -175,6 +175,11 @@ type Stats struct {
 	// "Drain"); DrainedResent counts the DRAINED attempts that were
 	// followed by another attempt of their call.
 	Drains, DrainedResent int64
+	// Resolutions counts the resolutions (NewDNS) that found addresses
+	// and set them, the first excepted; ResolveFailures those that
+	// failed and ResolveEmpty those that found none, both of which kept
+	// the addresses in use.
+	Resolutions, ResolveFailures, ResolveEmpty int64
 }
 
 type clientStats struct {
@@ -221,6 +226,11 @@ type Client struct {
 	stats  clientStats
 	// gov is the opt-in governance; nil when Config asks for none.
 	gov *governance
+	// bal spreads attempts over the addresses, with Config.Balancer
+	// round_robin or p2c or with a resolver; nil fails over through
+	// addrs. res re-resolves its addresses; nil for a static list.
+	bal *balancer
+	res *resolver
 	// control is the dialer's socket hook: it sets Config.UserTimeout;
 	// nil when there is nothing to set.
 	control func(network, address string, rc syscall.RawConn) error
@@ -269,6 +279,9 @@ func NewMulti(addrs []string, cfg Config) (*Client, error) {
 	if cfg.UserTimeout > 0 {
 		c.control = userTimeoutControl(cfg.UserTimeout)
 	}
+	if cfg.spreads() {
+		c.bal = newBalancer(c, cfg.Balancer, addrs)
+	}
 	return c, nil
 }
 
@@ -301,6 +314,9 @@ func (c *Client) Stats() Stats {
 
 		Drains:        c.stats.drains.Load(),
 		DrainedResent: c.stats.drainedResent.Load(),
+		Resolutions:     c.res.count(func(r *resolver) *atomic.Int64 { return &r.resolutions }),
+		ResolveFailures: c.res.count(func(r *resolver) *atomic.Int64 { return &r.failures }),
+		ResolveEmpty:    c.res.count(func(r *resolver) *atomic.Int64 { return &r.empty }),
 	}
 }
 
@@ -322,6 +338,12 @@ func (c *Client) Close() error {
 		conns = append(conns, cn)
 	}
 	c.mu.Unlock()
+	if c.res != nil {
+		c.res.stop()
+	}
+	if c.bal != nil {
+		c.bal.close()
+	}
 	for _, cn := range conns {
 		cn.close()
 	}
@@ -580,8 +602,11 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // attempt makes one try with the given budget. The returned reply holds the
 // server's frame for a response, or the error that ended the attempt.
-func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget time.Duration) (Attempt, reply) {
-	a := Attempt{BudgetMs: budgetMs(budget), showAddr: len(c.addrs.addrs) > 1}
+//
+// With a balancer, previous is the address of the call's attempt before,
+// which this one avoids; "" for none.
+func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget time.Duration, previous string) (Attempt, reply) {
+	a := Attempt{BudgetMs: budgetMs(budget), showAddr: len(c.addrs.addrs) > 1 || c.bal != nil}
 	deadline := now.Add(budget)
 	live, _ := c.liveConn()
 
@@ -591,6 +616,17 @@ func (c *Client) attempt(ctx context.Context, call *Call, now time.Time, budget 
 		cn, a.Addr, err = c.ownConn(ctx, deadline)
 		if err == nil {
 			defer c.disown(cn)
+		}
+	} else if c.bal != nil {
+		var ep *endpoint
+		var dialed bool
+		ep, cn, dialed, err = c.bal.acquire(ctx, deadline, previous)
+		if ep != nil {
+			a.Addr = ep.addr
+			defer c.bal.release(ep)
+		}
+		if !dialed {
+			live = cn
 		}
 	} else {
 		cn, a.Addr, err = c.shared(ctx, deadline)
@@ -732,5 +768,8 @@ func (c *Client) Cut() {
 	c.mu.Unlock()
 	for _, cn := range conns {
 		cn.fail(ErrCut)
+	}
+	if c.bal != nil {
+		c.bal.cut()
 	}
 }

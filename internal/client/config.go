@@ -113,6 +113,17 @@ type Config struct {
 	// systems ignore it. Must not be negative. Default 0: the kernel's
 	// default (retransmissions for about 15 minutes).
 	UserTimeout time.Duration
+
+	// Balancer is how a client of several addresses spreads its calls
+	// (POLICY.md, "Load balancing"): PickFirst, the default (""), fails
+	// over as NewMulti says; RoundRobin and P2C keep a connection per
+	// address. Any other value is an error.
+	Balancer Balancer
+	// WarmUp, with RoundRobin or P2C, ramps an address's weight linearly
+	// from 0.1 to 1 over this long after each (re)dial, so that a new or
+	// restarted server is not sent its full share at once. Must not be
+	// negative. Default 0: no warm-up.
+	WarmUp time.Duration
 }
 
 // KeepaliveConfig configures keepalive. On every connection, whether or
@@ -257,6 +268,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxInFlight %d must not be negative", ErrConfig, c.MaxInFlight)
 	case c.UserTimeout < 0:
 		return fmt.Errorf("%w: UserTimeout %v must not be negative", ErrConfig, c.UserTimeout)
+	}
+	if err := c.validateBalancer(); err != nil {
+		return err
 	}
 	if k := c.Keepalive; k != nil {
 		switch {

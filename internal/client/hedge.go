@@ -45,10 +45,10 @@ func (s *callState) hedgeRound(tk ticket, now time.Time) (Attempt, reply) {
 	done := make(chan hedgeDone, n+1)
 	starts := make([]hedgeStart, 0, n+1)
 	launch := func(at time.Time, tk ticket) {
-		i, budget := len(starts), s.budget(at)
+		i, budget, prev := len(starts), s.budget(at), s.previous()
 		starts = append(starts, hedgeStart{at, tk, s.reserve()})
 		go func() {
-			a, r := c.attempt(actx, &cp, at, budget)
+			a, r := c.attempt(actx, &cp, at, budget, prev)
 			a.Hedge = i > 0
 			done <- hedgeDone{i: i, a: a, r: r, end: time.Now()}
 		}()
