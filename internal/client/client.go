@@ -312,8 +312,8 @@ func (c *Client) Stats() Stats {
 		PingsSent:         c.stats.pingsSent.Load(),
 		KeepaliveTimeouts: c.stats.keepaliveTimeouts.Load(),
 
-		Drains:        c.stats.drains.Load(),
-		DrainedResent: c.stats.drainedResent.Load(),
+		Drains:          c.stats.drains.Load(),
+		DrainedResent:   c.stats.drainedResent.Load(),
 		Resolutions:     c.res.count(func(r *resolver) *atomic.Int64 { return &r.resolutions }),
 		ResolveFailures: c.res.count(func(r *resolver) *atomic.Int64 { return &r.failures }),
 		ResolveEmpty:    c.res.count(func(r *resolver) *atomic.Int64 { return &r.empty }),
