@@ -33,5 +33,11 @@ func deployGroup() []Case {
 	onSQL("negative_control_kill_instead_of_drain",
 		"negative control: drain_finishes_in_flight with SIGKILL instead of the drain; it passes only when the 3 queued keyless debits end UNKNOWN and A's log shows they never ran",
 		negativeControlKillInsteadOfDrain)
+	onSQL("rolling_restart_zero_failures",
+		"three servers on one store behind DNS (SRV records on a DNS server of the test's), each in turn taken out of DNS, drained by SIGTERM, started again on its address and put back, while 8 callers make gets, keyless debits and keyed debits (each debit 100ms long) through a p2c client: no call fails, no keyless debit is UNKNOWN, no key executes twice, and every balance is its start less the debits answered OK, which are the debits the logs show executed",
+		rollingRestartZeroFailures)
+	onSQL("negative_control_kill_without_drain",
+		"negative control: the same restart with SIGKILL and no notice (nothing takes the server out of DNS first): it passes only when keyless debits in flight end UNKNOWN, their fate unknown to the client",
+		negativeControlKillWithoutDrain)
 	return append(out, deployLBScenarios()...)
 }
