@@ -29,6 +29,11 @@ func deployLBScenarios() []Case {
 	}
 }
 
+// untraced is the Trace of the load scenarios' clients: their thousands
+// of calls would make megabytes of trace and a timeline nobody can read,
+// and what they judge is in the servers' logs.
+func untraced(*client.Call, []client.Attempt, []client.Span) {}
+
 // multiClient returns a client of addrs that is closed when the scenario
 // ends.
 func (t *T) multiClient(addrs []string, cfg client.Config) *client.Client {
@@ -168,7 +173,7 @@ func lbAvoidsSlowInstance(t *T) {
 	loads := map[client.Balancer]*load{}
 	for _, b := range []client.Balancer{client.RoundRobin, client.P2C} {
 		cfg := client.DefaultConfig()
-		cfg.Balancer = b
+		cfg.Balancer, cfg.Trace = b, untraced
 		c := t.multiClient(addrs, cfg)
 		call := getCall("acct-LB-" + string(b))
 		// A millisecond per get on every server keeps the logs small.
@@ -228,7 +233,7 @@ func warmupRampsNewInstance(t *T) {
 		srvs, addrs = append(srvs, s), append(addrs, s.Addr)
 	}
 	cfg := client.DefaultConfig()
-	cfg.Balancer, cfg.WarmUp = client.P2C, warmUp
+	cfg.Balancer, cfg.WarmUp, cfg.Trace = client.P2C, warmUp, untraced
 	c := t.multiClient(addrs, cfg)
 	t.Field("warmUp", ms(warmUp))
 	t.Field("windows", fmt.Sprintf("%dx%s", warmWindows, ms(warmWindow)))
@@ -348,8 +353,7 @@ func dnsOutageKeepsSnapshot(t *T) {
 	publishSRV(t, z, a, b)
 
 	cfg := client.DefaultConfig()
-	cfg.Balancer = client.P2C
-	cfg.Trace = t.trace.hook()
+	cfg.Balancer, cfg.Trace = client.P2C, untraced
 	c, err := client.NewDNS(client.DNS{Name: dnsService, Server: z.Addr(), Every: dnsEvery, Timeout: dnsTimeout}, cfg)
 	if err != nil {
 		t.Fatalf("client: %v", err)
