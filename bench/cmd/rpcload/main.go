@@ -64,7 +64,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	fs.StringVar(&o.systems, "systems", strings.Join(defaults, ","), "comma-separated systems to run, in row order, of "+strings.Join(keys, ",")+"; "+
-		load.GroupDebits+" names every row of debits, "+load.GroupShapes+" every row of the shapes of load, "+load.GroupGRPCBank+" the two rows of grpc-go's Bank client against rpcserver -grpc and against grpc-go's server, and "+load.KeyConnsMemory+" the measurement of memory per idle connection")
+		load.GroupDebits+" names every row of debits, "+load.GroupShapes+" every row of the shapes of load, "+load.GroupGRPCBank+" the two rows of grpc-go's Bank client against rpcserver -grpc and against grpc-go's server, "+load.GroupRolling+" the two rows of a p2c client of 3 rpcservers, steady and restarted in turn, and "+load.KeyConnsMemory+" the measurement of memory per idle connection")
 	fs.StringVar(&o.gs, "g", "8,64", "comma-separated concurrency levels: goroutines sharing one client")
 	fs.StringVar(&o.memConns, "memory-conns", joinInts(o.load.MemoryConns), "comma-separated, increasing counts of idle connections at which "+load.KeyConnsMemory+" reads a server's RSS")
 	fs.IntVar(&o.load.N, "n", o.load.N, "measured calls per row per round (rpcbench-per-request and rpcbench-keyed-sqlite/postgres make n/10)")

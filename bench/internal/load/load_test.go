@@ -84,6 +84,8 @@ func TestSelectSystems(t *testing.T) {
 		{[]string{"rpcbench-keyed-sqlite", "rpcbench", "debits"}, "rpcbench-keyed-sqlite rpcbench rpcbench-debit rpcbench-keyed-memory rpcbench-keyed-postgres", false},
 		{[]string{"grpc-bank"}, "grpc-bank-rpcserver grpc-bank-grpc-go", false},
 		{[]string{"grpc-bank-grpc-go", "grpc-bank"}, "grpc-bank-grpc-go grpc-bank-rpcserver", false},
+		{[]string{"rolling"}, "rolling-steady rolling-restart", false},
+		{[]string{"rolling-restart", "rolling"}, "rolling-restart rolling-steady", false},
 		{[]string{"thrift"}, "", true},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -59,6 +60,16 @@ type Sample struct {
 	// debits, ConnsOpen is short of the idle connections in a row with
 	// them. Empty when the check passed, and in rows without one.
 	ExecError string `json:"exec_error,omitempty"`
+	// Restarts is, in rolling-restart, how many servers were restarted
+	// during the measured phase (the last restart may end after it), and
+	// Drained how many of them drained clean: exit status 0 and, in the
+	// server's own log, a DRAIN_DONE with no connection open.
+	Restarts int `json:"restarts,omitempty"`
+	Drained  int `json:"drained,omitempty"`
+	// DrainedResent is, in a rolling row, how many attempts the client
+	// re-sent over the measured phase because a drain frame named them
+	// as not taken.
+	DrainedResent int64 `json:"drained_resent,omitempty"`
 }
 
 // CallsPerSec is Calls over Elapsed.
@@ -79,8 +90,11 @@ func (s *Sample) MBPerSec() float64 {
 
 // row is what measure needs to run one row of one round.
 type row struct {
-	sys     System
+	sys System
+	// srv is the server the client talks to, or, for a system with a
+	// Fleet, fleet the servers.
 	srv     *serverproc.Proc
+	fleet   *fleet
 	work    work
 	g       int
 	n       int // measured calls
@@ -99,7 +113,7 @@ func measure(ctx context.Context, r row) Sample {
 		s.NonOK, s.FirstError = s.Calls, err.Error()
 		return s
 	}
-	if err := r.srv.Alive(); err != nil {
+	if err := r.alive(); err != nil {
 		return failAll(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -113,7 +127,7 @@ func measure(ctx context.Context, r row) Sample {
 			return failAll(err)
 		}
 	}
-	c, err := r.sys.Dial(ctx, r.srv.Addr, r.g)
+	c, err := r.dial(ctx)
 	if err != nil {
 		return failAll(err)
 	}
@@ -126,6 +140,11 @@ func measure(ctx context.Context, r row) Sample {
 	rc, countsRetries := c.(retryCounter)
 	if countsRetries {
 		retried0 = rc.Retried()
+	}
+	var resent0 int64
+	dc, countsDrains := c.(drainCounter)
+	if countsDrains {
+		resent0 = dc.DrainedResent()
 	}
 	var exec executions
 	if r.sys.Debits {
@@ -142,16 +161,37 @@ func measure(ctx context.Context, r row) Sample {
 		}
 	}
 	cpu0, cerr0 := selfCPU()
-	srv0, serr0 := procCPU(r.srv.PID)
+	srv0, serr0 := r.serverCPU()
+	var rl *roller
+	if r.sys.Restarts {
+		rl = r.fleet.roll(ctx)
+	}
 	start := time.Now()
 
 	res := runCalls(ctx, c, r.work, r.g, r.n, lat)
+	// A measured phase of restarts lasts at least one round of them.
+	for rl != nil && !rl.rounded() && ctx.Err() == nil {
+		more := make([]time.Duration, max(1, r.n/rollingBatch))
+		res = res.add(runCalls(ctx, c, r.work, r.g, len(more), more))
+		lat = append(lat, more...)
+	}
 
 	s.Elapsed = time.Since(start)
-	srv1, serr1 := procCPU(r.srv.PID)
+	srv1, serr1 := r.serverCPU()
 	cpu1, cerr1 := selfCPU()
 	stopProfile()
 	runtime.ReadMemStats(&m1)
+	s.Calls = int64(len(lat))
+	if rl != nil {
+		var err error
+		s.Restarts, s.Drained, err = rl.finish()
+		if err != nil {
+			s.ExecError = err.Error()
+		}
+	}
+	if countsDrains {
+		s.DrainedResent = dc.DrainedResent() - resent0
+	}
 
 	s.NonOK, s.Bytes = res.bad, res.bytes
 	if res.first != nil {
@@ -172,11 +212,49 @@ func measure(ctx context.Context, r row) Sample {
 		s.ConnsOpen, s.ExecError = idleHeld(ctx, c, r.sys.Idle)
 	}
 	if s.NonOK == 0 {
-		if err := r.srv.Alive(); err != nil {
+		if err := r.alive(); err != nil {
 			s.FirstError = err.Error() // answered every call, then died
 		}
 	}
 	return s
+}
+
+// errRestartedCPU is the server CPU of a measured phase whose servers
+// were restarted: a process that exited took its CPU time with it.
+var errRestartedCPU = errors.New("load: the servers were restarted during the phase")
+
+// alive returns an error if the row's server, or any of its fleet, has
+// exited.
+func (r *row) alive() error {
+	if r.fleet != nil {
+		return r.fleet.alive()
+	}
+	return r.srv.Alive()
+}
+
+// dial connects a fresh client of the row's server, or of its fleet.
+func (r *row) dial(ctx context.Context) (Client, error) {
+	if r.fleet != nil {
+		return r.sys.DialFleet(ctx, r.fleet.addrs, r.g)
+	}
+	return r.sys.Dial(ctx, r.srv.Addr, r.g)
+}
+
+// serverCPU returns the CPU the row's server, or its fleet, has used.
+func (r *row) serverCPU() (time.Duration, error) {
+	switch {
+	case r.fleet == nil:
+		return procCPU(r.srv.PID)
+	case r.sys.Restarts:
+		return 0, errRestartedCPU
+	}
+	return r.fleet.cpu()
+}
+
+// drainCounter is implemented by clients that count the attempts they
+// re-sent because a server drained.
+type drainCounter interface {
+	DrainedResent() int64
 }
 
 // executions reads rpcserver's exec.debit counter before and after a
@@ -289,6 +367,16 @@ type callsResult struct {
 	// bytes is the payload bytes, request plus answer, of the calls
 	// that were not bad.
 	bytes int64
+}
+
+// add returns the counts of r and o together.
+func (r callsResult) add(o callsResult) callsResult {
+	if r.first == nil {
+		r.first = o.first
+	}
+	r.bad += o.bad
+	r.bytes += o.bytes
+	return r
 }
 
 // runCalls makes n calls from g goroutines sharing c, call i asking

@@ -90,6 +90,12 @@ type Row struct {
 	Executed       int64  `json:"executed,omitempty"`
 	ExecErrors     int    `json:"exec_errors,omitempty"`
 	FirstExecError string `json:"first_exec_error,omitempty"`
+
+	// Restarts, Drained and DrainedResent are the sums over rounds of
+	// the Sample's (the rolling rows).
+	Restarts      int   `json:"restarts,omitempty"`
+	Drained       int   `json:"drained,omitempty"`
+	DrainedResent int64 `json:"drained_resent,omitempty"`
 }
 
 // Failed reports whether any call of the row did not end OK or, in a row
@@ -132,11 +138,12 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 // writeRows writes the workload, the table of rows and its notes.
 func (rep *Report) writeRows(b *strings.Builder) {
 	st := rep.Settings
-	gets, debits, several := false, false, false
+	gets, debits, several, rolling := false, false, false, false
 	for _, r := range rep.Rows {
 		gets = gets || !r.Debits
 		debits = debits || r.Debits
 		several = several || r.Key == KeyRPCBench16k || r.Key == KeyRaw16k || r.Key == KeyDRPC || r.Key == KeyRPCBench64 || r.Key == KeyRaw64
+		rolling = rolling || r.Key == KeyRollingSteady || r.Key == KeyRollingRestart
 	}
 	b.WriteString("Workload: G goroutines share one client connection and make unary ")
 	if gets {
@@ -151,6 +158,9 @@ func (rep *Report) writeRows(b *strings.Builder) {
 	}
 	if several {
 		b.WriteString(" (drpc, and the 16k and 64conns shapes, differ: notes under the table)")
+	}
+	if rolling {
+		fmt.Fprintf(b, " (the rolling rows' client has a connection to each of %d servers: notes under the table)", rollingServers)
 	}
 	fmt.Fprintf(b, ", each server in its own process on 127.0.0.1. Per row and round: %d measured calls after %d warm-up calls. "+
 		"Rounds: %d, every row once per round, interleaved; figures are medians over rounds. rpcserver -workers %d.\n\n",
@@ -194,6 +204,7 @@ func (rep *Report) writeRows(b *strings.Builder) {
 		b.WriteString(note)
 	}
 	b.WriteString(grpcBankNote(rep.Rows))
+	b.WriteString(rollingNote(rep.Rows))
 	for _, sk := range rep.Skipped {
 		fmt.Fprintf(b, "- %s did not run: %s\n", sk.System, sk.Reason)
 	}
@@ -287,6 +298,40 @@ func grpcBankNote(rows []Row) string {
 	return b.String()
 }
 
+// rollingNote says, for each rolling-restart row, how many restarts its
+// measured phases saw and how many of them drained clean by the servers'
+// own logs, and gives, at each G where rolling-steady ran too, the
+// restart row's calls/s and p99 over the steady row's.
+func rollingNote(rows []Row) string {
+	var b strings.Builder
+	for _, rs := range rows {
+		if rs.Key != KeyRollingRestart {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s G=%d: %d restarts over %d rounds, %d of them drained clean; the client re-sent %d DRAINED attempts.\n",
+			rs.System, rs.G, rs.Restarts, rs.Rounds, rs.Drained, rs.DrainedResent)
+	}
+	for _, rs := range rows {
+		if rs.Key != KeyRollingRestart {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(r Row) bool { return r.Key == KeyRollingSteady && r.G == rs.G })
+		if i < 0 {
+			continue
+		}
+		steady := rows[i]
+		calls, p99 := "n/a", "n/a"
+		if steady.CallsPerSec > 0 {
+			calls = fmt.Sprintf("%.2f", rs.CallsPerSec/steady.CallsPerSec)
+		}
+		if steady.P99us > 0 {
+			p99 = fmt.Sprintf("%.2f", rs.P99us/steady.P99us)
+		}
+		fmt.Fprintf(&b, "- %s / %s at G=%d: calls/s %s, p99 %s.\n", rs.System, steady.System, rs.G, calls, p99)
+	}
+	return b.String()
+}
+
 // systemNotes explain rows whose name does not say what they are.
 var systemNotes = map[string]string{
 	KeyDRPC: "- drpc (storj.io/drpc, hand-written Description, raw-bytes Encoding) opens G connections, one per goroutine: " +
@@ -308,6 +353,13 @@ var systemNotes = map[string]string{
 		"The fault server logs an ATTEMPT event per request, which is part of what it costs.\n",
 	KeyGRPCBankGo: "- grpc-bank-grpc-go: the same client, of grpc-go's own server (benchpeer -kind grpc-bank, default options), " +
 		"whose Get runs the same internal/bank handler on the in-memory store and logs nothing.\n",
+	KeyRollingSteady: fmt.Sprintf("- rolling-steady: one rpcbench client (client.NewMulti, Balancer p2c, RPCBenchConfig's timeouts) of %d rpcservers, "+
+		"each in its own process with the in-memory store and -drain-timeout %v; server CPU is theirs summed.\n", rollingServers, rollingDrainTimeout),
+	KeyRollingRestart: fmt.Sprintf("- rolling-restart: the same client and servers, while a controller restarts the servers in turn for the whole measured phase: "+
+		"SIGTERM (a drain), wait for the exit, start again on the same address, wait for its announcement, %v, the next. "+
+		"The phase lasts at least one round of %d restarts: when its N calls end sooner, it goes on in batches of N/%d until the round is done. "+
+		"A restart drained clean when the server exited 0 and its log's DRAIN_DONE counts no connection open. "+
+		"Server CPU is n/a: a server that exits takes its CPU time with it.\n", rollingGap, rollingServers, rollingBatch),
 	KeyPerRequest: "- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall).\n",
 	KeyRaw:        "- raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.\n",
 	KeyDebit:      "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/serverproc"
@@ -83,9 +84,24 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			s.Stop()
 		}
 	}()
+	fleets := map[string]*fleet{}
+	defer func() {
+		for _, f := range fleets {
+			f.stop()
+		}
+	}()
 	works := map[string]work{}
 	for _, s := range systems {
-		if servers[s.Server] != nil {
+		if servers[s.Server] != nil || fleets[s.Server] != nil {
+			continue
+		}
+		if s.Fleet > 0 {
+			f, err := startFleet(ctx, s.Fleet, s.Server, dir, fleetSpec(s, &o, bins, dir, log))
+			if err != nil {
+				return nil, err
+			}
+			fleets[s.Server] = f
+			fmt.Fprintf(log, "%s: %d rpcservers listening on %s\n", s.Server, s.Fleet, strings.Join(f.addrs, " "))
 			continue
 		}
 		store, err := st.spec(ctx, s.Store, s.Server)
@@ -118,6 +134,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 				r := row{
 					sys:     sys,
 					srv:     servers[sys.Server],
+					fleet:   fleets[sys.Server],
 					work:    works[sys.Key],
 					g:       g,
 					n:       max(1, o.N/sys.CallsDiv),
@@ -130,8 +147,8 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 				}
 				s := measure(ctx, r)
 				rep.Samples = append(rep.Samples, s)
-				fmt.Fprintf(log, "round %d/%d G=%-3d %-23s %9.0f calls/s  p50 %7s  p99 %7s  non-OK %d%s%s\n",
-					round, o.Rounds, g, sys.Name, s.CallsPerSec(), fmtDur(s.P50), fmtDur(s.P99), s.NonOK, errSuffix(s.FirstError), execSuffix(s.ExecError))
+				fmt.Fprintf(log, "round %d/%d G=%-3d %-23s %9.0f calls/s  p50 %7s  p99 %7s  non-OK %d%s%s%s\n",
+					round, o.Rounds, g, sys.Name, s.CallsPerSec(), fmtDur(s.P50), fmtDur(s.P99), s.NonOK, restartSuffix(s), errSuffix(s.FirstError), execSuffix(s.ExecError))
 			}
 		}
 	}
@@ -163,6 +180,13 @@ func rowGs(gs []int, systems []System) []int {
 		}
 	}
 	return out
+}
+
+func restartSuffix(s Sample) string {
+	if s.Restarts == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  restarts %d (%d drained clean)", s.Restarts, s.Drained)
 }
 
 func errSuffix(e string) string {
@@ -244,6 +268,9 @@ func summarize(sys System, g int, ss []Sample) Row {
 			r.FirstError = s.FirstError
 		}
 		r.Executed += s.Executed
+		r.Restarts += s.Restarts
+		r.Drained += s.Drained
+		r.DrainedResent += s.DrainedResent
 		if s.ExecError != "" {
 			r.ExecErrors++
 			if r.FirstExecError == "" {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
@@ -25,23 +26,7 @@ const defaultMaxConns = 1024
 // -max-conns, 0 for its default.
 func serverSpec(sys System, store string, maxConns int, o *Options, bins binaries, dir string, stderr io.Writer) serverproc.Spec {
 	if sys.Store != "" {
-		spec := serverproc.RPCServer{
-			Bin:     bins.rpcserver,
-			Workers: o.Workers,
-			LogPath: filepath.Join(dir, sys.Server+".log"),
-			// Every system is measured without a log line per request.
-			NoExecLog: true,
-			Store:     store,
-			GRPC:      sys.GRPC,
-			Stderr:    stderr,
-		}.Spec()
-		if o.ServerCPUProfile != "" {
-			spec.Args = append(spec.Args, "-"+serverapi.FlagCPUProfile, o.ServerCPUProfile+"."+sys.Server+".pprof")
-		}
-		if maxConns > 0 {
-			spec.Args = append(spec.Args, "-"+serverapi.FlagMaxConns, strconv.Itoa(maxConns))
-		}
-		return spec
+		return rpcServerSpec(rpcServerProc{sys: sys, name: sys.Server, store: store, maxConns: maxConns}, o, bins, dir, stderr)
 	}
 	return serverproc.Spec{
 		Bin:  bins.benchpeer,
@@ -56,6 +41,46 @@ func serverSpec(sys System, store string, maxConns int, o *Options, bins binarie
 		Stderr: stderr,
 	}
 }
+
+// rpcServerProc is one rpcserver process of a run.
+type rpcServerProc struct {
+	sys System
+	// name names the process's files: its log (serverLog) and its CPU
+	// profile.
+	name string
+	// addr is the address to bind; empty for 127.0.0.1:0.
+	addr     string
+	store    string // -store; empty for the in-memory store
+	maxConns int    // -max-conns; 0 for the default
+	// drainTimeout is -drain-timeout when positive.
+	drainTimeout time.Duration
+}
+
+// rpcServerSpec returns how to start the rpcserver p.
+func rpcServerSpec(p rpcServerProc, o *Options, bins binaries, dir string, stderr io.Writer) serverproc.Spec {
+	spec := serverproc.RPCServer{
+		Bin:     bins.rpcserver,
+		Addr:    p.addr,
+		Workers: o.Workers,
+		LogPath: serverLog(dir, p.name),
+		// Every system is measured without a log line per request.
+		NoExecLog:    true,
+		Store:        p.store,
+		GRPC:         p.sys.GRPC,
+		DrainTimeout: p.drainTimeout,
+		Stderr:       stderr,
+	}.Spec()
+	if o.ServerCPUProfile != "" {
+		spec.Args = append(spec.Args, "-"+serverapi.FlagCPUProfile, o.ServerCPUProfile+"."+p.name+".pprof")
+	}
+	if p.maxConns > 0 {
+		spec.Args = append(spec.Args, "-"+serverapi.FlagMaxConns, strconv.Itoa(p.maxConns))
+	}
+	return spec
+}
+
+// serverLog is the path of the event log of the rpcserver named name.
+func serverLog(dir, name string) string { return filepath.Join(dir, name+".log") }
 
 // binaries are the server executables.
 type binaries struct {

@@ -52,6 +52,12 @@ const (
 	// server running the same bank handler.
 	KeyGRPCBankFault = "grpc-bank-rpcserver"
 	KeyGRPCBankGo    = "grpc-bank-grpc-go"
+
+	// The rolling rows: one rpcbench client balancing p2c over
+	// rollingServers rpcservers, left alone in one row and restarted in
+	// turn, each drained by SIGTERM, in the other.
+	KeyRollingSteady  = "rolling-steady"
+	KeyRollingRestart = "rolling-restart"
 )
 
 // sqlCallsDiv is the CallsDiv of the rows of keyed debits on a SQL store,
@@ -72,6 +78,9 @@ const (
 	// serverGRPCBank benchpeer's grpc-go Bank server.
 	serverRPCGRPC  = "rpcserver-grpc"
 	serverGRPCBank = "grpc-bank"
+	// serverRolling is the fleet of rollingServers rpcservers of the
+	// rolling rows.
+	serverRolling = "rolling"
 )
 
 // Shapes of load: the row groups besides the standard one (gets of 15
@@ -153,6 +162,13 @@ type System struct {
 	// Idle is how many idle connections the driver holds open to the
 	// server while the row runs (each made one get, before the warm-up).
 	Idle int
+	// Fleet, when positive, is how many rpcservers Server names: each
+	// on an address of its own, which it keeps when it is restarted.
+	// The row's client is dialed with DialFleet, to all of them.
+	Fleet int
+	// Restarts: while the measured phase runs, the fleet's servers are
+	// restarted in turn, each drained by SIGTERM (see roller).
+	Restarts bool
 	// Default: the system runs when Options.Systems is empty.
 	Default bool
 	// CallsDiv divides Options.N and Options.Warmup for this system, for
@@ -161,6 +177,9 @@ type System struct {
 	// Dial connects a fresh client for one row; g is the row's
 	// concurrency, the goroutines that will share it.
 	Dial func(ctx context.Context, addr string, g int) (Client, error)
+	// DialFleet, in place of Dial when Fleet is set, connects a fresh
+	// client of every address of the fleet.
+	DialFleet func(ctx context.Context, addrs []string, g int) (Client, error)
 }
 
 // Systems returns every system, in the table's row order.
@@ -184,17 +203,20 @@ func Systems() []System {
 		{Key: KeyKeyedPostgres, Name: KeyKeyedPostgres, Server: KeyKeyedPostgres, Store: bank.KindPostgres, Debits: true, CallsDiv: sqlCallsDiv, Dial: dialDebit(true)},
 		{Key: KeyGRPCBankFault, Name: KeyGRPCBankFault, Server: serverRPCGRPC, Store: bank.KindMemory, GRPC: true, CallsDiv: 1, Dial: dialGRPCBank},
 		{Key: KeyGRPCBankGo, Name: KeyGRPCBankGo, Server: serverGRPCBank, CallsDiv: 1, Dial: dialGRPCBank},
+		{Key: KeyRollingSteady, Name: KeyRollingSteady, Server: serverRolling, Store: bank.KindMemory, Fleet: rollingServers, CallsDiv: 1, DialFleet: dialRolling},
+		{Key: KeyRollingRestart, Name: KeyRollingRestart, Server: serverRolling, Store: bank.KindMemory, Fleet: rollingServers, Restarts: true, CallsDiv: 1, DialFleet: dialRolling},
 	}
 }
 
 // GroupDebits, in -systems, names every row of debits, in table order;
 // GroupShapes every row of the shapes of load (the rows of Shape16k and
 // Shape64Conns, and rpcbench-idle1000); GroupGRPCBank the two grpc-bank
-// rows.
+// rows; GroupRolling the two rolling rows.
 const (
 	GroupDebits   = "debits"
 	GroupShapes   = "shapes"
 	GroupGRPCBank = "grpc-bank"
+	GroupRolling  = "rolling"
 )
 
 // KeyConnsMemory, in -systems, names the measurement of the memory a
@@ -207,6 +229,9 @@ func (s *System) isShape() bool { return s.Shape != "" || s.Idle > 0 }
 
 // isGRPCBank reports whether s is one of the grpc-bank rows.
 func (s *System) isGRPCBank() bool { return s.Key == KeyGRPCBankFault || s.Key == KeyGRPCBankGo }
+
+// isRolling reports whether s is one of the rolling rows.
+func (s *System) isRolling() bool { return s.Server == serverRolling }
 
 // runsAt reports whether the row runs at concurrency g, given the run's
 // concurrency levels gs.
@@ -250,7 +275,8 @@ func selectSystems(keys []string) ([]System, error) {
 	for _, k := range keys {
 		found := false
 		for _, s := range all {
-			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits || k == GroupShapes && s.isShape() || k == GroupGRPCBank && s.isGRPCBank() {
+			if k == s.Key || k == s.Name || k == GroupDebits && s.Debits || k == GroupShapes && s.isShape() || k == GroupGRPCBank && s.isGRPCBank() ||
+				k == GroupRolling && s.isRolling() {
 				if !seen[s.Key] {
 					out = append(out, s)
 					seen[s.Key] = true
@@ -259,7 +285,7 @@ func selectSystems(keys []string) ([]System, error) {
 			}
 		}
 		if !found {
-			valid := []string{GroupDebits, GroupShapes, GroupGRPCBank, KeyConnsMemory}
+			valid := []string{GroupDebits, GroupShapes, GroupGRPCBank, GroupRolling, KeyConnsMemory}
 			for _, s := range all {
 				valid = append(valid, s.Key)
 			}
@@ -350,6 +376,22 @@ func (c *rpcbenchClient) do(ctx context.Context, call client.Call) ([]byte, erro
 	return r.Payload, nil
 }
 
+// RollingConfig is the client configuration of the rolling rows:
+// RPCBenchConfig(false), balancing p2c over the fleet's addresses.
+func RollingConfig() client.Config {
+	cfg := RPCBenchConfig(false)
+	cfg.Balancer = client.P2C
+	return cfg
+}
+
+func dialRolling(_ context.Context, addrs []string, _ int) (Client, error) {
+	c, err := client.NewMulti(addrs, RollingConfig())
+	if err != nil {
+		return nil, err
+	}
+	return &rpcbenchClient{c: c}, nil
+}
+
 func dialGoverned(_ context.Context, addr string, g int) (Client, error) {
 	c, err := client.New(addr, GovernedConfig(g))
 	if err != nil {
@@ -360,6 +402,10 @@ func dialGoverned(_ context.Context, addr string, g int) (Client, error) {
 
 func (c *rpcbenchClient) Close() error   { return c.c.Close() }
 func (c *rpcbenchClient) Retried() int64 { return c.retried.Load() }
+
+// DrainedResent is how many attempts the client re-sent because a
+// server's drain frame said it had not taken them.
+func (c *rpcbenchClient) DrainedResent() int64 { return c.c.Stats().DrainedResent }
 
 // debitClient is a Client whose every call is a debit, each with a fresh
 // idempotency key when keyed. It counts retries and reads rpcserver's
