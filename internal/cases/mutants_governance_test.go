@@ -68,8 +68,8 @@ var governanceMutants = []mutant{
 		name: "hedge_budget_from_round_start",
 		bug:  "a hedge sends the budget its round started with, not what is left of the call at its own launch, and outlives the call's deadline",
 		file: "internal/client/hedge.go",
-		old:  "i, budget := len(starts), s.budget(at)",
-		new:  "i, budget := len(starts), s.budget(now)",
+		old:  "i, budget, prev := len(starts), s.budget(at), s.previous()",
+		new:  "i, budget, prev := len(starts), s.budget(now), s.previous()",
 		catch: map[string]string{
 			"hedge_budget_is_time_left": "want at most 300ms",
 		},
@@ -78,8 +78,8 @@ var governanceMutants = []mutant{
 		name: "hedge_budget_whole_attempt",
 		bug:  "a hedge sends the whole attempt timeout as its budget, ignoring the call's deadline",
 		file: "internal/client/hedge.go",
-		old:  "i, budget := len(starts), s.budget(at)",
-		new:  "i, budget := len(starts), s.attemptTimeout",
+		old:  "i, budget, prev := len(starts), s.budget(at), s.previous()",
+		new:  "i, budget, prev := len(starts), s.attemptTimeout, s.previous()",
 		catch: map[string]string{
 			"hedge_budget_is_time_left": "want at most 300ms",
 		},
@@ -88,8 +88,8 @@ var governanceMutants = []mutant{
 		name: "abandoned_attempt_is_failure",
 		bug:  "an attempt abandoned because its hedge won is judged a failure: the breaker and the retry budget count every hedge win against the server",
 		file: "internal/client/governance.go",
-		old:  ", errors.Is(ctx.Err(), context.Canceled),\n\t\terrors.Is(r.err, errAbandoned):",
-		new:  ", errors.Is(ctx.Err(), context.Canceled):",
+		old:  ", errors.Is(ctx.Err(), context.Canceled),\n\t\terrors.Is(r.err, errAbandoned), r.drained:",
+		new:  ", errors.Is(ctx.Err(), context.Canceled),\n\t\tr.drained:",
 		catch: map[string]string{
 			"hedge_wins_not_failures": "breaker=open, want closed",
 		},
