@@ -81,15 +81,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit after its drain")
 	}
-	f, err := os.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, err := serverapi.ReadEvents(f)
-	if err != nil {
-		t.Fatalf("the log does not decode as events: %v", err)
-	}
+	evs := readLog(t, logPath)
 	// The test's connection is the first accepted; the control
 	// connection awaitCounter closed may not have been seen closed by
 	// the server when the drain began, and gets a drain of its own.

@@ -110,15 +110,7 @@ func TestGRPCMode(t *testing.T) {
 	ctl(serverapi.MethodClear, "")
 	stop()
 
-	f, err := os.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, err := serverapi.ReadEvents(f)
-	if err != nil {
-		t.Fatalf("the log does not decode: %v", err)
-	}
+	evs := readLog(t, logPath)
 	var execs, attempts int
 	for _, e := range evs {
 		switch e.Name {

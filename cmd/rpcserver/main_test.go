@@ -197,15 +197,7 @@ func TestAnnounceAndShutdown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not stop after SIGTERM")
 	}
-	f, err := os.Open(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, err := serverapi.ReadEvents(f)
-	if err != nil {
-		t.Fatalf("the log does not decode as events: %v", err)
-	}
+	evs := readLog(t, logPath)
 	var got []string
 	for _, e := range evs {
 		switch e.Name {
@@ -222,4 +214,19 @@ func TestAnnounceAndShutdown(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LISTEN and SIGNAL events (-want +got):\n%s", diff)
 	}
+}
+
+// readLog decodes the events of the log at path.
+func readLog(t *testing.T, path string) []serverapi.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := serverapi.ReadEvents(f)
+	if err != nil {
+		t.Fatalf("the log does not decode as events: %v", err)
+	}
+	return evs
 }
