@@ -472,13 +472,24 @@ func debitsAddUpAcrossInstances(t *T, kind string) {
 // the debit did not execute; and it must keep the key claimed. The
 // client's retry then finds the committed answer, or waits out the
 // claim's lease before it takes the key over and executes.
+//
+// The relay cuts the first COMMIT it sees after it is armed, so the
+// debit's own COMMIT must come before any other: an attempt must outlast
+// a loaded machine's slow transaction, or its retry's claim of the key,
+// committed first, is cut in its place (CI saw the debit commit and be
+// replayed so, with 300ms attempts). The lease outlasts several attempts,
+// so that retries meet the kept claim before it runs out.
 func commitOutcomeUnknown(t *T, kind string) {
-	const lease = time.Second
+	const (
+		lease   = 4 * time.Second
+		attempt = 1500 * time.Millisecond
+	)
 	t.Field("lease", lease)
+	t.Field("attemptTimeout", attempt)
 	relay, dsn := t.startPGRelay(t.newStore(kind))
 	s := t.startServer(serverOpts{Store: dsn, DedupLease: lease})
 	cfg := client.DefaultConfig()
-	cfg.MaxAttempts, cfg.Deadline = 20, 5*time.Second
+	cfg.MaxAttempts, cfg.Deadline, cfg.AttemptTimeout = 20, 15*time.Second, attempt
 	c := t.client(s.Addr, cfg)
 	lose := func(what string, how commitCut, call client.Call) client.Result {
 		cut := relay.arm(how)

@@ -70,7 +70,10 @@ func TestKeepaliveSlowLinkIsAlive(t *testing.T) {
 
 	cfg := servertest.ClientConfig()
 	cfg.AttemptTimeout, cfg.Deadline, cfg.MaxAttempts = 20*time.Second, 20*time.Second, 1
-	cfg.Keepalive = &client.KeepaliveConfig{Time: 100 * time.Millisecond, Timeout: 500 * time.Millisecond}
+	// Timeout spans a gap between acknowledgements on a loaded machine
+	// (500ms did not, once, under -race beside other builds), and
+	// Time+Timeout stays well short of the request's two seconds.
+	cfg.Keepalive = &client.KeepaliveConfig{Time: 100 * time.Millisecond, Timeout: time.Second}
 	c, err := client.New(ln.Addr().String(), cfg)
 	if err != nil {
 		t.Fatal(err)
