@@ -473,12 +473,13 @@ func debitsAddUpAcrossInstances(t *T, kind string) {
 // client's retry then finds the committed answer, or waits out the
 // claim's lease before it takes the key over and executes.
 //
-// The relay cuts the first COMMIT it sees after it is armed, so the
-// debit's own COMMIT must come before any other: an attempt must outlast
-// a loaded machine's slow transaction, or its retry's claim of the key,
-// committed first, is cut in its place (CI saw the debit commit and be
-// replayed so, with 300ms attempts). The lease outlasts several attempts,
-// so that retries meet the kept claim before it runs out.
+// The lease runs out in the middle of a retry's attempt, with room on
+// either side: the retry waiting on the kept claim then takes the key
+// over and answers. With 300ms attempts and a 1s lease, a loaded machine
+// once put the lease's end between two attempts: a retry its client had
+// already given up on took the key over and executed, unanswered, and
+// the next attempt was replayed its record (replayed=true, dedupHits=2).
+// That is still once, but not what this scenario shows.
 func commitOutcomeUnknown(t *T, kind string) {
 	const (
 		lease   = 4 * time.Second
