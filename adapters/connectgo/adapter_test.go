@@ -43,6 +43,9 @@ type bank struct {
 
 	mu       sync.Mutex             // guards attempts
 	attempts map[string]http.Header // each call's request header, by x-rpcbench-call
+
+	// started gets a value as a get starts, unless it holds one.
+	started chan struct{}
 }
 
 func (b *bank) Debit(ctx context.Context, req *connect.Request[bankpb.DebitRequest]) (*connect.Response[bankpb.AccountReply], error) {
@@ -65,6 +68,10 @@ func (b *bank) Debit(ctx context.Context, req *connect.Request[bankpb.DebitReque
 // Get sleeps sleep_ms, or until its deadline, and answers the budget it
 // took from the request's grpc-timeout.
 func (b *bank) Get(ctx context.Context, req *connect.Request[bankpb.GetRequest]) (*connect.Response[bankpb.AccountReply], error) {
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
 	select {
 	case <-time.After(time.Duration(req.Msg.SleepMs) * time.Millisecond):
 	case <-ctx.Done():
@@ -92,7 +99,7 @@ func startBank(t *testing.T) (*bank, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bank{attempts: map[string]http.Header{}}
+	b := &bank{attempts: map[string]http.Header{}, started: make(chan struct{}, 1)}
 	mux := http.NewServeMux()
 	mux.Handle(bankpbconnect.NewBankHandler(b))
 	var p http.Protocols
@@ -357,4 +364,97 @@ func TestFatal(t *testing.T) {
 		t.Errorf("exit status %d, want 2", code)
 	}
 	h.exit <- 2
+}
+
+// silencer forwards one loopback connection at a time to a backend until
+// silence is called; from then on it reads both sides and forwards
+// nothing, as a peer whose link went dead would.
+type silencer struct {
+	ln      net.Listener
+	backend string
+	quiet   chan struct{}
+	once    sync.Once
+}
+
+func startSilencer(t *testing.T, backend string) *silencer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &silencer{ln: ln, backend: backend, quiet: make(chan struct{})}
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards conns
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", backend)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, b)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); s.pipe(b, c) }()
+			go func() { defer wg.Done(); s.pipe(c, b) }()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return s
+}
+
+func (s *silencer) addr() string { return s.ln.Addr().String() }
+func (s *silencer) silence()     { s.once.Do(func() { close(s.quiet) }) }
+
+// pipe copies src to dst until src ends, dropping what it reads once
+// the silencer is quiet.
+func (s *silencer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		select {
+		case <-s.quiet:
+		default:
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// TestKeepaliveEndsSilentPeer: with a keepalive, net/http's ping health
+// check ends a connection whose peer went silent while a get was in
+// flight, and the get ends UNAVAILABLE long before its deadline would
+// have ended it DEADLINE_EXCEEDED.
+func TestKeepaliveEndsSilentPeer(t *testing.T) {
+	b, addr := startBank(t)
+	s := startSilencer(t, addr)
+	h := startAdapter(t)
+	h.init()
+	h.send(call{id: 1, channel: map[string]any{"id": "ka", "target": s.addr(),
+		"keepalive": map[string]any{"time_ms": 100, "timeout_ms": 100, "permit_without_stream": true}},
+		method: "rpcbench.bank.v1.Bank/Get", request: map[string]any{"account": "a", "sleepMs": "60000"}, deadline: 5000}.line())
+	<-b.started
+	s.silence()
+	if r := h.recv(); r["code"] != "UNAVAILABLE" || r["message"] != "http2: client connection lost" {
+		t.Errorf("got %v, want UNAVAILABLE, the connection lost", r)
+	}
 }
