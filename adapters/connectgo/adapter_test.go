@@ -458,3 +458,22 @@ func TestKeepaliveEndsSilentPeer(t *testing.T) {
 		t.Errorf("got %v, want UNAVAILABLE, the connection lost", r)
 	}
 }
+
+// TestShutdownCancelsStragglers: a call still in flight when shutdown
+// has waited its 2 s is cancelled and answered before shutdown_ok, so
+// that no answer comes out of turn.
+func TestShutdownCancelsStragglers(t *testing.T) {
+	b, addr := startBank(t)
+	h := startAdapter(t)
+	h.init()
+	h.send(call{id: 1, channel: map[string]any{"id": "c", "target": addr}, method: "rpcbench.bank.v1.Bank/Get",
+		request: map[string]any{"account": "a", "sleepMs": "60000"}, deadline: 30000}.line())
+	<-b.started
+	h.send(`{"type":"shutdown"}`)
+	if r := h.recv(); r["type"] != "result" || r["id"] != 1.0 || r["code"] != "CANCELLED" {
+		t.Errorf("got %v, want call 1 CANCELLED", r)
+	}
+	if r := h.recv(); r["type"] != "shutdown_ok" {
+		t.Errorf("got %v, want shutdown_ok", r)
+	}
+}
