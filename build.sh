@@ -19,3 +19,4 @@ go build -ldflags "-X '$pkg.stampedCommit=$commit' -X $pkg.stampedDirty=$dirty" 
 mkdir -p "$out"
 abs=$(cd "$out" && pwd)
 (cd adapters/grpcgo && go build -o "$abs/adapter-grpcgo" .)
+(cd adapters/connectgo && go build -o "$abs/adapter-connectgo" .)
