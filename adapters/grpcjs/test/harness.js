@@ -30,18 +30,22 @@ const bankService = {
 /**
  * startBank serves a bank on 127.0.0.1, port 0, until the test ends. A
  * debit whose x-rpcbench-call is in failFirst is answered UNAVAILABLE,
- * unexecuted, on that many attempts first; attempts holds each debit
- * attempt's metadata by x-rpcbench-call.
+ * unexecuted, on that many attempts first; attempts holds each get and
+ * debit attempt's metadata by x-rpcbench-call.
  */
 async function startBank(t) {
   const b = { failFirst: new Map(), attempts: new Map() };
+  const record = call => {
+    const name = call.metadata.get('x-rpcbench-call').join(',');
+    const att = b.attempts.get(name) ?? [];
+    att.push(call.metadata);
+    b.attempts.set(name, att);
+    return { name, att };
+  };
   const server = new grpc.Server();
   server.addService(bankService, {
     Debit(call, callback) {
-      const name = call.metadata.get('x-rpcbench-call').join(',');
-      const att = b.attempts.get(name) ?? [];
-      att.push(call.metadata);
-      b.attempts.set(name, att);
+      const { name, att } = record(call);
       if (att.length <= (b.failFirst.get(name) ?? 0)) {
         callback({ code: grpc.status.UNAVAILABLE, details: 'refused before executing' });
         return;
@@ -55,6 +59,7 @@ async function startBank(t) {
       callback(null, { account: call.request.account, balance: 1000n - call.request.amount, exec: 1n }, trailer);
     },
     Get(call, callback) {
+      record(call);
       // Never an OK after the budget: it could reach the client before
       // its own deadline fires.
       const timer = setTimeout(() => callback(null, { account: call.request.account, balance: 1000n }),
