@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds rpcbench, rpcserver and the grpc-go adapter into DIR (default
-# bin/). It stamps the
+# Builds rpcbench, rpcserver and the grpc-go and connect-go adapters into
+# DIR (default bin/). It stamps the
 # commit and whether the tree has local changes, evidence/ left out, into
 # the binaries, for env.txt: a run's own evidence files must not mark the
 # next build dirty.
@@ -14,8 +14,10 @@ if [ -n "$(git status --porcelain -- . ':(exclude)evidence' 2>/dev/null)" ]; the
 fi
 pkg=github.com/rpcbench/rpcbench/internal/report
 go build -ldflags "-X '$pkg.stampedCommit=$commit' -X $pkg.stampedDirty=$dirty" -o "$out/" ./cmd/...
-# The grpc-go adapter is a module of its own (adapters/grpcgo/go.mod),
-# so that the main module never links grpc-go: ./cmd/... leaves it out.
+# The Go adapters are modules of their own (adapters/*/go.mod), so that
+# the main module never links grpc-go or connect-go: ./cmd/... leaves
+# them out. The grpc-js adapter needs no build: adapters/grpcjs/adapter-grpcjs
+# runs it on node after `npm ci` there.
 mkdir -p "$out"
 abs=$(cd "$out" && pwd)
 (cd adapters/grpcgo && go build -o "$abs/adapter-grpcgo" .)
