@@ -73,14 +73,7 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Errorf("frames after SIGTERM (-want +got):\n%s", diff)
 	}
 	nc.Close()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit code after the drain = %d, want 0", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not exit after its drain")
-	}
+	awaitExit0(t, done, "its drain")
 	evs := readLog(t, logPath)
 	// The test's connection is the first accepted; the control
 	// connection awaitCounter closed may not have been seen closed by

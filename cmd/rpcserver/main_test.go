@@ -189,14 +189,7 @@ func TestAnnounceAndShutdown(t *testing.T) {
 	}
 
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit code after SIGTERM = %d, want 0", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not stop after SIGTERM")
-	}
+	awaitExit0(t, done, "SIGTERM")
 	evs := readLog(t, logPath)
 	var got []string
 	for _, e := range evs {
@@ -229,4 +222,18 @@ func readLog(t *testing.T, path string) []serverapi.Event {
 		t.Fatalf("the log does not decode as events: %v", err)
 	}
 	return evs
+}
+
+// awaitExit0 waits for run's exit code on done, after what ended it, and
+// fails unless it is 0 within 10s.
+func awaitExit0(t *testing.T, done <-chan int, after string) {
+	t.Helper()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit code after %s = %d, want 0", after, code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("server did not exit after %s", after)
+	}
 }
