@@ -71,15 +71,7 @@ func freeAddr() (string, error) {
 
 // client returns a client for addr that is closed when the scenario ends.
 func (t *T) client(addr string, cfg client.Config) *client.Client {
-	if cfg.Trace == nil {
-		cfg.Trace = t.trace.hook()
-	}
-	c, err := client.New(addr, cfg)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.cleanup(func() { c.Close() })
-	return c
+	return t.multiClient([]string{addr}, cfg)
 }
 
 // controlCall sends method to the server over a connection of its own and

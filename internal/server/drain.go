@@ -38,10 +38,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	if s.ln != nil {
 		s.ln.Close()
 	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.connsLocked()
 	s.mu.Unlock()
 	// Logged once the deadline is fixed: what is left of it.
 	timeout := "none"
@@ -89,10 +86,7 @@ func (s *Server) awaitConnsClosed(ctx context.Context) int {
 		case <-s.connsChanged:
 		case <-ctx.Done():
 			s.mu.Lock()
-			conns := make([]*conn, 0, len(s.conns))
-			for c := range s.conns {
-				conns = append(conns, c)
-			}
+			conns := s.connsLocked()
 			s.mu.Unlock()
 			for _, c := range conns {
 				c.close()

@@ -250,10 +250,7 @@ func (s *Server) Close() error {
 	if s.ln != nil {
 		s.ln.Close()
 	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := s.connsLocked()
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.close()
@@ -550,4 +547,13 @@ func appendResponse(dst []byte, r *proto.Frame) ([]byte, error) {
 		return proto.AppendFrame(dst, &small)
 	}
 	return out, err
+}
+
+// connsLocked returns the open connections; the caller holds s.mu.
+func (s *Server) connsLocked() []*conn {
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
