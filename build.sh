@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds rpcbench, rpcserver and the grpc-go and connect-go adapters into
+# Builds rpcbench, rpcserver and the client adapters (grpc-go, connect-go;
+# wrappers for grpc-js and grpcio) into
 # DIR (default bin/). It stamps the
 # commit and whether the tree has local changes, evidence/ left out, into
 # the binaries, for env.txt: a run's own evidence files must not mark the
@@ -22,3 +23,19 @@ mkdir -p "$out"
 abs=$(cd "$out" && pwd)
 (cd adapters/grpcgo && go build -o "$abs/adapter-grpcgo" .)
 (cd adapters/connectgo && go build -o "$abs/adapter-connectgo" .)
+# The grpc-js and grpcio adapters are scripts run by node and Debian's
+# /usr/bin/python3: bin/ gets a wrapper that runs each from this tree.
+# grpc-js's packages come from its committed lockfile (npm ci) when npm
+# is here and they are not yet installed; without node, npm or grpcio
+# the wrapper is still written, and rpcbench says what is missing when
+# it starts the adapter.
+repo=$(pwd)
+if [ ! -d adapters/grpcjs/node_modules/@grpc/grpc-js ] && command -v npm >/dev/null; then
+  (cd adapters/grpcjs && npm ci --no-audit --no-fund --silent)
+fi
+for a in grpcjs grpcio; do
+  if [ -x "adapters/$a/adapter-$a" ]; then
+    printf '#!/bin/sh\nexec %s "$@"\n' "'$repo/adapters/$a/adapter-$a'" > "$abs/adapter-$a"
+    chmod +x "$abs/adapter-$a"
+  fi
+done

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
@@ -34,27 +33,15 @@ type prereqs struct {
 	// Adapters are the client adapters' binaries, by stack, for the
 	// scenarios that need one.
 	Adapters map[string]string
+	// Stacks says, for env.txt, each adapter found: its stack, version
+	// and runtime, in cut.Stacks order.
+	Stacks []string
 	// Stop stops what the check started (PostgreSQL); never nil.
 	Stop func()
 	// missing holds, for each Needs value this machine does not meet, the
 	// verdict and why that every scenario needing it gets instead of
 	// running.
 	missing map[string]unmet
-}
-
-// adapterBin returns the grpc-go adapter's binary: $RPCBENCH_ADAPTER_GRPCGO
-// when set, else adapter-grpcgo beside rpcserver, where ./build.sh puts
-// it.
-func adapterBin(serverBin string) (string, error) {
-	path := os.Getenv(cut.EnvGRPCGo)
-	if path == "" {
-		path = filepath.Join(filepath.Dir(serverBin), cut.GRPCGoBin)
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("no grpc-go adapter at %s: ./build.sh builds it beside rpcserver (it needs the module proxy for google.golang.org/grpc), or set %s", path, cut.EnvGRPCGo)
-	}
-	return path, nil
 }
 
 // unmet is what a scenario whose prerequisite is missing reports.
@@ -113,19 +100,27 @@ func checkPrereqs(ctx context.Context, r cases.Registry, serverBin string, statu
 			return p, fmt.Errorf("PostgreSQL for %s: %w", plural(n, "scenario"), err)
 		}
 	}
-	if n := need[cases.NeedsAdapter]; n > 0 {
-		bin, err := adapterBin(serverBin)
+	for _, st := range cut.Stacks() {
+		n := need[cases.NeedsAdapter(st.Name)]
+		if n == 0 {
+			continue
+		}
+		bin, info, err := st.Find(ctx, filepath.Dir(serverBin))
 		switch {
 		case err == nil:
-			p.Adapters = map[string]string{cases.StackGRPCGo: bin}
+			if p.Adapters == nil {
+				p.Adapters = map[string]string{}
+			}
+			p.Adapters[st.Name] = bin
+			p.Stacks = append(p.Stacks, fmt.Sprintf("%s %s (%s)", st.Name, info.Version, info.Runtime))
+			continue
 		case cut.Required():
-			p.missing[cases.NeedsAdapter] = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands it", err, cut.EnvRequire)}
+			p.missing[cases.NeedsAdapter(st.Name)] = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands it", err, cut.EnvRequire)}
 		default:
-			p.missing[cases.NeedsAdapter] = unmet{report.Skipped, err.Error()}
+			p.missing[cases.NeedsAdapter(st.Name)] = unmet{report.Skipped, err.Error()}
 		}
-		if m, ok := p.missing[cases.NeedsAdapter]; ok {
-			fmt.Fprintf(status, "rpcbench: %s will %s without the grpc-go adapter: %v\n", plural(n, "scenario"), m.verdict, err)
-		}
+		m := p.missing[cases.NeedsAdapter(st.Name)]
+		fmt.Fprintf(status, "rpcbench: %s will %s without the %s adapter: %v\n", plural(n, "scenario"), m.verdict, st.Name, err)
 	}
 	if n := need[cases.NeedsNetwork]; n > 0 {
 		if err := netnsAvailable(); err != nil {

@@ -124,6 +124,13 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ev != nil {
+		for _, s := range pre.Stacks {
+			if err := ev.AddEnv("stack", s); err != nil {
+				return nil, evidenceError(b.Evidence, err)
+			}
+		}
+	}
 	if b.Announce != "" {
 		where := "no evidence written"
 		if ev != nil {

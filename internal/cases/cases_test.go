@@ -68,25 +68,57 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	netnsErr = nethost.Available()
-	// The grpc-go adapter is built by ./build.sh, in its own module; the
-	// scenarios that drive it skip without it, unless it is required.
-	adapter := os.Getenv(cut.EnvGRPCGo)
-	if adapter == "" {
-		adapter = filepath.Join("..", "..", "bin", cut.GRPCGoBin)
-	}
-	if abs, err := filepath.Abs(adapter); err == nil {
-		if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-			env.Adapters = map[string]string{StackGRPCGo: abs}
+	// The adapters are built by ./build.sh beside rpcserver, the Go ones
+	// in modules of their own; the scenarios that drive one skip without
+	// it, unless they are required.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adapterSkip = map[string]string{}
+	for _, st := range cut.Stacks() {
+		bin, _, err := st.Find(ctx, filepath.Join("..", "..", "bin"))
+		if err != nil {
+			adapterSkip[st.Name] = err.Error()
+			continue
 		}
-	}
-	if env.Adapters == nil {
-		adapterSkip = fmt.Sprintf("no grpc-go adapter at %s: run ./build.sh, or set %s", adapter, cut.EnvGRPCGo)
+		if env.Adapters == nil {
+			env.Adapters = map[string]string{}
+		}
+		env.Adapters[st.Name] = bin
 	}
 	return m.Run()
 }
 
-// adapterSkip is why the NeedsAdapter scenarios skip, when they do.
-var adapterSkip string
+// adapterSkip says, by stack, why the scenarios that drive its adapter
+// skip, when they do.
+var adapterSkip map[string]string
+
+// adapterMissing returns why c cannot run here for want of an adapter,
+// or "".
+func adapterMissing(c Case) string {
+	stack, ok := AdapterNeeded(c.Needs)
+	if !ok {
+		return ""
+	}
+	return adapterSkip[stack]
+}
+
+// inGoTest reports whether TestCases runs c. It runs every column of
+// rpcbench's own client and grpc-go's, and of the other stacks only the
+// scenarios of goTestStackScenarios, so that go test sees each adapter
+// work while keeping within its time: the grpc group runs them all
+// (rpcbench all --group grpc, which .ci/run diffs against the
+// evidence).
+func inGoTest(c Case) bool {
+	stack, ok := AdapterNeeded(c.Needs)
+	if !ok || stack == StackGRPCGo {
+		return true
+	}
+	return slices.ContainsFunc(goTestStackScenarios, func(sc string) bool { return strings.HasPrefix(c.Name, sc+"_") })
+}
+
+// goTestStackScenarios are the grpc scenarios TestCases runs in every
+// stack's columns.
+var goTestStackScenarios = []string{"grpc_concurrent_own_answers", "grpc_unavailable_after_exec"}
 
 // pgSkip is why the PostgreSQL scenarios skip, when they do.
 var pgSkip string
@@ -103,11 +135,13 @@ func TestCases(t *testing.T) {
 			switch {
 			case c.Needs == NeedsPostgres && env.Postgres == nil:
 				t.Skip(pgSkip)
-			case c.Needs == NeedsAdapter && env.Adapters == nil:
+			case adapterMissing(c) != "":
 				if cut.Required() {
-					t.Fatalf("%s; %s=1 demands it", adapterSkip, cut.EnvRequire)
+					t.Fatalf("%s; %s=1 demands it", adapterMissing(c), cut.EnvRequire)
 				}
-				t.Skip(adapterSkip)
+				t.Skip(adapterMissing(c))
+			case !inGoTest(c):
+				t.Skip("the grpc group runs it: rpcbench all --group grpc")
 			case c.Needs == NeedsNetwork && netnsErr != nil:
 				if nethost.Required() {
 					t.Fatalf("%v; %s=1 demands test hosts", netnsErr, nethost.EnvRequire)
@@ -334,7 +368,7 @@ func TestNoServerScenarios(t *testing.T) {
 			continue
 		}
 		noServer = append(noServer, c.Name)
-		if c.Needs == NeedsAdapter && env.Adapters == nil {
+		if adapterMissing(c) != "" || !inGoTest(c) {
 			continue // TestCases says why it skips
 		}
 		if line := c.Run(context.Background(), Env{ServerBin: "/nonexistent/rpcserver", LogDir: t.TempDir(), Adapters: env.Adapters}); !line.Passed() {

@@ -34,70 +34,105 @@ import (
 // is an ERROR.
 
 // Stacks: the reference column's, rpcbench's own client, and those of
-// the client adapters, as their init_ok names them.
+// the client adapters, as their init_ok names them (cut.Stacks).
 const (
-	StackRPCBench = "rpcbench"
-	StackGRPCGo   = "grpc-go"
+	StackRPCBench  = "rpcbench"
+	StackGRPCGo    = "grpc-go"
+	StackGRPCJS    = "grpc-js"
+	StackGRPCIO    = "grpcio"
+	StackConnectGo = "connect-go"
 )
 
-// NeedsAdapter is the Needs of a scenario that drives a client adapter:
-// Env.Adapters must name the binary of its stack.
-const NeedsAdapter = "adapter"
+// needsAdapterPrefix starts the Needs of a scenario that drives a
+// client adapter.
+const needsAdapterPrefix = "adapter:"
+
+// NeedsAdapter is the Needs of a scenario that drives stack's client
+// adapter: Env.Adapters must name its binary.
+func NeedsAdapter(stack string) string { return needsAdapterPrefix + stack }
+
+// AdapterNeeded returns the stack a Needs value of NeedsAdapter names.
+func AdapterNeeded(needs string) (stack string, ok bool) {
+	return strings.CutPrefix(needs, needsAdapterPrefix)
+}
 
 // column is one (stack, configuration) a grpc scenario runs in.
 type column struct {
 	stack string
 	// config names the configuration: "client" for rpcbench's own
-	// client in its default configuration, else a cut.GRPCConfig's name.
+	// client in its default configuration, "hedged" for it hedging, else
+	// a cut.GRPCConfig's name.
 	config string
 	grpc   cut.GRPCConfig
+	// cut is the adapter's stack; zero in the reference column.
+	cut cut.Stack
 }
 
 // slug is the column's part of a scenario's name: snake_case.
 func (c column) slug() string {
 	s := c.stack + "_" + c.config
-	if c.stack == StackRPCBench {
+	if c.stack == StackRPCBench && c.config == "client" {
 		s = c.stack
 	}
 	return strings.NewReplacer("-", "", "+", "_").Replace(s)
 }
 
-// grpcColumns are the columns of every grpc scenario but the keepalive
-// ones, the reference first.
-func grpcColumns() []column {
-	return columnsWhere(func(g cut.GRPCConfig) bool { return g.Keepalive == nil })
+// The kinds of grpc scenario, by the configurations they run in.
+const (
+	// kindPlain runs in every configuration without a keepalive or a
+	// hedging policy.
+	kindPlain = iota
+	// kindKeepalive runs in the keepalive configuration: the others
+	// would wait out every such scenario's deadline and show nothing
+	// new.
+	kindKeepalive
+	// kindHedge runs in the default configuration, as the control, and
+	// the hedged one.
+	kindHedge
+)
+
+// configsOf are the names of the adapter configurations a scenario of
+// kind runs in, and the reference column's.
+func configsOf(kind int) (adapter []string, reference string) {
+	switch kind {
+	case kindKeepalive:
+		return []string{"keepalive"}, "client"
+	case kindHedge:
+		return []string{"default", "hedged"}, "hedged"
+	}
+	return []string{"default", "retry", "retry+key", "throttled"}, "client"
 }
 
-// keepaliveColumns are the columns of a keepalive scenario: the
-// reference, then the configurations with a client keepalive. The
-// others would wait out every such scenario's deadline and show
-// nothing new.
-func keepaliveColumns() []column {
-	return columnsWhere(func(g cut.GRPCConfig) bool { return g.Keepalive != nil })
-}
-
-// allColumns are every column some grpc scenario runs in.
-func allColumns() []column { return columnsWhere(func(cut.GRPCConfig) bool { return true }) }
-
-// columnsWhere is the reference column, then the adapter columns whose
-// configuration keep accepts.
-func columnsWhere(keep func(cut.GRPCConfig) bool) []column {
-	cols := []column{{stack: StackRPCBench, config: "client"}}
-	for _, g := range cut.GRPCConfigs() {
-		if keep(g) {
-			cols = append(cols, column{stack: StackGRPCGo, config: g.Name, grpc: g})
+// columnsOf are the columns of a scenario of kind: the reference, then
+// each stack in each of the kind's configurations.
+func columnsOf(kind int) []column {
+	names, ref := configsOf(kind)
+	cols := []column{{stack: StackRPCBench, config: ref}}
+	for _, st := range cut.Stacks() {
+		for _, g := range cut.GRPCConfigs() {
+			if slices.Contains(names, g.Name) {
+				cols = append(cols, column{stack: st.Name, config: g.Name, grpc: g, cut: st})
+			}
 		}
 	}
 	return cols
 }
 
-// columns are the columns sc runs in.
-func (sc grpcScenario) columns() []column {
-	if sc.keepalive {
-		return keepaliveColumns()
+// allColumns are every column some grpc scenario runs in.
+func allColumns() []column {
+	var out []column
+	for _, kind := range []int{kindPlain, kindKeepalive, kindHedge} {
+		for _, col := range columnsOf(kind) {
+			if !slices.ContainsFunc(out, func(c column) bool { return c.stack == col.stack && c.config == col.config }) {
+				out = append(out, col)
+			}
+		}
 	}
-	return grpcColumns()
+	return out
 }
+
+// columns are the columns sc runs in.
+func (sc grpcScenario) columns() []column { return columnsOf(sc.kind) }
 
 // Invariants the grpc scenarios observe.
 const (
@@ -153,9 +188,16 @@ type grpcScenario struct {
 	// on, in every column.
 	noServer bool
 	run      func(g *grpcT)
-	// keepalive runs the scenario in keepaliveColumns instead of
-	// grpcColumns.
-	keepalive bool
+	// invs are the invariants the scenario observes, each once: all of
+	// them unsupported in a column whose stack lacks a capability the
+	// column needs.
+	invs []string
+	// kind says which configurations it runs in: kindPlain,
+	// kindKeepalive or kindHedge.
+	kind int
+	// needs are the capabilities a stack must have for the scenario to
+	// mean anything in it, beyond its configuration's.
+	needs []string
 }
 
 // unsupportedIn reports whether sc has nothing to run in col.
@@ -171,7 +213,7 @@ func grpcCases(scs []grpcScenario) []Case {
 			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
 				Doc: sc.doc + " (" + col.stack + ", " + col.config + ")"}
 			if col.stack != StackRPCBench {
-				c.Needs = NeedsAdapter
+				c.Needs = NeedsAdapter(col.stack)
 			}
 			c.NoServer = sc.noServer || sc.unsupportedIn(col)
 			c.run = func(t *T) { runGRPC(t, sc, col) }
@@ -197,7 +239,10 @@ type grpcT struct {
 	opts serverOpts
 }
 
-// runGRPC runs sc in col and judges it against the stack's pins.
+// runGRPC runs sc in col and judges it against the stack's pins. In an
+// adapter column the adapter starts first: a stack lacking what the
+// column needs, by its own init_ok, observes every invariant of sc
+// unsupported and starts no server.
 func runGRPC(t *T, sc grpcScenario, col column) {
 	g := &grpcT{T: t, sc: sc, col: col}
 	t.Field("scenario", sc.name)
@@ -207,10 +252,37 @@ func runGRPC(t *T, sc grpcScenario, col column) {
 	if err != nil {
 		t.Errored("%v", err)
 	}
-	sc.run(g)
+	if col.stack != StackRPCBench {
+		g.adapter = g.startAdapter(col.stack)
+		caps := g.adapter.Info().Caps
+		if lack := caps.Missing(append(slices.Clone(col.grpc.Needs), sc.needs...)...); len(lack) > 0 {
+			g.unsupported(col.stack+" lacks "+strings.Join(lack, ", "), sc.invs...)
+		} else {
+			g.col.grpc = col.grpc.Adjust(col.cut, caps)
+			sc.run(g)
+		}
+	} else {
+		sc.run(g)
+	}
+	g.observedAll()
 	j := p.Judge(col.config, sc.name, g.obs)
 	for _, d := range j.Disagreements {
 		t.Check(false, "%s", d)
+	}
+}
+
+// observedAll fails the scenario unless it observed each invariant it
+// declares once, and no other: a column where it observed fewer would
+// leave a scorecard row blank without saying why.
+func (g *grpcT) observedAll() {
+	var got []string
+	for _, o := range g.obs {
+		got = append(got, o.Invariant)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(g.sc.invs))
+	if len(g.errors) == 0 && len(g.failures) == 0 && !slices.Equal(got, want) {
+		g.Check(false, "observed invariants %v, the scenario declares %v", got, g.sc.invs)
 	}
 }
 
@@ -273,8 +345,8 @@ func holds(ok bool) pins.Outcome {
 // unsupported in the reference column.
 type grpcFault struct{ grpc, rb string }
 
-// start starts the server with the scenario's fault and, in an adapter
-// column, the adapter. It reports false in the reference column when the
+// start starts the server with the scenario's fault (runGRPC has started
+// the adapter of an adapter column). It reports false in the reference column when the
 // fault has no equivalent there: the scenario then observes its
 // invariants as unsupported.
 func (g *grpcT) start() bool {
@@ -288,9 +360,7 @@ func (g *grpcT) start() bool {
 		}
 		g.target = addr
 		if g.col.stack == StackRPCBench {
-			g.rb = g.client(addr, client.DefaultConfig())
-		} else {
-			g.adapter = g.startAdapter(g.col.stack)
+			g.rb = g.client(addr, g.referenceConfig())
 		}
 		return true
 	}
@@ -303,7 +373,7 @@ func (g *grpcT) start() bool {
 		}
 		g.s = g.startServer(o)
 		g.target = g.s.Addr
-		g.rb = g.client(g.s.Addr, client.DefaultConfig())
+		g.rb = g.client(g.s.Addr, g.referenceConfig())
 		return true
 	}
 	if f.grpc != "" {
@@ -311,8 +381,19 @@ func (g *grpcT) start() bool {
 	}
 	g.s = g.startServer(o)
 	g.target = g.s.Addr
-	g.adapter = g.startAdapter(g.col.stack)
 	return true
+}
+
+// referenceConfig is rpcbench's own client's configuration in the
+// reference column: its defaults, hedging idempotent calls as the hedged
+// configuration does (3 attempts, 100ms apart) in the column of that
+// name.
+func (g *grpcT) referenceConfig() client.Config {
+	cfg := client.DefaultConfig()
+	if g.col.config == "hedged" {
+		cfg.Hedge = &client.HedgeConfig{Delay: 100 * time.Millisecond, MaxHedges: 2}
+	}
+	return cfg
 }
 
 // startAdapter starts the stack's adapter, its stderr in the log

@@ -270,13 +270,13 @@ func TestMutants(t *testing.T) {
 	}
 	// Scenarios that drive a client adapter need its binary: without it
 	// their mutants are left out, unless RPCBENCH_REQUIRE_ADAPTERS=1.
-	if env.Adapters == nil && cut.Required() {
-		t.Fatalf("%s; %s=1 demands it", adapterSkip, cut.EnvRequire)
+	if why := adapterSkip[StackGRPCGo]; why != "" && cut.Required() {
+		t.Fatalf("%s; %s=1 demands it", why, cut.EnvRequire)
 	}
 	runnable := func(m mutant) bool {
 		for name := range m.catch {
 			c, _ := Default().Lookup(name)
-			if c.Needs == NeedsNetwork && netErr != nil || c.Needs == NeedsAdapter && env.Adapters == nil {
+			if c.Needs == NeedsNetwork && netErr != nil || adapterMissing(c) != "" {
 				return false
 			}
 		}

@@ -20,6 +20,10 @@ type GRPCConfig struct {
 	Keepalive *Keepalive
 	// Key says the harness sends an idempotency-key with each debit.
 	Key bool
+	// Needs are the capabilities a stack must have for the
+	// configuration to mean what its name says; in a stack without one,
+	// its cells are unsupported.
+	Needs []string
 }
 
 // The service configs, as files so that the grpc-go adapter's tests
@@ -36,8 +40,7 @@ func grpcServiceConfig(file string) json.RawMessage {
 	return b
 }
 
-// GRPCConfigs returns the configurations of issue 22, in scorecard
-// order:
+// GRPCConfigs returns the configurations, in scorecard order:
 //   - default: no service config, so only transparent retries;
 //   - retry: a retryPolicy for UNAVAILABLE, 4 attempts, backoff 20ms to
 //     200ms ×2 (rpcbench's own client's defaults, so the reference
@@ -45,18 +48,39 @@ func grpcServiceConfig(file string) json.RawMessage {
 //   - retry+key: the same, each debit with an idempotency key;
 //   - throttled: the same policy under retryThrottling 10 tokens, ratio
 //     0.1;
+//   - hedged: a hedgingPolicy of 3 attempts 100ms apart for the whole
+//     service, the debit included, for the hedging scenarios;
 //   - keepalive: the retry policy with pings after 10s idle (grpc-go's
-//     floor), 1s for the ACK, for the scenario that blackholes a
-//     connection.
+//     floor), 1s for the ACK, for the scenarios that silence a
+//     connection. For a stack without a retry policy, Adjust drops it.
 func GRPCConfigs() []GRPCConfig {
 	retry := grpcServiceConfig("retry.json")
 	return []GRPCConfig{
 		{Name: "default"},
-		{Name: "retry", ServiceConfig: retry},
-		{Name: "retry+key", ServiceConfig: retry, Key: true},
-		{Name: "throttled", ServiceConfig: grpcServiceConfig("throttled.json")},
-		{Name: "keepalive", ServiceConfig: retry, Keepalive: &Keepalive{Time: 10 * time.Second, Timeout: time.Second}},
+		{Name: "retry", ServiceConfig: retry, Needs: []string{CapRetryPolicy}},
+		{Name: "retry+key", ServiceConfig: retry, Key: true, Needs: []string{CapRetryPolicy}},
+		{Name: "throttled", ServiceConfig: grpcServiceConfig("throttled.json"), Needs: []string{CapRetryPolicy, CapThrottling}},
+		{Name: "hedged", ServiceConfig: grpcServiceConfig("hedged.json"), Needs: []string{CapHedging}},
+		{Name: "keepalive", ServiceConfig: retry, Keepalive: &Keepalive{Time: 10 * time.Second, Timeout: time.Second}, Needs: []string{CapKeepalive}},
 	}
+}
+
+// Adjust returns g as stack s, with capabilities caps, is configured in
+// it: a keepalive configuration permits pings without a stream for a
+// stack whose pings always go, and carries no retry policy for a stack
+// without one. Other configurations are as they are: a stack lacking
+// what they need does not run them.
+func (g GRPCConfig) Adjust(s Stack, caps Capabilities) GRPCConfig {
+	if g.Keepalive == nil {
+		return g
+	}
+	k := *g.Keepalive
+	k.PermitWithoutStream = k.PermitWithoutStream || s.PingsAlways
+	g.Keepalive = &k
+	if !caps.RetryPolicy {
+		g.ServiceConfig = nil
+	}
+	return g
 }
 
 // Channel returns a channel in this configuration.

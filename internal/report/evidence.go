@@ -144,6 +144,23 @@ func (e *Evidence) LogDir() string { return filepath.Join(e.tmp, LogsDir) }
 // Add appends l to output.txt.
 func (e *Evidence) Add(l Line) error { return e.out.Add(l) }
 
+// AddEnv appends a "key: value" line to env.txt, for what a run learns
+// of its machine after it started (the adapters' stacks and versions).
+func (e *Evidence) AddEnv(key, value string) error {
+	f, err := os.OpenFile(filepath.Join(e.tmp, EnvFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("report: evidence: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "%s: %s\n", key, value)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("report: evidence: write %s: %w", EnvFile, err)
+	}
+	return nil
+}
+
 // AddCounts appends the per-case table of the lines added so far to
 // output.txt.
 func (e *Evidence) AddCounts() error { return e.out.AddCounts() }
