@@ -1,5 +1,7 @@
 package cases
 
+import "github.com/rpcbench/rpcbench/internal/cut"
+
 const GroupGRPC = "grpc"
 
 // grpcGroup is every grpc scenario in every column (harness_grpc.go).
@@ -31,6 +33,9 @@ func grpcScenarios() []grpcScenario {
 		{name: "grpc_noreply_within_deadline", doc: "the server executes a keyless debit and never answers: the call returns by its 1s deadline, executed once", fault: f("kind=noreply method=debit count=1"), run: grpcNoReplyWithinDeadline, invs: []string{invExecOnce, invWithinDeadline}},
 		{name: "grpc_server_skips_expired", doc: "the server's only worker is busy with a 500ms get; a keyless debit with a 100ms deadline waits behind it: the server never executes it", fault: f("kind=sleep method=get count=1 delay=500ms"), run: grpcServerSkipsExpired, invs: []string{invWithinDeadline, invExpiredSkipped}},
 		{name: "grpc_server_starts_late", doc: "a keyless debit is made while nothing listens; the server binds 300ms later, and a second debit is made as soon as it listens: is it served?", run: grpcServerStartsLate, invs: []string{invExecOnce, invServesOnceUp}},
+		{name: "grpc_wait_for_ready", doc: "a keyless debit with wait-for-ready is made while nothing listens, and the server binds 300ms later: does the call wait for it and get served, once, by its 2s deadline?", run: grpcWaitForReady, invs: []string{invExecOnce, invWaitsForReady}, needs: []string{cut.CapWaitForReady}},
+		{name: "grpc_hedged_get_tail", doc: "ten gets one at a time, the first slept 1s by the server: with hedging 100ms apart the slowest returns before the sleep ends, and only the slow get is hedged", fault: f("kind=sleep method=get count=1 delay=1s"), run: grpcHedgedGetTail, invs: []string{invHedgeTail, invHedgeBounded}, kind: kindHedge},
+		{name: "grpc_hedged_debit", doc: "the server executes a keyless debit at once and answers it 1s late: a stack hedging the whole service sends a second attempt after 100ms, which the server executes too; how often the debit ran", fault: f("kind=late method=debit count=1 delay=1s"), run: grpcHedgedDebit, invs: []string{invExecOnce, invOKExecuted}, kind: kindHedge},
 		{name: "grpc_silent_peer", doc: "the server executes a keyless debit, then its connection goes silent (open and read, nothing written, PING ACKs included): when the client declares the peer dead, and how often the debit executed", fault: g("kind=silent method=debit count=1"), run: grpcSilentPeer, invs: []string{invExecOnce, invDeadPeer}, kind: kindKeepalive},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
-	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
@@ -303,9 +302,7 @@ func grpcServerStartsLate(g *grpcT) {
 	s := g.startServerNoWait(o)
 	g.target = addr
 	if g.col.stack == StackRPCBench {
-		g.rb = g.client(addr, client.DefaultConfig())
-	} else {
-		g.adapter = g.startAdapter(g.col.stack)
+		g.rb = g.client(addr, g.referenceConfig())
 	}
 	first := g.do(call{method: bank.MethodDebit, account: "acct-W1", amount: 10, deadline: time.Second})
 	if err := s.Await(g.ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
@@ -366,3 +363,90 @@ func grpcSilentPeer(g *grpcT) {
 	g.observe(invExecOnce, holds(n <= 1))
 	g.observe(invDeadPeer, holds(detected))
 }
+
+// grpcWaitForReady: a keyless debit with wait-for-ready is made while
+// nothing listens, and the server binds grpcStartDelay later: the call
+// must wait for it rather than fail, and be served once, within its
+// deadline. rpcbench's own client has no such option (its dials on each
+// attempt are grpc_server_starts_late's).
+func grpcWaitForReady(g *grpcT) {
+	if g.col.stack == StackRPCBench {
+		g.unsupported("rpcbench's client has no wait-for-ready option", invExecOnce, invWaitsForReady)
+		return
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		g.Fatalf("free address: %v", err)
+	}
+	o := g.opts
+	o.GRPC, o.Addr, o.StartDelay = true, addr, grpcStartDelay
+	s := g.startServerNoWait(o)
+	g.target = addr
+	const account = "acct-WR"
+	p := g.begin([]call{{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcDeadline, waitForReady: true}})
+	if err := s.Await(g.ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
+		g.Fatalf("start rpcserver: %v", err)
+	}
+	g.s = s
+	a := p.wait()[0]
+	n := g.executions(account)
+	g.Field("code", a.code)
+	g.Field("executions", n)
+	g.Volatile("elapsed", ms(a.elapsed))
+	g.observe(invExecOnce, holds(n <= 1))
+	g.observe(invWaitsForReady, holds(a.code == "OK" && n == 1))
+}
+
+// grpcHedgeDelay is the hedged configuration's hedgingDelay, and
+// rpcbench's own in the reference column.
+const grpcHedgeDelay = 100 * time.Millisecond
+
+// grpcHedgeSlow is how long the server sleeps the slow get of
+// grpc_hedged_get_tail.
+const grpcHedgeSlow = time.Second
+
+// grpcHedgeGets are the gets of grpc_hedged_get_tail, one at a time;
+// the first is the slow one.
+const grpcHedgeGets = 10
+
+// grpcHedgeSlack is how many requests past the hedges of the slow get
+// grpc_hedged_get_tail allows: a get answered in about a millisecond may
+// still outlast the 100ms hedging delay on a loaded machine.
+const grpcHedgeSlack = 2
+
+// grpcHedgedGetTail makes ten gets one at a time; the server sleeps the
+// first for grpcHedgeSlow. A hedging stack sends another attempt after
+// the hedging delay, which the server answers at once: the slowest get
+// then returns well before the sleep ends (hedge_cuts_tail), and the
+// fast gets send no hedges (hedges_bounded: at most the slow get's two
+// hedges more than there are gets, and grpcHedgeSlack).
+func grpcHedgedGetTail(g *grpcT) {
+	g.start()
+	var slowest time.Duration
+	requests := 0
+	for i := range grpcHedgeGets {
+		a := g.do(call{method: bank.MethodGet, account: fmt.Sprintf("acct-H%02d", i), deadline: grpcDeadline})
+		if a.code != "OK" {
+			g.Fatalf("get %d ended %s, want OK", i, a.code)
+		}
+		slowest = max(slowest, a.elapsed)
+		requests += a.requests
+	}
+	g.faultFired()
+	bound := grpcHedgeGets + 2 + grpcHedgeSlack
+	g.Field("calls", grpcHedgeGets)
+	g.Field("slow", ms(grpcHedgeSlow))
+	g.Volatile("slowest", ms(slowest))
+	g.Volatile("requests", requests)
+	g.Field("requestsBound", bound)
+	g.observe(invHedgeTail, holds(slowest < grpcHedgeSlow))
+	g.observe(invHedgeBounded, holds(requests <= bound))
+}
+
+// grpcHedgedDebit: the server executes a keyless debit at once and
+// answers it a second late. A stack hedging the whole service, the debit
+// included, sends a second attempt after the hedging delay, which the
+// server executes too: how often the debit ran. (A debit slept before
+// executing would not show it: the first answer cancels the other
+// attempt, and the server drops a cancelled sleep unexecuted.)
+func grpcHedgedDebit(g *grpcT) { g.debitOnce(false) }

@@ -170,11 +170,21 @@ const (
 	// invDeadPeer: a connection whose peer went silent was closed by the
 	// client, by the server's log, before the call's deadline.
 	invDeadPeer = "dead_peer_detected"
+	// invWaitsForReady: a wait-for-ready call made while nothing
+	// listened was served, once, when the server came up within its
+	// deadline.
+	invWaitsForReady = "waits_for_ready"
+	// invHedgeTail: the slowest of a run of gets, one of which the
+	// server sleeps, returned before that sleep ended.
+	invHedgeTail = "hedge_cuts_tail"
+	// invHedgeBounded: hedging sent no more requests than the slow get's
+	// hedges, with slack for a loaded machine.
+	invHedgeBounded = "hedges_bounded"
 )
 
 // grpcInvariants are every invariant a pin may name.
 var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback, invAmplification, invTimeoutLeft,
-	invExpiredSkipped, invServesOnceUp, invDeadPeer}
+	invExpiredSkipped, invServesOnceUp, invDeadPeer, invWaitsForReady, invHedgeTail, invHedgeBounded}
 
 // grpcScenario is one scenario of the grpc group, before it is spread
 // over the columns.
@@ -431,6 +441,9 @@ type call struct {
 	amount   int64
 	deadline time.Duration
 	sleepMs  int64
+	// waitForReady sets the call's wait-for-ready; rpcbench's client has
+	// no such option.
+	waitForReady bool
 }
 
 // answer is what a caller learned of a call, and how many requests for
@@ -507,7 +520,7 @@ func (g *grpcT) begin(cs []call) *pending {
 			g.Fatalf("request: %v", err)
 		}
 		cc := cut.Call{Channel: g.col.grpc.Channel("ch1", g.target), Method: method,
-			Request: body, Deadline: c.deadline, Name: p.names[i], Key: keys[i]}
+			Request: body, Deadline: c.deadline, Name: p.names[i], Key: keys[i], WaitForReady: c.waitForReady}
 		p.wg.Go(func() {
 			r, err := g.adapter.Do(g.ctx, cc)
 			p.raws[i] = rawResult{r, err}
