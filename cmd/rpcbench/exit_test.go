@@ -82,7 +82,7 @@ func TestReadmeScorecard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want strings.Builder
-	if err := card.WriteMarkdown(&want, ""); err != nil {
+	if err := card.WriteMarkdownByStack(&want, ""); err != nil {
 		t.Fatal(err)
 	}
 	got := text[i+len(begin) : j]

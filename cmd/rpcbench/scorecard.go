@@ -37,8 +37,11 @@ fault). A violation is a finding about the stack, pinned with its reason
 in expectations/STACK.txt; a cell whose case did not pass shows its
 verdict, (FAIL) or (ERROR), and is not to be trusted as it stands.
 
---markdown writes the table as GitHub Markdown, each cell linking to its
-case on the report page named by --page; --json writes it as JSON.
+--markdown writes it as GitHub Markdown, one table per stack beside the
+reference column, leaving out the configurations a stack lacks the
+capability for (named above its table), each cell linking to its case
+on the report page named by --page; --json writes the whole card as
+JSON.
 
 Exit status: 0 card printed, 2 usage error, or the evidence could not be
 read or holds no grpc case.`,
@@ -94,7 +97,7 @@ func runScorecard(o *scorecardOptions) error {
 		}
 	}
 	if f := files[1]; f != nil {
-		if err := card.WriteMarkdown(f, o.Page); err != nil {
+		if err := card.WriteMarkdownByStack(f, o.Page); err != nil {
 			return fmt.Errorf("--markdown %s: %w", o.Markdown, err)
 		}
 		if err := f.Commit(); err != nil {

@@ -204,3 +204,106 @@ func (c Card) WriteJSON(w io.Writer) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(c)
 }
+
+// ByStack splits the card into one per stack other than the first
+// column's (the reference), in the order they first appear, each with
+// the reference columns first. A column whose every cell is n/a or
+// missing is left out and named in the card's Unrun; a row with no cell
+// left is dropped.
+func (c Card) ByStack() []StackCard {
+	if len(c.Columns) == 0 {
+		return nil
+	}
+	ref := c.Columns[0].Stack
+	var stacks []string
+	for _, col := range c.Columns {
+		if col.Stack != ref && !slices.Contains(stacks, col.Stack) {
+			stacks = append(stacks, col.Stack)
+		}
+	}
+	var out []StackCard
+	for _, st := range stacks {
+		sc := StackCard{Stack: st}
+		var keep []int
+		for i, col := range c.Columns {
+			switch {
+			case col.Stack == ref:
+				keep = append(keep, i)
+			case col.Stack == st:
+				if sc.Version == "" {
+					sc.Version = col.Version
+				}
+				if c.runs(i) {
+					keep = append(keep, i)
+				} else {
+					sc.Unrun = append(sc.Unrun, col.Config)
+				}
+			}
+		}
+		for _, i := range keep {
+			sc.Card.Columns = append(sc.Card.Columns, c.Columns[i])
+		}
+		for _, r := range c.Rows {
+			nr := Row{Scenario: r.Scenario, Invariant: r.Invariant}
+			any := false
+			for _, i := range keep {
+				nr.Cells = append(nr.Cells, r.Cells[i])
+				any = any || (c.Columns[i].Stack == st && r.Cells[i].Case != "")
+			}
+			if any {
+				sc.Card.Rows = append(sc.Card.Rows, nr)
+			}
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// runs reports whether column i has a cell that is neither n/a nor
+// missing, or belongs to a case that did not pass.
+func (c Card) runs(i int) bool {
+	for _, r := range c.Rows {
+		cl := r.Cells[i]
+		if cl.Case != "" && (cl.Outcome != "unsupported" || cl.Verdict != report.Pass.String()) {
+			return true
+		}
+	}
+	return false
+}
+
+// StackCard is one stack's part of a card, beside the reference.
+type StackCard struct {
+	Stack, Version string
+	Card           Card
+	// Unrun are the stack's configurations whose every cell is n/a: the
+	// stack lacks what they need, by its own adapter's word.
+	Unrun []string
+}
+
+// WriteMarkdownByStack writes a heading line and a table for each
+// stack of ByStack, and the configurations it could not run, linking
+// cells to page as WriteMarkdown does.
+func (c Card) WriteMarkdownByStack(w io.Writer, page string) error {
+	for i, sc := range c.ByStack() {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		head := "**" + sc.Stack
+		if sc.Version != "" {
+			head += " " + sc.Version
+		}
+		head += "**"
+		if len(sc.Unrun) > 0 {
+			head += fmt.Sprintf(" (n/a throughout, for want of a capability: `%s`)", strings.Join(sc.Unrun, "`, `"))
+		}
+		if _, err := io.WriteString(w, head+"\n\n"); err != nil {
+			return err
+		}
+		if err := sc.Card.WriteMarkdown(w, page); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -87,3 +87,37 @@ func TestBuildNothing(t *testing.T) {
 		t.Errorf("Build of no grpc line: %v, want an error saying so", err)
 	}
 }
+
+// TestByStack: each stack beside the reference columns, a column of n/a
+// cells named instead of shown, rows the stack has no cell in dropped.
+func TestByStack(t *testing.T) {
+	const two = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once=violated
+CASE a_connectgo_default PASS scenario=a stack=connect-go config=default version=1.21.1 exec_at_most_once=holds
+CASE a_connectgo_retry PASS scenario=a stack=connect-go config=retry version=1.21.1 unsupported=[connect-go lacks retry_policy] exec_at_most_once=unsupported
+CASE k_rpcbench PASS scenario=k stack=rpcbench config=client dead_peer_detected=unsupported
+CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1.85.0 dead_peer_detected=holds
+`
+	lines, err := report.ReadOutput(strings.NewReader(two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Build(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := c.WriteMarkdownByStack(&b, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := "**grpc-go 1.85.0**\n\n" +
+		"| scenario | invariant | rpcbench client | grpc-go 1.85.0 default | grpc-go 1.85.0 keepalive |\n|---|---|---|---|---|\n" +
+		"| `a` | `exec_at_most_once` | holds | **VIOLATED** | - |\n" +
+		"| `k` | `dead_peer_detected` | n/a | - | holds |\n" +
+		"\n**connect-go 1.21.1** (n/a throughout, for want of a capability: `retry`)\n\n" +
+		"| scenario | invariant | rpcbench client | connect-go 1.21.1 default |\n|---|---|---|---|\n" +
+		"| `a` | `exec_at_most_once` | holds | holds |\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("markdown by stack (-want +got):\n%s", diff)
+	}
+}
