@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds rpcbench, rpcserver and the grpc-go adapter into bin/ and runs
+# Builds rpcbench, rpcserver and the client adapters into bin/ and runs
 # every group: the scenarios of the evidence group into evidence/, then
 # robustness, durability, chaos, governance, network, grpc and deploy into
 # evidence/GROUP. Extra
@@ -8,7 +8,7 @@
 # writing no evidence unless --evidence DIR is given: part of a group
 # must not replace its evidence, and a name matches in one group only.
 # Scenarios whose prerequisite is missing here (PostgreSQL; root and
-# iproute2 for network; the adapter, when it could not be built) print SKIP with the reason; it exits 0 unless a
+# iproute2 for network; a client adapter that could not be built or started) print SKIP with the reason; it exits 0 unless a
 # scenario failed.
 set -euo pipefail
 cd "$(dirname "$0")"

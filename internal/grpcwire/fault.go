@@ -119,7 +119,8 @@ type Fault struct {
 	// Count is how many matching requests the rule fires on before it is
 	// spent; zero means every matching request.
 	Count int
-	// Delay is FaultLate's extra lateness and FaultSleep's pause.
+	// Delay is FaultLate's extra lateness, FaultSleep's pause, and how
+	// long FaultUnavailable waits before it refuses.
 	Delay time.Duration
 	// RetryAfter is FaultUnavailable's grpc-retry-pushback-ms: zero sends
 	// none, a positive duration sends it in whole milliseconds rounded
@@ -262,8 +263,8 @@ func ParseFault(s string) (Fault, error) {
 		return f, fmt.Errorf("grpcwire: fault %q: code is required with kind=rst and only there", s)
 	case f.Headers && (f.Kind != FaultRST || f.Code == http2.ErrCodeRefusedStream):
 		return f, fmt.Errorf("grpcwire: fault %q: headers=true is only for kind=rst with a code other than REFUSED_STREAM, which says the stream was not processed", s)
-	case f.Delay != 0 && f.Kind != FaultLate && f.Kind != FaultSleep:
-		return f, fmt.Errorf("grpcwire: fault %q: delay is only for kind=late and kind=sleep", s)
+	case f.Delay != 0 && f.Kind != FaultLate && f.Kind != FaultSleep && f.Kind != FaultUnavailable:
+		return f, fmt.Errorf("grpcwire: fault %q: delay is only for kind=late, kind=sleep and kind=unavailable", s)
 	}
 	return f, nil
 }

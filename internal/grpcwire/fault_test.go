@@ -25,6 +25,7 @@ func TestFaultFrames(t *testing.T) {
 		{rule: "kind=unavailable", execs: 0, want: trailersOnly("14", "injected unavailable", "")},
 		{rule: "kind=unavailable retry_after=200ms", execs: 0, want: trailersOnly("14", "injected unavailable", "200")},
 		{rule: "kind=unavailable retry_after=never", execs: 0, want: trailersOnly("14", "injected unavailable", "-1")},
+		{rule: "kind=unavailable delay=150ms", execs: 0, want: trailersOnly("14", "injected unavailable", "")},
 		{rule: "kind=unavailable_after_exec", execs: 1, want: trailersOnly("14", "injected unavailable after executing", "")},
 		{rule: "kind=unavailable_after_headers", execs: 1, want: func(t *testing.T, r *result) {
 			if r.trailersOnly || r.header(":status") != "200" || r.trailers == nil || r.status() != "14" || r.dataFrames != 0 {
@@ -96,6 +97,10 @@ func TestFaultFrames(t *testing.T) {
 			case "kind=sleep delay=50ms":
 				if el < 50*time.Millisecond {
 					t.Errorf("answer after %v, want at least the sleep, 50ms", el)
+				}
+			case "kind=unavailable delay=150ms":
+				if el < 150*time.Millisecond {
+					t.Errorf("refusal after %v, want at least its delay, 150ms", el)
 				}
 			}
 			tt.want(t, &r)

@@ -306,6 +306,9 @@ func (st *stream) run() {
 		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
 			serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
 		if !fault.executes() {
+			if fault.Kind == FaultUnavailable && !sleep(fault.Delay, st.done) {
+				return // reset meanwhile: nothing to refuse
+			}
 			st.unexecuted(fault)
 			return
 		}
