@@ -368,12 +368,9 @@ func grpcSilentPeer(g *grpcT) {
 // nothing listens, and the server binds grpcStartDelay later: the call
 // must wait for it rather than fail, and be served once, within its
 // deadline. rpcbench's own client has no such option (its dials on each
-// attempt are grpc_server_starts_late's).
+// attempt are grpc_server_starts_late's): runGRPC observes its column
+// unsupported.
 func grpcWaitForReady(g *grpcT) {
-	if g.col.stack == StackRPCBench {
-		g.unsupported("rpcbench's client has no wait-for-ready option", invExecOnce, invWaitsForReady)
-		return
-	}
 	addr, err := freeAddr()
 	if err != nil {
 		g.Fatalf("free address: %v", err)

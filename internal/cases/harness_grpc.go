@@ -210,9 +210,16 @@ type grpcScenario struct {
 	needs []string
 }
 
-// unsupportedIn reports whether sc has nothing to run in col.
+// referenceCaps are what rpcbench's own client implements, in the
+// adapters' terms: no wait-for-ready, no transparent retry (its wire
+// has no refused stream to retry).
+var referenceCaps = cut.Capabilities{RetryPolicy: true, Hedging: true, Throttling: true, Keepalive: true, Pushback: true}
+
+// unsupportedIn reports whether sc has nothing to run in col, before any
+// adapter starts: the reference column has no equivalent of its fault,
+// or lacks a capability it needs.
 func (sc grpcScenario) unsupportedIn(col column) bool {
-	return col.stack == StackRPCBench && sc.fault.grpc != "" && sc.fault.rb == ""
+	return col.stack == StackRPCBench && (sc.fault.grpc != "" && sc.fault.rb == "" || len(referenceCaps.Missing(sc.needs...)) > 0)
 }
 
 // grpcCases spreads each scenario over every column.
@@ -271,6 +278,8 @@ func runGRPC(t *T, sc grpcScenario, col column) {
 			g.col.grpc = col.grpc.Adjust(col.cut, caps)
 			sc.run(g)
 		}
+	} else if lack := referenceCaps.Missing(sc.needs...); len(lack) > 0 {
+		g.unsupported("rpcbench's client lacks "+strings.Join(lack, ", "), sc.invs...)
 	} else {
 		sc.run(g)
 	}
