@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,10 @@ const (
 	// fakeLiar answers every call OK with a made-up reply, calling
 	// nothing.
 	fakeLiar = "liar"
+	// fakeNoRetry is fakeLiar declaring no retry policy: a harness that
+	// ran a retry configuration on it anyway would be told OK for a
+	// debit the server never saw.
+	fakeNoRetry = "noretry"
 )
 
 // fakeAdapterMain is the fake adapter's main: it reads the harness's
@@ -108,11 +113,11 @@ func fakeAdapterMain(mode string) int {
 				continue
 			}
 			send(map[string]any{"type": "init_ok", "protocol": cut.Protocol, "stack": StackGRPCGo, "version": "fake-" + mode,
-				"runtime": "go", "capabilities": map[string]bool{"retry_policy": true, "hedging": false, "throttling": true,
+				"runtime": "go", "capabilities": map[string]bool{"retry_policy": mode != fakeNoRetry, "hedging": false, "throttling": true,
 					"transparent_retry": true, "keepalive": true, "pushback": true, "wait_for_ready": true}})
 		case "call":
 			id := int64(line["id"].(float64))
-			if mode == fakeLiar {
+			if mode == fakeLiar || mode == fakeNoRetry {
 				req, _ := line["request"].(map[string]any)
 				send(map[string]any{"type": "result", "id": id, "code": "OK", "code_num": 0, "message": "",
 					"response": map[string]any{"account": req["account"], "balance": "990"}, "elapsed_ms": 1, "headers": map[string]any{}, "trailers": map[string]any{}})
@@ -187,11 +192,58 @@ func TestJudgeCatchesFakeAdapters(t *testing.T) {
 	}
 }
 
+// TestCapabilityGating: a stack whose adapter declares no retry policy
+// is not run in the configurations that need one: the case passes with
+// every invariant unsupported, saying what the stack lacks, and starts
+// no server. Run on the fake that answers OK for calls it never makes,
+// a case that ran anyway would fail ok_only_if_executed; in the default
+// configuration, which needs nothing, it does.
+func TestCapabilityGating(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envFakeAdapter, fakeNoRetry)
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	e := env
+	e.Adapters = map[string]string{StackGRPCGo: self}
+	for _, tt := range []struct {
+		name string
+		pass bool
+		want []string
+	}{
+		{"grpc_unavailable_before_exec_grpcgo_retry", true, []string{"unsupported=[grpc-go lacks retry_policy]", "exec_at_most_once=unsupported", "ok_only_if_executed=unsupported", "recovers=unsupported"}},
+		{"grpc_throttling_caps_amplification_grpcgo_throttled", true, []string{"unsupported=[grpc-go lacks retry_policy]", "amplification_capped=unsupported"}},
+		{"grpc_unavailable_before_exec_grpcgo_default", false, []string{"ok_only_if_executed=violated"}},
+	} {
+		c, ok := Default().Lookup(tt.name)
+		if !ok {
+			t.Fatalf("no scenario %s", tt.name)
+		}
+		dir := t.TempDir()
+		e.LogDir = dir
+		line := c.Run(context.Background(), e)
+		s := report.Format(line)
+		t.Log(s)
+		if line.Passed() != tt.pass {
+			t.Errorf("%s: passed %v, want %v: %s", tt.name, line.Passed(), tt.pass, s)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s: %s lacks %s", tt.name, s, w)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, report.NoServerNote(c.Name))); tt.pass && err != nil {
+			t.Errorf("%s: unsupported, yet it started a server (no no-server note: %v)", tt.name, err)
+		}
+	}
+}
+
 // TestExpectationsFiles: every committed expectations file reads, each pin
 // naming a grpc scenario, one of its stack's configurations and an
 // invariant; a pin naming another stack's configuration is refused.
 func TestExpectationsFiles(t *testing.T) {
-	for _, stack := range []string{StackRPCBench, StackGRPCGo} {
+	for _, stack := range append([]string{StackRPCBench}, cut.StackNames()...) {
 		p, err := loadPins(stack)
 		if err != nil {
 			t.Errorf("%s: %v", stack, err)
