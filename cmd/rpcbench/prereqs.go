@@ -76,6 +76,12 @@ func (p prereqs) instead(c cases.Case) (report.Line, bool) {
 //     made here the scenarios SKIP with its error, which says how to get
 //     them; with RPCBENCH_REQUIRE_NETNS=1 they FAIL instead, saying that
 //     the variable demands them.
+//   - cases.NeedsAdapter(stack), for each stack of cut.Stacks: the
+//     stack's adapter, beside rpcserver or where its variable says,
+//     started once to read its init_ok (cut.Stack.Find). When it is
+//     missing or does not start, the scenarios SKIP with what to get;
+//     with RPCBENCH_REQUIRE_ADAPTERS=1 they FAIL. Each adapter found is
+//     a Stacks line for env.txt.
 //
 // A Needs value this runner does not know is not checked: the scenario
 // runs and fails if its need is not met. The returned Stop is never nil,
