@@ -41,7 +41,11 @@ func (g *grpcT) debitOnce(recover bool) {
 	a := g.do(call{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcDeadline})
 	n := g.executions(account)
 	g.faultFired()
-	g.Field("code", a.code)
+	if codeVaries[[2]string{g.sc.name, g.col.stack}] {
+		g.Volatile("code", a.code)
+	} else {
+		g.Field("code", a.code)
+	}
 	g.Field("executions", n)
 	g.Field("requests", a.requests)
 	g.Volatile("elapsed", ms(a.elapsed))
@@ -51,6 +55,13 @@ func (g *grpcT) debitOnce(recover bool) {
 		g.observe(invRecovers, holds(a.code == "OK" && n == 1))
 	}
 }
+
+// codeVaries are the (scenario, stack) pairs whose caller is told one
+// code or another from run to run, so that the code is recorded but not
+// compared: connect-go reports the TCP RST of grpc_reset_after_exec as
+// UNAVAILABLE in some runs and CANCELLED in others (both seen on this
+// machine; one execution either way).
+var codeVaries = map[[2]string]bool{{"grpc_reset_after_exec", StackConnectGo}: true}
 
 // faultFired fails the scenario unless the server's log shows its fault
 // fired, once: what a column did is only evidence of the fault if it met
