@@ -357,19 +357,27 @@ func grpcSilentPeer(g *grpcT) {
 	a := g.do(call{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcSilentDeadline})
 	n := g.executions(account)
 	g.faultFired()
-	var fault, closed time.Time
-	var conn int64 = -1
-	for _, e := range g.events(g.s) {
-		switch {
-		case e.Name == serverapi.EventFault:
-			fault = e.Time
-			conn, _ = e.Int(serverapi.KeyConn)
-		case e.Name == serverapi.EventConnClosed && e.Text(serverapi.KeyWire) == serverapi.WireGRPC && !fault.IsZero() && closed.IsZero():
-			if c, _ := e.Int(serverapi.KeyConn); c == conn {
-				closed = e.Time
+	// When the server saw the silent connection closed, by its own
+	// clock. A client that fails the call as it closes the connection
+	// can return before the server has logged the close: its log is
+	// awaited for it, and the bound below is on the log's times.
+	scan := func() (fault, closed time.Time) {
+		var conn int64 = -1
+		for _, e := range g.events(g.s) {
+			switch {
+			case e.Name == serverapi.EventFault:
+				fault = e.Time
+				conn, _ = e.Int(serverapi.KeyConn)
+			case e.Name == serverapi.EventConnClosed && e.Text(serverapi.KeyWire) == serverapi.WireGRPC && !fault.IsZero() && closed.IsZero():
+				if c, _ := e.Int(serverapi.KeyConn); c == conn {
+					closed = e.Time
+				}
 			}
 		}
+		return fault, closed
 	}
+	waitFor(settleTimeout, func() bool { _, c := scan(); return !c.IsZero() })
+	fault, closed := scan()
 	g.Field("code", a.code)
 	g.Field("executions", n)
 	g.Field("requests", a.requests)
