@@ -75,7 +75,12 @@ func (g *grpcT) faultFired() {
 func grpcRecovers(g *grpcT) { g.debitOnce(true) }
 
 // grpcExecutedOnce is a debit the fault executes: how often, and what the
-// caller was told.
+// caller was told. grpc_hedged_debit is one too: the server executes the
+// debit at once and answers it a second late, and a stack hedging the
+// whole service sends a second attempt after the hedging delay, which
+// the server executes too. (A debit slept before executing would not
+// show it: the first answer cancels the other attempt, and the server
+// drops a cancelled sleep unexecuted.)
 func grpcExecutedOnce(g *grpcT) { g.debitOnce(false) }
 
 // grpcNoReplySlack is how far past its deadline a call may return on a
@@ -305,29 +310,39 @@ func grpcServerSkipsExpired(g *grpcT) {
 // grpc_server_starts_late binds.
 const grpcStartDelay = 300 * time.Millisecond
 
-// grpcServerStartsLate: a debit is made while nothing listens; the
-// server binds grpcStartDelay after it was started, and a second debit
-// is made as soon as it announces that it listens. The first may or may
-// not reach it, by how long its retries last; the second must be served.
-func grpcServerStartsLate(g *grpcT) {
+// startLate starts the server on a free address that becomes g.target,
+// to bind grpcStartDelay later, and returns at once. The function it
+// returns waits until the server listens and sets g.s: g.s stays nil
+// until then, since nothing of the server can be read before (its log
+// has no LISTEN, it answers no control call).
+func (g *grpcT) startLate() (up func()) {
 	addr, err := freeAddr()
 	if err != nil {
 		g.Fatalf("free address: %v", err)
 	}
 	o := g.opts
 	o.GRPC, o.Addr, o.StartDelay = true, addr, grpcStartDelay
-	// g.s stays nil until the server listens: nothing of it can be read
-	// before (its log has no LISTEN, it answers no control call).
 	s := g.startServerNoWait(o)
 	g.target = addr
+	return func() {
+		if err := s.Await(g.ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
+			g.Fatalf("start rpcserver: %v", err)
+		}
+		g.s = s
+	}
+}
+
+// grpcServerStartsLate: a debit is made while nothing listens; the
+// server binds grpcStartDelay after it was started, and a second debit
+// is made as soon as it announces that it listens. The first may or may
+// not reach it, by how long its retries last; the second must be served.
+func grpcServerStartsLate(g *grpcT) {
+	up := g.startLate()
 	if g.col.stack == StackRPCBench {
-		g.rb = g.client(addr, g.referenceConfig())
+		g.rb = g.client(g.target, g.referenceConfig())
 	}
 	first := g.do(call{method: bank.MethodDebit, account: "acct-W1", amount: 10, deadline: time.Second})
-	if err := s.Await(g.ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
-		g.Fatalf("start rpcserver: %v", err)
-	}
-	g.s = s
+	up()
 	second := g.do(call{method: bank.MethodDebit, account: "acct-W2", amount: 10, deadline: grpcDeadline})
 	n1, n2 := g.executions("acct-W1"), g.executions("acct-W2")
 	g.Volatile("first", first.code)
@@ -398,20 +413,10 @@ func grpcSilentPeer(g *grpcT) {
 // attempt are grpc_server_starts_late's): runGRPC observes its column
 // unsupported.
 func grpcWaitForReady(g *grpcT) {
-	addr, err := freeAddr()
-	if err != nil {
-		g.Fatalf("free address: %v", err)
-	}
-	o := g.opts
-	o.GRPC, o.Addr, o.StartDelay = true, addr, grpcStartDelay
-	s := g.startServerNoWait(o)
-	g.target = addr
+	up := g.startLate()
 	const account = "acct-WR"
 	p := g.begin([]call{{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcDeadline, waitForReady: true}})
-	if err := s.Await(g.ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
-		g.Fatalf("start rpcserver: %v", err)
-	}
-	g.s = s
+	up()
 	a := p.wait()[0]
 	n := g.executions(account)
 	g.Field("code", a.code)
@@ -466,11 +471,3 @@ func grpcHedgedGetTail(g *grpcT) {
 	g.observe(invHedgeTail, holds(slowest < grpcHedgeSlow))
 	g.observe(invHedgeBounded, holds(requests <= bound))
 }
-
-// grpcHedgedDebit: the server executes a keyless debit at once and
-// answers it a second late. A stack hedging the whole service, the debit
-// included, sends a second attempt after the hedging delay, which the
-// server executes too: how often the debit ran. (A debit slept before
-// executing would not show it: the first answer cancels the other
-// attempt, and the server drops a cancelled sleep unexecuted.)
-func grpcHedgedDebit(g *grpcT) { g.debitOnce(false) }

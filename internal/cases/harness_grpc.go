@@ -34,12 +34,11 @@ import (
 // is an ERROR.
 
 // Stacks: the reference column's, rpcbench's own client, and those of
-// the client adapters, as their init_ok names them (cut.Stacks).
+// the client adapters this package names, as their init_ok names them;
+// cut.Stacks lists every adapter's.
 const (
 	StackRPCBench  = "rpcbench"
 	StackGRPCGo    = "grpc-go"
-	StackGRPCJS    = "grpc-js"
-	StackGRPCIO    = "grpcio"
 	StackConnectGo = "connect-go"
 )
 

@@ -245,12 +245,12 @@ func (c Card) ByStack() []StackCard {
 		}
 		for _, r := range c.Rows {
 			nr := Row{Scenario: r.Scenario, Invariant: r.Invariant}
-			any := false
+			has := false
 			for _, i := range keep {
 				nr.Cells = append(nr.Cells, r.Cells[i])
-				any = any || (c.Columns[i].Stack == st && r.Cells[i].Case != "")
+				has = has || (c.Columns[i].Stack == st && r.Cells[i].Case != "")
 			}
-			if any {
+			if has {
 				sc.Card.Rows = append(sc.Card.Rows, nr)
 			}
 		}

@@ -18,9 +18,12 @@ CASE late_response_dropped_by_id PASS A==DEADLINE_EXCEEDED
 4 passed, 1 failed, 1 error
 `
 
-func build(t *testing.T) Card {
+func build(t *testing.T) Card { return buildFrom(t, sample) }
+
+// buildFrom is the card of text, a run's output.
+func buildFrom(t *testing.T, text string) Card {
 	t.Helper()
-	lines, err := report.ReadOutput(strings.NewReader(sample))
+	lines, err := report.ReadOutput(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,16 +101,8 @@ CASE a_connectgo_retry PASS scenario=a stack=connect-go config=retry version=1.2
 CASE k_rpcbench PASS scenario=k stack=rpcbench config=client dead_peer_detected=unsupported
 CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1.85.0 dead_peer_detected=holds
 `
-	lines, err := report.ReadOutput(strings.NewReader(two))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Build(lines)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
-	if err := c.WriteMarkdownByStack(&b, ""); err != nil {
+	if err := buildFrom(t, two).WriteMarkdownByStack(&b, ""); err != nil {
 		t.Fatal(err)
 	}
 	want := "**grpc-go 1.85.0**\n\n" +
