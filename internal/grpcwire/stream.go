@@ -327,8 +327,16 @@ func (st *stream) run() {
 		ID: st.reqID, Conn: c.id, Method: st.method, Key: st.key, Payload: payload,
 		BudgetMs: budget, Expiry: expiry, Done: st.done, Attempt: &st.attempt,
 	}
+	var stop func() bool
+	if st.hasTimeout && s.h.MayBlock(&req) {
+		req.Done, stop = st.untilExpiry(expiry)
+	}
 	status, answer := s.h.Execute(&req, nil)
 	release() // what the fault does after executing holds no worker
+	expired := stop != nil && stop()
+	if status == proto.StatusUnavailable && st.cut(expired) {
+		return
+	}
 	if status == proto.StatusUnknown {
 		// The handler cannot say whether it executed: no answer is the
 		// true one, and the stream stays open until the client ends it.
@@ -352,6 +360,56 @@ func (st *stream) run() {
 		return
 	}
 	st.executed(fault, code, msg, reply)
+}
+
+// untilExpiry returns the Done of a handler that may block: closed when
+// st.done is or when expiry passes, whichever is first, so that a
+// handler waiting past the deadline stops as it does on a reset. The
+// function it returns must be called once the handler has returned: it
+// ends the watch and reports whether the deadline was what closed done.
+func (st *stream) untilExpiry(expiry time.Time) (<-chan struct{}, func() bool) {
+	done, fin := make(chan struct{}), make(chan struct{})
+	var expired atomic.Bool
+	go func() {
+		t := time.NewTimer(time.Until(expiry))
+		defer t.Stop()
+		select {
+		case <-st.done:
+		case <-t.C:
+			expired.Store(true)
+		case <-fin:
+			return
+		}
+		close(done)
+	}()
+	return done, func() bool {
+		close(fin)
+		return expired.Load()
+	}
+}
+
+// cut answers, and logs, a request whose handler answered UNAVAILABLE
+// without executing because its wait was cut: by the client's reset (CANCELED,
+// unanswered: the client wants nothing more) or by its deadline
+// (EXPIRED, DEADLINE_EXCEEDED). It reports false for a handler that was
+// not cut, whose answer the caller sends.
+func (st *stream) cut(expired bool) bool {
+	c, s := st.c, st.c.s
+	waited := time.Since(st.arrival).Milliseconds()
+	switch {
+	case st.reset.Load():
+		s.log.Info(serverapi.EventCanceled, serverapi.KeyConn, c.id, serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
+			serverapi.KeyWaited, waited, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
+		return true
+	case expired:
+		s.counters.expired.Add(1)
+		s.log.Warn(serverapi.EventExpired, serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
+			serverapi.KeyBudget, st.timeout.Milliseconds(), serverapi.KeyWaited, waited,
+			serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
+		st.trailersOnly(DeadlineExceeded, fmt.Sprintf("deadline passed while the handler waited waited=%d", waited), nil)
+		return true
+	}
+	return false
 }
 
 // awaitSlot waits for a worker slot when Config.Workers bounds them.

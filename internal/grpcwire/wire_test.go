@@ -35,6 +35,28 @@ func TestExpiredNotExecuted(t *testing.T) {
 	}
 }
 
+// TestDeadlineCutsWait: a handler that waits (sleep=2000) past its
+// request's 200ms grpc-timeout stops waiting at the deadline: answered
+// DEADLINE_EXCEEDED, unexecuted, logged EXPIRED. Before the handler's
+// Done closed at the deadline it slept the whole 2s and executed.
+func TestDeadlineCutsWait(t *testing.T) {
+	ts := startServer(t)
+	c := dial(t, ts.addr)
+	msg := protowire.AppendTag(debitMsg("a", 10), fieldDebitSleepMs, protowire.VarintType)
+	msg = protowire.AppendVarint(msg, 2000)
+	id := c.send(pathDebit, msg, md{{"grpc-timeout", "200m"}, {MetaCall, "c1"}})
+	r := c.wait(id, false, 1500*time.Millisecond)
+	if !r.trailersOnly || r.status() != "4" {
+		t.Fatalf("got %v, want trailers-only grpc-status 4 before the 2s sleep ended", r.headers)
+	}
+	if n := len(ts.events(t, "EXEC")); n != 0 {
+		t.Errorf("%d EXEC events, want 0", n)
+	}
+	if n := len(ts.events(t, "EXPIRED")); n != 1 {
+		t.Errorf("%d EXPIRED events, want 1", n)
+	}
+}
+
 // TestAttemptsAndReplay: every HEADERS logs an ATTEMPT numbered per
 // call; a keyed retry is replayed, not executed again; the key reused
 // with another amount is refused.
