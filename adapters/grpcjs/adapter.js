@@ -4,7 +4,8 @@
 // adapters/PROTOCOL.md (rpcbench-adapter/1) on stdin and stdout and makes
 // each call once through grpc-js's makeUnaryRequest, configured only by
 // what the call's channel carries. It never retries or judges; its own
-// logs and grpc-js's go to stderr.
+// logs and grpc-js's go to stderr. With the argument `serve` it is the
+// server-under-test adapter instead (serve.js).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -200,7 +201,8 @@ async function main() {
 }
 
 if (require.main === module) {
-  main().catch(err => {
+  const mode = process.argv[2] === 'serve' ? () => require('./serve').main(grpcJSVersion()) : main;
+  mode().catch(err => {
     process.stderr.write(`grpcjs: ${err.stack}\n`);
     process.exit(1);
   });

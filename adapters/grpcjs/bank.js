@@ -334,4 +334,18 @@ function toJSON(type, msg) {
   return out;
 }
 
-module.exports = { messages, methods, encode, decode, fromJSON, toJSON };
+/**
+ * service is the Bank service as grpc-js's Server.addService takes it:
+ * each method by its short name (Get, Debit, Echo), unary, with encode
+ * and decode as its serializers in both directions.
+ */
+const service = Object.fromEntries(Object.entries(methods).map(([full, m]) => [
+  full.slice(full.indexOf('/') + 1),
+  {
+    path: '/' + full, requestStream: false, responseStream: false,
+    requestSerialize: msg => encode(m.request, msg), requestDeserialize: buf => decode(m.request, buf),
+    responseSerialize: msg => encode(m.response, msg), responseDeserialize: buf => decode(m.response, buf),
+  },
+]));
+
+module.exports = { messages, methods, service, encode, decode, fromJSON, toJSON };

@@ -187,6 +187,6 @@ class lineWriter {
 }
 
 module.exports = {
-  PROTOCOL, MAX_LINE, kind, ProtocolError, isObject,
+  PROTOCOL, MAX_LINE, kind, ProtocolError, isObject, check, fields,
   decodeCall, decodeInit, decodeShutdown, lines, lineWriter,
 };

@@ -90,10 +90,13 @@ async function closedAddr() {
   return `127.0.0.1:${port}`;
 }
 
-/** adapter is the adapter process, driven as the harness drives it. */
+/**
+ * adapter is the adapter process, driven as the harness drives it; args
+ * are its arguments (['serve'] for the server-under-test adapter).
+ */
 class adapter {
-  constructor(t) {
-    this.proc = spawn(adapterBin, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+  constructor(t, args = []) {
+    this.proc = spawn(adapterBin, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     this.stderr = '';
     this.proc.stderr.on('data', d => {
       this.stderr += d;
