@@ -94,9 +94,13 @@ func plural(n int, noun string) string {
 }
 
 // serverFor is resolveServer for the scenarios of r: "" and no error
-// when none of them starts a server, so that those run without one.
+// when none of them starts a server or drives an adapter, so that those
+// run without one. The adapters are looked for beside the server.
 func serverFor(r cases.Registry, flag string, executable func() (string, error)) (string, error) {
-	if flag == "" && !slices.ContainsFunc(r, func(c cases.Case) bool { return !c.NoServer }) {
+	if flag == "" && !slices.ContainsFunc(r, func(c cases.Case) bool {
+		_, adapter := cases.AdapterNeeded(c.Needs)
+		return !c.NoServer || adapter
+	}) {
 		return "", nil
 	}
 	return resolveServer(flag, executable)

@@ -4,8 +4,12 @@ import "github.com/rpcbench/rpcbench/internal/cut"
 
 const GroupGRPC = "grpc"
 
-// grpcGroup is every grpc scenario in every column (harness_grpc.go).
-func grpcGroup() []Case { return grpcCases(grpcScenarios()) }
+// grpcGroup is every grpc scenario in every column (harness_grpc.go),
+// then every grpcserver scenario in every server column
+// (harness_grpcserver.go).
+func grpcGroup() []Case {
+	return append(grpcCases(grpcScenarios()), srvCases(srvScenarios())...)
+}
 
 func grpcScenarios() []grpcScenario {
 	// f is a fault rule on both wires; g one on the gRPC side alone.

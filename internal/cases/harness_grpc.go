@@ -323,6 +323,15 @@ func loadPins(stack string) (pins.Pins, error) {
 // the stack's configurations and an invariant.
 func knownPin(stack string) pins.Known {
 	return func(k pins.Key) error {
+		if slices.ContainsFunc(srvScenarios(), func(sc srvScenario) bool { return sc.name == k.Scenario }) {
+			if k.Config != configServer {
+				return fmt.Errorf("a grpcserver scenario's configuration is %q, not %q", configServer, k.Config)
+			}
+			if !slices.Contains(serverInvariants, k.Invariant) {
+				return fmt.Errorf("no server invariant %q (want one of %s)", k.Invariant, strings.Join(serverInvariants, ", "))
+			}
+			return nil
+		}
 		if !slices.Contains(grpcInvariants, k.Invariant) {
 			return fmt.Errorf("no invariant %q (want one of %s)", k.Invariant, strings.Join(grpcInvariants, ", "))
 		}

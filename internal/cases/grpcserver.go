@@ -1,0 +1,220 @@
+package cases
+
+import (
+	"encoding/binary"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+)
+
+// srvScenarios are the grpcserver scenarios.
+func srvScenarios() []srvScenario {
+	expired := []string{invSrvExpired, invSrvOKIffExec}
+	return []srvScenario{
+		{name: "grpcserver_timeout_0n", doc: "a keyless debit with grpc-timeout 0n, a deadline already past: the server must not execute it", run: srvTimeout("0n", true), invs: expired},
+		{name: "grpcserver_timeout_1n", doc: "a keyless debit with grpc-timeout 1n: past before the server can read it, never executed", run: srvTimeout("1n", true), invs: expired},
+		{name: "grpcserver_timeout_1u", doc: "a keyless debit with grpc-timeout 1u: past before the server can read it, never executed", run: srvTimeout("1u", true), invs: expired},
+		{name: "grpcserver_timeout_100u", doc: "a keyless debit with grpc-timeout 100u: whether it executes is the machine's race, but the answer must say which", run: srvTimeout("100u", false), invs: []string{invSrvOKIffExec}},
+		{name: "grpcserver_timeout_1m", doc: "a keyless debit with grpc-timeout 1m: whether it executes is the machine's race, but the answer must say which", run: srvTimeout("1m", false), invs: []string{invSrvOKIffExec}},
+		{name: "grpcserver_timeout_597h", doc: "a keyless debit with grpc-timeout 597H, 8 digits as the spec allows: a deadline 25 days away is not one already past; it executes, OK", run: srvFarDeadline, invs: []string{invSrvOKIffExec, invSrvPropagated}},
+		{name: "grpcserver_body_after_deadline", doc: "a keyless debit's HEADERS carry grpc-timeout 100m and its body comes 300ms later, after the deadline: the server must not execute it", run: srvBodyAfterDeadline, invs: expired},
+		{name: "grpcserver_deadline_propagated", doc: "a get with grpc-timeout 3S: the handler's deadline is the 3s less what reaching it took, at most 1s", run: srvPropagated, invs: []string{invSrvPropagated}},
+		{name: "grpcserver_deadline_stops_handler", doc: "a keyless debit whose handler waits 3s under grpc-timeout 300m, the client never resetting it: the handler's wait ends at the deadline, unexecuted, and the client is told DEADLINE_EXCEEDED", run: srvDeadlineStops, invs: []string{invSrvDeadline, invSrvOKIffExec}},
+		{name: "grpcserver_cancel_stops_handler", doc: "a keyless debit whose handler waits 3s is reset with RST_STREAM(CANCEL) once it started: the handler's wait ends within 1s and it never executes", run: srvCancelStops, invs: []string{invSrvCancel}},
+		{name: "grpcserver_bad_message", doc: "a debit whose message claims compression the request never declared: that stream fails unexecuted, and a get on the same connection is served", run: srvBadMessage, invs: []string{invSrvIsolated, invSrvOKIffExec}},
+		{name: "grpcserver_bad_frame", doc: "a WINDOW_UPDATE of 0 on the connection, a connection error: a get on another connection is served", run: srvBadFrame, invs: []string{invSrvIsolated}},
+		{name: "grpcserver_oversize_message", doc: "a debit's message prefix announces 64 MiB, and 1 KiB follows: the server refuses it without waiting for the rest, unexecuted", run: srvOversize, invs: []string{invSrvOversize}},
+	}
+}
+
+// srvSettle bounds how long a handler may take to end once its wait was
+// cut, on a loaded 2-core machine.
+const srvSettle = time.Second
+
+// srvTimeout sends one keyless debit under grpc-timeout timeout. When
+// expired, the deadline is past before any server can read the request,
+// and executing it violates invSrvExpired; otherwise whether it executed
+// is recorded as the race it is.
+func srvTimeout(timeout string, expired bool) func(g *srvT) {
+	return func(g *srvT) {
+		st, call := g.debit(g.dial(), "acct-T", timeout, 0, false)
+		r := g.answer(st, "the debit")
+		h := g.settle(call)
+		if expired {
+			g.Field("code", r.Outcome())
+			g.Field("executions", h.execs)
+			g.observe(invSrvExpired, holds(h.execs == 0))
+		} else {
+			g.Volatile("code", r.Outcome())
+			g.Volatile("executions", h.execs)
+		}
+		g.okIffExecuted(r, h)
+	}
+}
+
+// srvFarDeadline sends a debit whose grpc-timeout is 597 hours, within
+// the 8 digits the spec allows: a server must neither take it for a
+// deadline already past nor refuse it.
+func srvFarDeadline(g *srvT) {
+	st, call := g.debit(g.dial(), "acct-F", "597H", 0, false)
+	r := g.answer(st, "the debit")
+	h := g.settle(call)
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.execs)
+	g.okIffExecuted(r, h)
+	// Past 2^31 ms a 32-bit millisecond deadline wraps: the handler then
+	// sees one already past, or a short one.
+	ok := h.deadlineMs != nil && *h.deadlineMs > float64(596*time.Hour/time.Millisecond)
+	g.Field("deadline_over_596h", ok)
+	g.observe(invSrvPropagated, holds(ok && r.HasCode && r.Code == 0))
+}
+
+// srvBodyAfterDeadline sends a debit's HEADERS with grpc-timeout 100m,
+// and its body 300ms later.
+func srvBodyAfterDeadline(g *srvT) {
+	c := g.dial()
+	st, call := g.debit(c, "acct-B", "100m", 0, true)
+	// The wait is the scenario: the deadline must pass before the body
+	// is sent.
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-st.Done():
+	}
+	st.Send(rawgrpc.DebitRequest("acct-B", 10, 0), true) // a server that ended the stream may refuse it
+	r := g.answer(st, "the debit")
+	h := g.settle(call)
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.execs)
+	g.observe(invSrvExpired, holds(h.execs == 0))
+	g.okIffExecuted(r, h)
+}
+
+// srvPropagated sends a get with grpc-timeout 3S and reads the handler's
+// deadline from the server's record.
+func srvPropagated(g *srvT) {
+	st, call := g.get(g.dial(), "acct-P", "3S")
+	r := g.answer(st, "the get")
+	h := g.settle(call)
+	g.Field("code", r.Outcome())
+	ok := h.deadlineMs != nil && *h.deadlineMs <= 3000 && *h.deadlineMs >= 2000
+	if h.deadlineMs != nil {
+		g.Volatile("deadline_ms", *h.deadlineMs)
+	}
+	g.Field("deadline_in_2000_3000ms", ok)
+	g.observe(invSrvPropagated, holds(ok))
+}
+
+// srvDeadlineStops sends a debit whose handler waits 3s under a 300ms
+// grpc-timeout; the client never resets it.
+func srvDeadlineStops(g *srvT) {
+	st, call := g.debit(g.dial(), "acct-D", "300m", 3000, false)
+	r, answered := g.answerWithin(st, 300*time.Millisecond+srvSettle)
+	h := g.awaitEnded(call, 0)
+	stopped := answered && h.ended && h.execs == 0
+	if !answered || !h.ended {
+		// Wait out the handler's own 3s to see whether it executed.
+		r = g.answer(st, "the debit")
+		h = g.awaitEnded(call, 3*time.Second+srvSettle)
+	}
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.execs)
+	g.Field("handler_ended_by_1300ms", stopped)
+	g.Field("ctx", h.ctx)
+	g.observe(invSrvDeadline, holds(stopped && r.Outcome() == "DEADLINE_EXCEEDED"))
+	g.okIffExecuted(r, h)
+}
+
+// srvCancelStops sends a debit whose handler waits 3s, and resets it
+// with RST_STREAM(CANCEL) once the server's record shows it started.
+func srvCancelStops(g *srvT) {
+	st, call := g.debit(g.dial(), "acct-C", "30S", 3000, false)
+	if !waitFor(settleTimeout, func() bool { return g.handledOf(call).started }) {
+		g.Fatalf("the debit's handler never started")
+	}
+	if err := st.Reset(http2.ErrCodeCancel); err != nil {
+		g.Fatalf("reset: %v", err)
+	}
+	h := g.awaitEnded(call, srvSettle)
+	stopped := h.ended && h.execs == 0
+	if !h.ended {
+		h = g.awaitEnded(call, 3*time.Second+srvSettle)
+	}
+	g.Field("handler_ended_within_1s", stopped)
+	g.Field("executions", h.execs)
+	g.Field("ctx", h.ctx)
+	g.observe(invSrvCancel, holds(stopped))
+}
+
+// srvBadMessage sends a debit whose message prefix sets the compressed
+// flag, with no grpc-encoding, then a get on the same connection.
+func srvBadMessage(g *srvT) {
+	c := g.dial()
+	st, call := g.debit(c, "acct-M", "10S", 0, true)
+	msg := rawgrpc.DebitRequest("acct-M", 10, 0)
+	b := make([]byte, 5, 5+len(msg))
+	b[0] = 1
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	if err := st.SendRaw(append(b, msg...), true); err != nil {
+		g.Fatalf("send: %v", err)
+	}
+	r := g.answer(st, "the debit")
+	h := g.settle(call)
+	get, _ := g.get(c, "acct-M", "10S")
+	gr := g.answer(get, "the get")
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.execs)
+	g.Field("get", gr.Outcome())
+	g.observe(invSrvIsolated, holds(gr.Outcome() == "OK"))
+	g.okIffExecuted(r, h)
+}
+
+// srvBadFrame sends a WINDOW_UPDATE with a 0 increment on stream 0 (RFC
+// 9113 §6.9: a connection error) while a get waits on that connection,
+// then a get on another.
+func srvBadFrame(g *srvT) {
+	bad := g.dial()
+	held, _ := g.get(bad, "acct-W", "10S")
+	g.answer(held, "the first get")
+	if err := bad.WriteFrame(http2.FrameWindowUpdate, 0, 0, []byte{0, 0, 0, 0}); err != nil {
+		g.Fatalf("write: %v", err)
+	}
+	closed := false
+	select {
+	case <-bad.Closed():
+		closed = true
+	case <-time.After(settleTimeout):
+	}
+	st, _ := g.get(g.dial(), "acct-W", "10S")
+	r := g.answer(st, "the other connection's get")
+	goAway := "none"
+	if ga := bad.GoAway(); ga != nil {
+		goAway = ga.Code.String()
+	}
+	g.Field("bad_conn_closed", closed)
+	g.Field("goaway", goAway)
+	g.Field("get", r.Outcome())
+	g.observe(invSrvIsolated, holds(r.Outcome() == "OK"))
+}
+
+// srvOversize sends a debit whose message prefix announces 64 MiB, then
+// 1 KiB of it, and waits for the server's answer with the stream open.
+func srvOversize(g *srvT) {
+	c := g.dial()
+	st, call := g.debit(c, "acct-O", "30S", 0, true)
+	b := make([]byte, 5+1024)
+	binary.BigEndian.PutUint32(b[1:], 64<<20)
+	if err := st.SendRaw(b, false); err != nil {
+		g.Fatalf("send: %v", err)
+	}
+	r, refused := g.answerWithin(st, 2*time.Second)
+	h := g.handledOf(call)
+	if !refused {
+		st.Reset(http2.ErrCodeCancel)
+	}
+	g.Field("refused_within_2s", refused)
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.execs)
+	g.observe(invSrvOversize, holds(refused && h.execs == 0 && r.Outcome() != "OK"))
+}

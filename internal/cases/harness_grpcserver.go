@@ -1,0 +1,410 @@
+package cases
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/pins"
+	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/sut"
+)
+
+// The grpc group also judges gRPC servers: each grpcserver scenario runs
+// once per server column, rpcserver's gRPC side first, then a server
+// adapter of each stack (internal/sut, adapters/SERVER-PROTOCOL.md)
+// with its library's default options. rawgrpc's client sends what no
+// well-behaved client would; whether something executed is read from
+// the server's own record: rpcserver's log, or the adapter's exec lines,
+// which log_matches_bank checks against the bank at the end of every
+// scenario. Verdicts are pins.Judge's against the stack's expectations
+// file, under the configuration "server".
+
+// StackRPCServer is the first server column's stack: rpcserver's gRPC
+// side.
+const StackRPCServer = "rpcserver"
+
+// configServer is the configuration name of every server column.
+const configServer = "server"
+
+// Invariants the grpcserver scenarios observe.
+const (
+	// invSrvExpired: work whose deadline had passed when it reached the
+	// server was not executed.
+	invSrvExpired = "srv_expired_not_executed"
+	// invSrvOKIffExec: the answer tells what happened: a debit answered
+	// OK was executed, and one executed was answered OK.
+	invSrvOKIffExec = "srv_ok_iff_executed"
+	// invSrvCancel: a call reset with RST_STREAM(CANCEL) while its
+	// handler waited: the handler's wait ended within a bound, and it did
+	// not execute.
+	invSrvCancel = "srv_cancel_stops_handler"
+	// invSrvDeadline: a handler still waiting when its deadline passed
+	// ended unexecuted within a bound, and the client was told
+	// DEADLINE_EXCEEDED.
+	invSrvDeadline = "srv_deadline_stops_handler"
+	// invSrvPropagated: the handler's deadline is the request's
+	// grpc-timeout, less at most what reaching it took.
+	invSrvPropagated = "srv_deadline_propagated"
+	// invSrvIsolated: a malformed frame or message ended only its own
+	// stream or connection: a call on another was served.
+	invSrvIsolated = "srv_bad_input_isolated"
+	// invSrvOversize: a message announced over the server's size limit
+	// was refused before its body had been sent, unexecuted.
+	invSrvOversize = "srv_oversize_refused"
+	// invSrvLogBank: every account's balance at the end is the opening
+	// balance less the debits the server's record says it executed.
+	invSrvLogBank = "log_matches_bank"
+)
+
+// serverInvariants are every invariant a server pin may name.
+var serverInvariants = []string{invSrvExpired, invSrvOKIffExec, invSrvCancel, invSrvDeadline, invSrvPropagated, invSrvIsolated,
+	invSrvOversize, invSrvLogBank}
+
+// srvScenario is one grpcserver scenario, before it is spread over the
+// server columns.
+type srvScenario struct {
+	name, doc string
+	run       func(g *srvT)
+	// invs are the invariants it observes, each once; log_matches_bank
+	// is every scenario's and is not listed.
+	invs []string
+}
+
+// serverStacks are the server columns' stacks: rpcserver, then each
+// adapter stack.
+func serverStacks() []string { return append([]string{StackRPCServer}, cut.StackNames()...) }
+
+// srvCases spreads each scenario over the server columns.
+func srvCases(scs []srvScenario) []Case {
+	var out []Case
+	for _, sc := range scs {
+		for _, stack := range serverStacks() {
+			c := Case{Name: sc.name + "_" + strings.ReplaceAll(stack, "-", ""), Group: GroupGRPC,
+				Doc: sc.doc + " (" + stack + " server)"}
+			if stack != StackRPCServer {
+				c.Needs = NeedsAdapter(stack)
+				c.NoServer = true
+			}
+			c.run = func(t *T) { runSrv(t, sc, stack) }
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// srvT is a grpcserver scenario running in one column.
+type srvT struct {
+	*T
+	sc    srvScenario
+	stack string
+	addr  string
+	rpc   *server     // rpcserver's column
+	sut   *sut.Server // an adapter's
+	obs   []pins.Observation
+	calls int
+	// sent are the debit amounts the scenario sent, by call, and the
+	// account of each call: what rpcserver's EXEC lines, which carry no
+	// amount, are summed with.
+	sent     map[string]int64
+	accounts map[string]string
+}
+
+// runSrv runs sc against stack's server and judges it against the
+// stack's pins.
+func runSrv(t *T, sc srvScenario, stack string) {
+	g := &srvT{T: t, sc: sc, stack: stack, sent: map[string]int64{}, accounts: map[string]string{}}
+	t.Field("scenario", sc.name)
+	t.Field("stack", stack)
+	t.Field("config", configServer)
+	p, err := loadPins(stack)
+	if err != nil {
+		t.Errored("%v", err)
+	}
+	g.start()
+	sc.run(g)
+	g.logMatchesBank()
+	if g.sut != nil {
+		if err := g.sut.Err(); err != nil {
+			g.Errored("%v", err)
+		}
+	}
+	g.observedAll()
+	j := p.Judge(configServer, sc.name, g.obs)
+	for _, d := range j.Disagreements {
+		t.Check(false, "%s", d)
+	}
+}
+
+// start starts the column's server: rpcserver's gRPC side, or the
+// stack's adapter in serve mode, its stderr and its lines in the log
+// directory, stopped when the scenario ends.
+func (g *srvT) start() {
+	if g.stack == StackRPCServer {
+		g.rpc = g.startServer(serverOpts{GRPC: true})
+		g.addr = g.rpc.Addr
+		return
+	}
+	bin := g.env.Adapters[g.stack]
+	if bin == "" {
+		g.Errored("no adapter binary for %s: build it with ./build.sh", g.stack)
+	}
+	logf := g.logFile("sut-" + g.name + ".log")
+	lines := g.logFile("sut-" + g.name + ".jsonl")
+	s, err := sut.Start(g.ctx, sut.Spec{Bin: bin, Scenario: g.name, Stderr: logf, Lines: lines})
+	if err != nil {
+		g.Errored("%v", err)
+	}
+	g.cleanup(func() {
+		if err := s.Close(); err != nil && len(g.errors) == 0 {
+			g.errors = append(g.errors, err.Error())
+		}
+	})
+	g.sut = s
+	info := s.Info()
+	g.addr = info.Addr
+	g.Field("version", info.Version)
+}
+
+func (g *srvT) logFile(name string) *os.File {
+	f, err := os.Create(filepath.Join(g.env.LogDir, name))
+	if err != nil {
+		g.Fatalf("log: %v", err)
+	}
+	g.cleanup(func() { f.Close() })
+	return f
+}
+
+// observe records inv's outcome as a stable field and for the judgement.
+func (g *srvT) observe(inv string, o pins.Outcome) {
+	g.Field(inv, o)
+	g.obs = append(g.obs, pins.Observation{Invariant: inv, Outcome: o})
+}
+
+// observedAll fails the scenario unless it observed each invariant it
+// declares, and log_matches_bank, once.
+func (g *srvT) observedAll() {
+	var got []string
+	for _, o := range g.obs {
+		got = append(got, o.Invariant)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(append(slices.Clone(g.sc.invs), invSrvLogBank)))
+	if len(g.errors) == 0 && len(g.failures) == 0 && !slices.Equal(got, want) {
+		g.Check(false, "observed invariants %v, the scenario declares %v", got, want)
+	}
+}
+
+// dial opens a raw connection to the server, closed when the scenario
+// ends.
+func (g *srvT) dial() *rawgrpc.Conn {
+	c, err := rawgrpc.Dial(g.ctx, g.addr)
+	if err != nil {
+		g.Fatalf("dial %s: %v", g.addr, err)
+	}
+	g.cleanup(func() { c.Close() })
+	return c
+}
+
+// name returns a new call name, and notes the account and amount of a
+// debit.
+func (g *srvT) callName(account string, amount int64) string {
+	g.calls++
+	name := fmt.Sprintf("%s-%d", g.name, g.calls)
+	g.accounts[name] = account
+	g.sent[name] = amount
+	return name
+}
+
+// debit opens a debit of 10 on account with the handler sleeping
+// sleepMs, under timeout ("" for none); hold sends only its HEADERS.
+func (g *srvT) debit(c *rawgrpc.Conn, account, timeout string, sleepMs int64, hold bool) (*rawgrpc.Stream, string) {
+	name := g.callName(account, 10)
+	st, err := c.Open(rawgrpc.Request{Method: "Debit", Call: name, Timeout: timeout,
+		Message: rawgrpc.DebitRequest(account, 10, sleepMs), Hold: hold})
+	if err != nil {
+		g.Fatalf("open %s: %v", name, err)
+	}
+	return st, name
+}
+
+// get opens a get of account under timeout.
+func (g *srvT) get(c *rawgrpc.Conn, account, timeout string) (*rawgrpc.Stream, string) {
+	name := g.callName(account, 0)
+	st, err := c.Open(rawgrpc.Request{Method: "Get", Call: name, Timeout: timeout, Message: rawgrpc.GetRequest(account, 0)})
+	if err != nil {
+		g.Fatalf("open %s: %v", name, err)
+	}
+	return st, name
+}
+
+// answerWithin is what the stream ended with within d; ok is false if it
+// had not ended by then.
+func (g *srvT) answerWithin(st *rawgrpc.Stream, d time.Duration) (r rawgrpc.Result, ok bool) {
+	ctx, cancel := context.WithTimeout(g.ctx, d)
+	defer cancel()
+	r, err := st.Wait(ctx)
+	return r, err == nil
+}
+
+// answer is the stream's end, which must come within settleTimeout.
+func (g *srvT) answer(st *rawgrpc.Stream, what string) rawgrpc.Result {
+	r, ok := g.answerWithin(st, settleTimeout)
+	if !ok {
+		g.Fatalf("%s: no answer within %v", what, settleTimeout)
+	}
+	return r
+}
+
+// handled is what the server's record says of one call's handlers.
+type handled struct {
+	started bool
+	// deadlineMs is the first handler's deadline on entry; nil without
+	// one.
+	deadlineMs *float64
+	// execs counts the call's executions, amount sums what they debited.
+	execs  int
+	amount int64
+	// ended: every handler started has ended (rpcserver: by an EXEC, an
+	// EXPIRED or a CANCELED line); ctx is the last one's state.
+	ended bool
+	ctx   string
+}
+
+// handledOf reads what the server's record says of call.
+func (g *srvT) handledOf(call string) handled {
+	var h handled
+	if g.sut != nil {
+		open := 0
+		for _, e := range g.sut.Events() {
+			if e.Call != call {
+				continue
+			}
+			switch e.Type {
+			case "start":
+				if !h.started {
+					h.deadlineMs = e.DeadlineMs
+				}
+				h.started = true
+				open++
+			case "exec":
+				h.execs++
+				h.amount += e.Amount
+			case "end":
+				open--
+				h.ctx = e.Ctx
+			}
+		}
+		h.ended = h.started && open == 0
+		return h
+	}
+	ends := 0
+	for _, e := range g.events(g.rpc) {
+		if e.Text(serverapi.KeyCall) != call {
+			continue
+		}
+		switch e.Name {
+		case serverapi.EventAttempt:
+			if !h.started {
+				if b, ok := e.Int(serverapi.KeyBudget); ok && b >= 0 {
+					ms := float64(b)
+					h.deadlineMs = &ms
+				}
+			}
+			h.started = true
+		case serverapi.EventExec:
+			ends++
+			h.ctx = sut.CtxActive
+			if e.Text(serverapi.KeyStatus) == "OK" {
+				h.execs++
+				h.amount += g.sent[call]
+			}
+		case serverapi.EventExpired:
+			ends++
+			h.ctx = sut.CtxDeadlineExceeded
+		case serverapi.EventCanceled:
+			ends++
+			h.ctx = sut.CtxCancelled
+		}
+	}
+	h.ended = h.started && ends > 0
+	return h
+}
+
+// awaitEnded waits up to d for every handler of call the server started
+// to have ended, and returns what its record says then.
+func (g *srvT) awaitEnded(call string, d time.Duration) handled {
+	var h handled
+	waitFor(d, func() bool {
+		h = g.handledOf(call)
+		return h.ended
+	})
+	return h
+}
+
+// settle waits, for an adapter, until every handler of call that
+// started has ended, within settleTimeout: an adapter may answer before
+// its handler returns. rpcserver answers after its handler.
+func (g *srvT) settle(call string) handled {
+	if g.sut == nil {
+		return g.handledOf(call)
+	}
+	h := g.handledOf(call)
+	if h.started {
+		h = g.awaitEnded(call, settleTimeout)
+	}
+	return h
+}
+
+// okIffExecuted observes invSrvOKIffExec for a debit the server ended
+// with r, which it executed h.execs times.
+func (g *srvT) okIffExecuted(r rawgrpc.Result, h handled) {
+	ok := r.HasCode && r.Code == 0
+	g.observe(invSrvOKIffExec, holds(ok == (h.execs == 1) && h.execs <= 1))
+}
+
+// logMatchesBank reads, with a get of its own, every account the
+// scenario used, and observes invSrvLogBank: each balance is the opening
+// one less what the server's record says it debited.
+func (g *srvT) logMatchesBank() {
+	if len(g.errors) > 0 || len(g.failures) > 0 {
+		return
+	}
+	debited := map[string]int64{}
+	var accounts []string
+	for call, acct := range g.accounts {
+		if !slices.Contains(accounts, acct) {
+			accounts = append(accounts, acct)
+		}
+		debited[acct] += g.settle(call).amount
+	}
+	slices.Sort(accounts)
+	c := g.dial()
+	holdsAll := true
+	var got []string
+	for _, acct := range accounts {
+		st, err := c.Open(rawgrpc.Request{Method: "Get", Call: g.name + "-bank-" + acct, Message: rawgrpc.GetRequest(acct, 0)})
+		if err != nil {
+			g.Fatalf("read %s: %v", acct, err)
+		}
+		rep, err := g.answer(st, "the bank's read of "+acct).Reply()
+		if err != nil {
+			g.Fatalf("read %s: %v", acct, err)
+		}
+		want := bank.DefaultBalance - debited[acct]
+		got = append(got, fmt.Sprintf("%s=%d", acct, rep.Balance))
+		if rep.Balance != want {
+			holdsAll = false
+			g.Field("log_bank_mismatch", fmt.Sprintf("%s balance %d, the record's debits say %d", acct, rep.Balance, want))
+		}
+	}
+	g.Field("balances", strings.Join(got, ","))
+	g.observe(invSrvLogBank, holds(holdsAll))
+}
