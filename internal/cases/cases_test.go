@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envFakeAdapter); mode != "" {
 		os.Exit(fakeAdapterMain(mode))
 	}
+	if mode := os.Getenv(envFakeServer); mode != "" {
+		os.Exit(fakeServerMain(mode))
+	}
 	flag.Parse()
 	os.Exit(runMain(m))
 }
