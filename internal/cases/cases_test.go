@@ -120,8 +120,9 @@ func inGoTest(c Case) bool {
 }
 
 // goTestStackScenarios are the grpc scenarios TestCases runs in every
-// stack's columns.
-var goTestStackScenarios = []string{"grpc_concurrent_own_answers", "grpc_unavailable_after_exec"}
+// stack's columns, client and server.
+var goTestStackScenarios = []string{"grpc_concurrent_own_answers", "grpc_unavailable_after_exec", "grpcserver_timeout_1n",
+	"grpcserver_cancel_stops_handler"}
 
 // pgSkip is why the PostgreSQL scenarios skip, when they do.
 var pgSkip string

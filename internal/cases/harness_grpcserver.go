@@ -13,6 +13,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/scorecard"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/sut"
 )
@@ -31,8 +32,9 @@ import (
 // side.
 const StackRPCServer = "rpcserver"
 
-// configServer is the configuration name of every server column.
-const configServer = "server"
+// configServer is the configuration name of every server column, as
+// the scorecard tells server columns from clients'.
+const configServer = scorecard.ConfigServer
 
 // Invariants the grpcserver scenarios observe.
 const (

@@ -280,11 +280,46 @@ type StackCard struct {
 	Unrun []string
 }
 
+// ConfigServer is the configuration of a server column: the grpcserver
+// scenarios judge a server stack, not a client's configuration.
+const ConfigServer = "server"
+
+// Split returns the card's client columns and its server columns
+// (configuration ConfigServer), each with the rows that have a cell in
+// them.
+func (c Card) Split() (clients, servers Card) {
+	part := func(server bool) Card {
+		var out Card
+		var keep []int
+		for i, col := range c.Columns {
+			if (col.Config == ConfigServer) == server {
+				keep = append(keep, i)
+				out.Columns = append(out.Columns, col)
+			}
+		}
+		for _, r := range c.Rows {
+			nr := Row{Scenario: r.Scenario, Invariant: r.Invariant}
+			has := false
+			for _, i := range keep {
+				nr.Cells = append(nr.Cells, r.Cells[i])
+				has = has || r.Cells[i].Case != ""
+			}
+			if has {
+				out.Rows = append(out.Rows, nr)
+			}
+		}
+		return out
+	}
+	return part(false), part(true)
+}
+
 // WriteMarkdownByStack writes a heading line and a table for each
-// stack of ByStack, and the configurations it could not run, linking
-// cells to page as WriteMarkdown does.
+// client stack of ByStack, and the configurations it could not run,
+// then one table of the server columns, linking cells to page as
+// WriteMarkdown does.
 func (c Card) WriteMarkdownByStack(w io.Writer, page string) error {
-	for i, sc := range c.ByStack() {
+	clients, servers := c.Split()
+	for i, sc := range clients.ByStack() {
 		if i > 0 {
 			if _, err := io.WriteString(w, "\n"); err != nil {
 				return err
@@ -305,5 +340,11 @@ func (c Card) WriteMarkdownByStack(w io.Writer, page string) error {
 			return err
 		}
 	}
-	return nil
+	if len(servers.Columns) == 0 {
+		return nil
+	}
+	if _, err := io.WriteString(w, "\n**Servers**, each with its library's default options, rpcserver's gRPC side first\n\n"); err != nil {
+		return err
+	}
+	return servers.WriteMarkdown(w, page)
 }

@@ -116,3 +116,28 @@ CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1
 		t.Errorf("markdown by stack (-want +got):\n%s", diff)
 	}
 }
+
+// TestServersSection: the server columns (configuration server) are one
+// table after the client stacks', never a stack card of their own, and
+// their rows are left out of the client tables.
+func TestServersSection(t *testing.T) {
+	const mixed = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once=holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed=holds log_matches_bank=holds
+CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed=violated log_matches_bank=holds
+`
+	var b strings.Builder
+	if err := buildFrom(t, mixed).WriteMarkdownByStack(&b, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := "**grpc-go 1.85.0**\n\n" +
+		"| scenario | invariant | rpcbench client | grpc-go 1.85.0 default |\n|---|---|---|---|\n" +
+		"| `a` | `exec_at_most_once` | holds | holds |\n" +
+		"\n**Servers**, each with its library's default options, rpcserver's gRPC side first\n\n" +
+		"| scenario | invariant | rpcserver server | grpc-js 1.14.7 server |\n|---|---|---|---|\n" +
+		"| `s` | `srv_expired_not_executed` | holds | **VIOLATED** |\n" +
+		"| `s` | `log_matches_bank` | holds | holds |\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("markdown with servers (-want +got):\n%s", diff)
+	}
+}
