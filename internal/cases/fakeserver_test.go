@@ -181,8 +181,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.balances[account] = bal
-	f.bankMu.Unlock()
+	// Under the bank's lock, as the protocol says.
 	f.send(map[string]any{"type": "exec", "call": call, "method": method, "account": account, "amount": amount, "balance": reported})
+	f.bankMu.Unlock()
 	end(true, "OK")
 	reply := protowire.AppendTag(nil, 1, protowire.BytesType)
 	reply = protowire.AppendString(reply, account)

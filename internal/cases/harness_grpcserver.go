@@ -117,6 +117,7 @@ type srvT struct {
 	// amount, are summed with.
 	sent     map[string]int64
 	accounts map[string]string
+	own      *rawgrpc.Conn // the harness's own calls' connection
 }
 
 // runSrv runs sc against stack's server and judges it against the
@@ -278,6 +279,9 @@ type handled struct {
 	// EXPIRED or a CANCELED line); ctx is the last one's state.
 	ended bool
 	ctx   string
+	// took is how long the last handler ran, by when the harness read
+	// its start and end lines; 0 for rpcserver, whose log says waited.
+	took time.Duration
 }
 
 // handledOf reads what the server's record says of call.
@@ -285,6 +289,7 @@ func (g *srvT) handledOf(call string) handled {
 	var h handled
 	if g.sut != nil {
 		open := 0
+		var startAt time.Time
 		for _, e := range g.sut.Events() {
 			if e.Call != call {
 				continue
@@ -295,6 +300,7 @@ func (g *srvT) handledOf(call string) handled {
 					h.deadlineMs = e.DeadlineMs
 				}
 				h.started = true
+				startAt = e.At
 				open++
 			case "exec":
 				h.execs++
@@ -302,6 +308,7 @@ func (g *srvT) handledOf(call string) handled {
 			case "end":
 				open--
 				h.ctx = e.Ctx
+				h.took = e.At.Sub(startAt)
 			}
 		}
 		h.ended = h.started && open == 0
@@ -335,6 +342,9 @@ func (g *srvT) handledOf(call string) handled {
 			ends++
 			h.ctx = sut.CtxCancelled
 		}
+		if w, ok := e.Int(serverapi.KeyWaited); ok && e.Name != serverapi.EventAttempt {
+			h.took = time.Duration(w) * time.Millisecond
+		}
 	}
 	h.ended = h.started && ends > 0
 	return h
@@ -351,18 +361,67 @@ func (g *srvT) awaitEnded(call string, d time.Duration) handled {
 	return h
 }
 
-// settle waits, for an adapter, until every handler of call that
-// started has ended, within settleTimeout: an adapter may answer before
-// its handler returns. rpcserver answers after its handler.
-func (g *srvT) settle(call string) handled {
-	if g.sut == nil {
-		return g.handledOf(call)
+// sync reads an account of its own with a get and waits until the
+// server's record shows that get executed. The protocol has each exec
+// line written under the bank's lock, so every execution before the
+// get's is in the record by then, whatever the order of the answers.
+func (g *srvT) sync() {
+	g.calls++
+	name := fmt.Sprintf("%s-sync-%d", g.name, g.calls)
+	st, err := g.syncConn().Open(rawgrpc.Request{Method: "Get", Call: name, Message: rawgrpc.GetRequest("acct-sync", 0)})
+	if err != nil {
+		g.Fatalf("sync: %v", err)
 	}
+	if r := g.answer(st, "the sync get"); r.Outcome() != "OK" {
+		g.Fatalf("the sync get ended %s, want OK", r.Outcome())
+	}
+	g.awaitExec(name)
+}
+
+// syncConn is the connection of the harness's own calls, opened once.
+func (g *srvT) syncConn() *rawgrpc.Conn {
+	if g.own == nil {
+		g.own = g.dial()
+	}
+	return g.own
+}
+
+// awaitExec waits until the server's record shows call executed.
+func (g *srvT) awaitExec(call string) {
+	if g.sut != nil {
+		ctx, cancel := context.WithTimeout(g.ctx, settleTimeout)
+		defer cancel()
+		if _, err := g.sut.Await(ctx, func(e sut.Event) bool { return e.Type == "exec" && e.Call == call }); err != nil {
+			if g.sut.Err() != nil {
+				g.Errored("%v", g.sut.Err())
+			}
+			g.Fatalf("the record never showed %s executed: %v", call, err)
+		}
+		return
+	}
+	g.awaitEvent(g.rpc, call+"'s EXEC", func(e serverapi.Event) bool {
+		return e.Name == serverapi.EventExec && e.Text(serverapi.KeyCall) == call
+	})
+}
+
+// settle syncs, then waits until every handler of call that started has
+// ended, within settleTimeout (an adapter may answer before its handler
+// returns), and returns what the record says of it then.
+func (g *srvT) settle(call string) handled {
+	g.sync()
 	h := g.handledOf(call)
-	if h.started {
+	if h.started && !h.ended {
 		h = g.awaitEnded(call, settleTimeout)
 	}
 	return h
+}
+
+// handlerTook records, as the timing it is, how long the call's handler
+// ran.
+func (g *srvT) handlerTook(h handled) {
+	if h.ended {
+		g.Volatile("handler_ms", h.took.Milliseconds())
+	}
 }
 
 // okIffExecuted observes invSrvOKIffExec for a debit the server ended
@@ -374,25 +433,24 @@ func (g *srvT) okIffExecuted(r rawgrpc.Result, h handled) {
 
 // logMatchesBank reads, with a get of its own, every account the
 // scenario used, and observes invSrvLogBank: each balance is the opening
-// one less what the server's record says it debited.
+// one less what the server's record says it debited before that get
+// executed.
 func (g *srvT) logMatchesBank() {
 	if len(g.errors) > 0 || len(g.failures) > 0 {
 		return
 	}
-	debited := map[string]int64{}
 	var accounts []string
-	for call, acct := range g.accounts {
+	for _, acct := range g.accounts {
 		if !slices.Contains(accounts, acct) {
 			accounts = append(accounts, acct)
 		}
-		debited[acct] += g.settle(call).amount
 	}
 	slices.Sort(accounts)
-	c := g.dial()
 	holdsAll := true
 	var got []string
 	for _, acct := range accounts {
-		st, err := c.Open(rawgrpc.Request{Method: "Get", Call: g.name + "-bank-" + acct, Message: rawgrpc.GetRequest(acct, 0)})
+		read := g.name + "-bank-" + acct
+		st, err := g.syncConn().Open(rawgrpc.Request{Method: "Get", Call: read, Message: rawgrpc.GetRequest(acct, 0)})
 		if err != nil {
 			g.Fatalf("read %s: %v", acct, err)
 		}
@@ -400,7 +458,8 @@ func (g *srvT) logMatchesBank() {
 		if err != nil {
 			g.Fatalf("read %s: %v", acct, err)
 		}
-		want := bank.DefaultBalance - debited[acct]
+		g.awaitExec(read)
+		want := bank.DefaultBalance - g.debitedBefore(acct, read)
 		got = append(got, fmt.Sprintf("%s=%d", acct, rep.Balance))
 		if rep.Balance != want {
 			holdsAll = false
@@ -409,4 +468,36 @@ func (g *srvT) logMatchesBank() {
 	}
 	g.Field("balances", strings.Join(got, ","))
 	g.observe(invSrvLogBank, holds(holdsAll))
+}
+
+// debitedBefore sums what the server's record says it debited from
+// account before the get named read executed.
+func (g *srvT) debitedBefore(account, read string) int64 {
+	var sum int64
+	if g.sut != nil {
+		for _, e := range g.sut.Events() {
+			if e.Type != "exec" {
+				continue
+			}
+			if e.Call == read {
+				break
+			}
+			if e.Account == account {
+				sum += e.Amount
+			}
+		}
+		return sum
+	}
+	for _, e := range g.events(g.rpc) {
+		if e.Name != serverapi.EventExec || e.Text(serverapi.KeyAccount) != account {
+			continue
+		}
+		if e.Text(serverapi.KeyCall) == read {
+			break
+		}
+		if e.Text(serverapi.KeyStatus) == "OK" {
+			sum += g.sent[e.Text(serverapi.KeyCall)]
+		}
+	}
+	return sum
 }
