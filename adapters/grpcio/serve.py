@@ -58,11 +58,14 @@ class Ledger:
 def ctx_state(context):
     """ctx_state is the servicer context's state as the protocol names it.
     grpcio's context says only whether the RPC is active; it has no
-    "why not". An inactive RPC whose deadline has passed (time_remaining()
-    is clamped at 0 by grpcio, so <= 0) is deadline_exceeded, any other
-    inactive one cancelled: a client's cancel, a connection's loss, the
-    server's stop. A cancel that comes after the deadline has passed
-    reads as deadline_exceeded."""
+    "why not". An inactive RPC whose deadline has passed
+    (time_remaining() is clamped at 0 by grpcio, so <= 0) is
+    deadline_exceeded, any other inactive one cancelled: a client's
+    cancel, a connection's loss, the server's stop. A cancel that comes
+    after the deadline reads as deadline_exceeded. A client that ends
+    the stream at its own deadline, as grpcio's client does, may end the
+    RPC before the server's deadline, which counts from the request's
+    arrival: cancelled, and rightly so, since that is what ended it."""
     if context.is_active():
         return "active"
     if context.time_remaining() <= 0:
