@@ -9,7 +9,7 @@ import socket
 import struct
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-SETTINGS, HEADERS, DATA = 4, 1, 0
+SETTINGS, HEADERS, DATA, RST_STREAM = 4, 1, 0, 3
 END_STREAM, END_HEADERS = 0x1, 0x4
 
 
@@ -41,3 +41,25 @@ def request(addr, path, message, headers):
     s.sendall(PREFACE + frame(SETTINGS, 0, 0, b"") + frame(HEADERS, END_HEADERS, 1, block)
               + frame(DATA, END_STREAM, 1, body))
     return s
+
+
+def frames(sock, stream=1):
+    """frames reads sock until stream ends (END_STREAM or RST_STREAM) and
+    returns (type, flags) of each of its frames; frames of other streams
+    are left out. It answers nothing: C-core does not wait for the
+    SETTINGS acknowledgement to answer a request."""
+    buf, out = b"", []
+    while True:
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            n = int.from_bytes(buf[:3], "big")
+            typ, flags, sid = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            buf = buf[9 + n:]
+            if sid != stream:
+                continue
+            out.append((typ, flags))
+            if typ == RST_STREAM or flags & END_STREAM:
+                return out
+        d = sock.recv(65536)
+        if not d:
+            raise ConnectionError(f"the connection closed before stream {stream} ended, after {out}")
+        buf += d

@@ -219,6 +219,19 @@ class ServeTest(unittest.TestCase):
             self.assertEqual((ev[1]["executed"], ev[1]["code"]), (False, "INVALID_ARGUMENT"), amount)
         self.assertEqual(self.s.stub("Get")({"account": "a"}, metadata=md("g1"))["balance"], 1000)
 
+    def test_an_error_status_carries_no_message(self):
+        # The handler ends with context.abort: set_code and a returned
+        # reply would put the reply's message before the error trailers.
+        self.s.init()
+        sock = rawh2.request(self.s.addr, "/rpcbench.bank.v1.Bank/Debit",
+                             bank.encode("DebitRequest", {"account": "a", "amount": 0}), [("x-rpcbench-call", "d1")])
+        try:
+            got = rawh2.frames(sock)
+        finally:
+            sock.close()
+        self.assertEqual(got, [(rawh2.HEADERS, rawh2.END_HEADERS | rawh2.END_STREAM)], "want trailers only")
+        self.assertEqual(self.s.events("d1")[-1]["code"], "INVALID_ARGUMENT")
+
     def test_without_call_metadata_the_call_is_empty(self):
         self.s.init()
         self.s.stub("Get")({"account": "a"}, timeout=5)
