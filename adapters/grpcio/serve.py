@@ -24,10 +24,13 @@ STOP_GRACE = 2.0  # seconds shutdown lets handlers finish before grpcio cancels 
 # handler on one executor thread for its whole life, sleep_ms wait
 # included, and an RPC beyond the bound waits in the executor's queue
 # (grpc.server's maximum_concurrent_rpcs is None by default, so none is
-# refused) and its handler starts late. 16 is several times the calls
-# a scenario has in flight at once, so no start is late for want of a
+# refused) and its handler starts late. 16 is more than the few calls a
+# scenario is meant to have in flight at once (no server scenario
+# exists yet to count them), so that no start is late for want of a
 # thread, and still few threads on a shared 2-core machine; the waits
-# are blocked on events, not spinning.
+# block on events, they do not spin. A scenario with more than 16
+# handlers asleep at once would see later starts, from this bound, not
+# from grpcio's defaults.
 MAX_WORKERS = 16
 
 
@@ -77,8 +80,8 @@ def deadline_ms(context):
     """deadline_ms is what the context says is left of the deadline, in
     milliseconds, or None for no deadline. grpcio 1.51.1's
     time_remaining() never returns None: without a grpc-timeout it is
-    the distance to C-core's infinite future, hundreds of years away,
-    which is reported as no deadline."""
+    the distance to C-core's infinite future, about 9.2e18 s, which is
+    reported as no deadline."""
     left = context.time_remaining()
     if left is None or left > NO_DEADLINE_S:
         return None
@@ -96,8 +99,8 @@ class Handlers:
     """Handlers are the Bank's three methods, writing their events
     through send before they return."""
 
-    def __init__(self, send, ledger, log):
-        self.send, self.ledger, self.log = send, ledger, log
+    def __init__(self, send, ledger):
+        self.send, self.ledger = send, ledger
 
     def event(self, typ, call, method, **kw):
         msg = {"type": typ, "call": call, "method": method}
@@ -114,16 +117,19 @@ class Handlers:
         self.event("start", call, method, deadline_ms=dl)
         return call, dl
 
-    def end(self, call, method, context, executed, code, details=""):
-        """end writes the end event, then gives grpcio the status. A non-OK
-        status goes by context.abort, which raises, so end does not
-        return for one: returning a reply after
-        set_code would have grpcio send that reply's message before the
-        non-OK trailers (_server._status appends a SendMessageOperation
-        whenever there is a serialized response)."""
-        self.event("end", call, method, executed=executed, ctx=ctx_state(context), code=code.name)
-        if code is not grpc.StatusCode.OK:
-            context.abort(code, details)
+    def end(self, call, method, context, executed):
+        """end writes the end event of a handler that answers OK."""
+        self.event("end", call, method, executed=executed, ctx=ctx_state(context), code="OK")
+
+    def fail(self, call, method, context, code, details):
+        """fail writes the end event of an unexecuted handler and ends the
+        RPC with code by context.abort, which raises: fail never returns.
+        abort is answered with trailers only, while set_code and a
+        returned reply would have grpcio send the reply's message before
+        the error trailers (_server._status sends whatever response the
+        handler returned)."""
+        self.event("end", call, method, executed=False, ctx=ctx_state(context), code=code.name)
+        context.abort(code, details)
 
     def slept(self, req, context):
         """slept waits sleep_ms, or until grpcio ends the RPC, and says
@@ -140,18 +146,18 @@ class Handlers:
         if self.slept(req, context):
             state = ctx_state(context)
             code = grpc.StatusCode.DEADLINE_EXCEEDED if state == "deadline_exceeded" else grpc.StatusCode.CANCELLED
-            self.end(call, method, context, False, code, f"the RPC ended during sleep_ms: {state}")
+            return self.fail(call, method, context, code, f"the RPC ended during sleep_ms: {state}")
         if method == "Debit":
             if req["amount"] <= 0:
-                self.end(call, method, context, False, grpc.StatusCode.INVALID_ARGUMENT,
-                         f"amount {req['amount']} is not positive")
+                return self.fail(call, method, context, grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"amount {req['amount']} is not positive")
             balance, n = self.ledger.debit(req["account"], req["amount"])
             amount = req["amount"]
         else:
             balance, n = self.ledger.get(req["account"])
             amount = 0
         self.event("exec", call, method, account=req["account"], amount=amount, balance=balance)
-        self.end(call, method, context, True, grpc.StatusCode.OK)
+        self.end(call, method, context, True)
         return {"account": req["account"], "balance": balance, "exec": n, "replayed": False,
                 "budget_ms": 0 if dl is None else int(dl)}
 
@@ -163,7 +169,7 @@ class Handlers:
 
     def echo(self, req, context):
         call, _ = self.begin("Echo", context)
-        self.end(call, "Echo", context, False, grpc.StatusCode.OK)
+        self.end(call, "Echo", context, False)
         return {"payload": req["payload"]}
 
     def generic_handler(self):
@@ -204,7 +210,7 @@ class Server:
         """start binds, starts and returns the address grpcio listens on."""
         self.executor = futures.ThreadPoolExecutor(max_workers=MAX_WORKERS)
         self.server = grpc.server(self.executor)
-        self.server.add_generic_rpc_handlers((Handlers(self.send, Ledger(), self.log).generic_handler(),))
+        self.server.add_generic_rpc_handlers((Handlers(self.send, Ledger()).generic_handler(),))
         port = self.server.add_insecure_port("127.0.0.1:0")
         if not port:
             raise RuntimeError("grpcio could not bind 127.0.0.1:0")
