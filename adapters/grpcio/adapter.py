@@ -3,7 +3,8 @@ speaks adapters/PROTOCOL.md (rpcbench-adapter/1) on stdin and stdout
 and makes each call once through channel.unary_unary, configured only by
 what the call's channel carries: the service config as the
 grpc.service_config channel option, keepalive as grpc.keepalive_*. It
-never retries or judges; its logs and grpcio's go to stderr."""
+never retries or judges; its logs and grpcio's go to stderr. With the
+argument serve it is the server adapter instead (serve.py)."""
 
 import json
 import platform
@@ -314,8 +315,11 @@ def main():
     def log(text):
         sys.stderr.write(f"grpcio: {time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
         sys.stderr.flush()
+    if sys.argv[1:] == ["serve"]:
+        import serve  # the server mode, SERVER-PROTOCOL.md; it imports this file's line checks
+        return serve.Server(sys.stdout, log).run(sys.stdin.buffer)
     if sys.argv[1:]:
-        log(f"unknown arguments {sys.argv[1:]}: this adapter has only its client mode")
+        log(f"unknown arguments {sys.argv[1:]}: want none (client mode) or serve")
         return 2
     return Session(sys.stdout, log).run(sys.stdin.buffer)
 

@@ -74,16 +74,25 @@ def _read_varint(b, i):
             return n, i
 
 
+# The wire type each kind is encoded with.
+WIRE_TYPES = {"int64": 0, "bool": 0, "string": 2, "bytes": 2}
+
+
 def decode(message, b):
     """decode returns the message's fields in b as a dict, each field at
-    its default when absent; unknown fields are skipped, as protobuf
-    does."""
+    its default when absent, the last occurrence of a field winning.
+    Unknown fields, and known ones with another wire type, are skipped,
+    as protobuf does; malformed bytes raise ValueError. The server mode
+    decodes requests from any client with it, so nothing in b is
+    trusted."""
     by_num = {num: (name, kind) for name, (num, kind) in MESSAGES[message].items()}
     out = {name: _default(kind) for name, (num, kind) in MESSAGES[message].items()}
     i = 0
     while i < len(b):
         key, i = _read_varint(b, i)
         num, wt = key >> 3, key & 7
+        if num == 0:
+            raise ValueError("field number 0")
         if wt == 0:
             v, i = _read_varint(b, i)
         elif wt == 2:
@@ -91,16 +100,18 @@ def decode(message, b):
             if i + n > len(b):
                 raise ValueError("truncated length-delimited field")
             v, i = b[i:i + n], i + n
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
+        elif wt in (1, 5):
+            n = 8 if wt == 1 else 4
+            if i + n > len(b):
+                raise ValueError("truncated fixed-width field")
+            v, i = b[i:i + n], i + n
         else:
             raise ValueError(f"wire type {wt}")
-        if num not in by_num:
+        if num not in by_num or WIRE_TYPES[by_num[num][1]] != wt:
             continue
         name, kind = by_num[num]
         if kind == "int64":
+            v &= (1 << 64) - 1  # a tenth varint byte may carry bits past 64; protobuf drops them
             out[name] = v - (1 << 64) if v >= 1 << 63 else v
         elif kind == "bool":
             out[name] = v != 0
