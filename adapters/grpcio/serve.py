@@ -43,18 +43,24 @@ class Ledger:
         self.balances = {}
         self.debits = {}  # account -> debits executed
 
-    def get(self, account):
-        """get returns the account's balance and debits executed."""
+    def get(self, account, executed):
+        """get returns the account's balance and debits executed, calling
+        executed(balance) first with the lock held: the protocol has exec
+        lines written in the order the ledger applied them."""
         with self.mu:
-            return self.balances.get(account, OPENING_BALANCE), self.debits.get(account, 0)
+            b, n = self.balances.get(account, OPENING_BALANCE), self.debits.get(account, 0)
+            executed(b)
+            return b, n
 
-    def debit(self, account, amount):
+    def debit(self, account, amount, executed):
         """debit takes amount from the account, which may go negative, and
-        returns its balance and debits executed after it."""
+        returns its balance and debits executed after it, calling
+        executed(balance) as get does."""
         with self.mu:
             b = self.balances.get(account, OPENING_BALANCE) - amount
             n = self.debits.get(account, 0) + 1
             self.balances[account], self.debits[account] = b, n
+            executed(b)
             return b, n
 
 
@@ -151,12 +157,17 @@ class Handlers:
             if req["amount"] <= 0:
                 return self.fail(call, method, context, grpc.StatusCode.INVALID_ARGUMENT,
                                  f"amount {req['amount']} is not positive")
-            balance, n = self.ledger.debit(req["account"], req["amount"])
             amount = req["amount"]
         else:
-            balance, n = self.ledger.get(req["account"])
             amount = 0
-        self.event("exec", call, method, account=req["account"], amount=amount, balance=balance)
+
+        def executed(balance):
+            self.event("exec", call, method, account=req["account"], amount=amount, balance=balance)
+
+        if method == "Debit":
+            balance, n = self.ledger.debit(req["account"], amount, executed)
+        else:
+            balance, n = self.ledger.get(req["account"], executed)
         self.end(call, method, context, True)
         return {"account": req["account"], "balance": balance, "exec": n, "replayed": False,
                 "budget_ms": 0 if dl is None else int(dl)}
