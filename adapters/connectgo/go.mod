@@ -6,3 +6,9 @@ require (
 	connectrpc.com/connect v1.21.1
 	google.golang.org/protobuf v1.36.12
 )
+
+require github.com/rpcbench/rpcbench/adapters/serverkit v0.0.0
+
+// serverkit is the server mode's half shared with adapters/grpcgo, from
+// this tree: it is never published.
+replace github.com/rpcbench/rpcbench/adapters/serverkit => ../serverkit

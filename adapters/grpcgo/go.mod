@@ -13,3 +13,9 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
+
+require github.com/rpcbench/rpcbench/adapters/serverkit v0.0.0
+
+// serverkit is the server mode's half shared with adapters/connectgo,
+// from this tree: it is never published.
+replace github.com/rpcbench/rpcbench/adapters/serverkit => ../serverkit

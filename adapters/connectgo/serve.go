@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb/bankpbconnect"
+	"github.com/rpcbench/rpcbench/adapters/serverkit"
+)
+
+// stack is connect-go's server for serverkit.
+var stack = serverkit.Stack{Name: "connect-go", Version: connect.Version, Serve: serve}
+
+// serve starts connect-go's generated Bank handler, with its default
+// options (which accept gRPC, gRPC-Web and Connect), in an http.Server
+// speaking only unencrypted HTTP/2 with prior knowledge, on a loopback
+// port: what cleartext gRPC requires, and nothing else of the adapter's.
+func serve(h *serverkit.Handlers, logger *log.Logger) (serverkit.Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(bankpbconnect.NewBankHandler(&bankHandler{h: h}))
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	s := &http.Server{Handler: mux, Protocols: &protocols, ErrorLog: logger}
+	go func() {
+		if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Printf("http.Server.Serve: %v", err)
+		}
+	}()
+	return &server{s: s, addr: ln.Addr().String()}, nil
+}
+
+// server is a running http.Server.
+type server struct {
+	s    *http.Server
+	addr string
+}
+
+func (sv *server) Addr() string                       { return sv.addr }
+func (sv *server) Shutdown(ctx context.Context) error { return sv.s.Shutdown(ctx) }
+func (sv *server) Close()                             { sv.s.Close() }
+
+// bankHandler is the Bank service as connect-go's generated interface.
+type bankHandler struct {
+	h *serverkit.Handlers
+}
+
+func (b *bankHandler) Get(ctx context.Context, req *connect.Request[bankpb.GetRequest]) (*connect.Response[bankpb.AccountReply], error) {
+	a, err := b.h.Get(ctx, callName(req), req.Msg.GetAccount(), req.Msg.GetSleepMs())
+	return reply(a, err)
+}
+
+func (b *bankHandler) Debit(ctx context.Context, req *connect.Request[bankpb.DebitRequest]) (*connect.Response[bankpb.AccountReply], error) {
+	a, err := b.h.Debit(ctx, callName(req), req.Msg.GetAccount(), req.Msg.GetAmount(), req.Msg.GetSleepMs())
+	return reply(a, err)
+}
+
+func (b *bankHandler) Echo(ctx context.Context, req *connect.Request[bankpb.EchoRequest]) (*connect.Response[bankpb.EchoReply], error) {
+	b.h.Echo(ctx, callName(req))
+	return connect.NewResponse(&bankpb.EchoReply{Payload: req.Msg.GetPayload()}), nil
+}
+
+// callName is the request's first x-rpcbench-call value, "" without one.
+func callName(req connect.AnyRequest) string {
+	return req.Header().Get("x-rpcbench-call")
+}
+
+// connectCodes maps every code of a serverkit.Status to connect-go's.
+var connectCodes = map[serverkit.Code]connect.Code{
+	serverkit.Canceled:         connect.CodeCanceled,
+	serverkit.DeadlineExceeded: connect.CodeDeadlineExceeded,
+	serverkit.InvalidArgument:  connect.CodeInvalidArgument,
+}
+
+func reply(a serverkit.Account, err error) (*connect.Response[bankpb.AccountReply], error) {
+	if st, ok := errors.AsType[*serverkit.Status](err); ok {
+		return nil, connect.NewError(connectCodes[st.Code], errors.New(st.Message))
+	} else if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	return connect.NewResponse(&bankpb.AccountReply{Account: a.Account, Balance: a.Balance, Exec: a.Exec, BudgetMs: a.BudgetMS}), nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb/bankpbconnect"
+	"github.com/rpcbench/rpcbench/adapters/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/serverkit/serverkittest"
+)
+
+// envServeMain set to "1" makes the test binary run main as
+// "adapter-connectgo serve", for serverkittest.ProcessSuite.
+const envServeMain = "RPCBENCH_TEST_SERVE_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envServeMain) == "1" {
+		os.Args = []string{os.Args[0], "serve"}
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// client is connect-go's generated Bank client in its gRPC protocol over
+// net/http's unencrypted HTTP/2, for serverkittest.
+type client struct{ c bankpbconnect.BankClient }
+
+func dial(t *testing.T, addr string) serverkittest.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	t.Cleanup(tr.CloseIdleConnections)
+	return client{bankpbconnect.NewBankClient(&http.Client{Transport: tr}, "http://"+addr, connect.WithGRPC())}
+}
+
+func named[T any](call string, msg *T) *connect.Request[T] {
+	req := connect.NewRequest(msg)
+	if call != "" {
+		req.Header().Set("x-rpcbench-call", call)
+	}
+	return req
+}
+
+func account(r *connect.Response[bankpb.AccountReply], err error) (serverkit.Account, error) {
+	if err != nil {
+		return serverkit.Account{}, err
+	}
+	m := r.Msg
+	return serverkit.Account{Account: m.GetAccount(), Balance: m.GetBalance(), Exec: m.GetExec(), BudgetMS: m.GetBudgetMs()}, nil
+}
+
+func (c client) Get(ctx context.Context, call, acct string, sleepMS int64) (serverkit.Account, error) {
+	return account(c.c.Get(ctx, named(call, &bankpb.GetRequest{Account: acct, SleepMs: sleepMS})))
+}
+
+func (c client) Debit(ctx context.Context, call, acct string, amount, sleepMS int64) (serverkit.Account, error) {
+	return account(c.c.Debit(ctx, named(call, &bankpb.DebitRequest{Account: acct, Amount: amount, SleepMs: sleepMS})))
+}
+
+func (c client) Echo(ctx context.Context, call string, payload []byte) ([]byte, error) {
+	r, err := c.c.Echo(ctx, named(call, &bankpb.EchoRequest{Payload: payload}))
+	if err != nil {
+		return nil, err
+	}
+	return r.Msg.GetPayload(), nil
+}
+
+func (client) Code(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	return codeNames[connect.CodeOf(err)]
+}
+
+// TestServe: connect-go's handler under serverkit's handlers does what
+// SERVER-PROTOCOL.md says, called by connect-go's own client over gRPC.
+func TestServe(t *testing.T) {
+	serverkittest.Suite(t, stack, dial)
+}
+
+// TestServeProcess: main dispatches "serve" to the server adapter, with
+// the protocol's exit statuses.
+func TestServeProcess(t *testing.T) {
+	serverkittest.ProcessSuite(t, func(t *testing.T) *exec.Cmd {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envServeMain+"=1")
+		return cmd
+	})
+}
+
+// TestStatusCodes: every code a handler returns has connect-go's own.
+func TestStatusCodes(t *testing.T) {
+	for _, c := range serverkit.StatusCodes {
+		if g, ok := connectCodes[c]; !ok || codeNames[g] != string(c) {
+			t.Errorf("%s: got connect-go code %v (%v), want the one named %s", c, g, ok, c)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/serverkit"
+)
+
+// stack is grpc-go's server for serverkit.
+var stack = serverkit.Stack{Name: "grpc-go", Version: grpc.Version, Serve: serve}
+
+// serve starts grpc.NewServer with no options on a loopback port.
+func serve(h *serverkit.Handlers, logger *log.Logger) (serverkit.Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := grpc.NewServer()
+	bankpb.RegisterBankServer(s, &bankServer{h: h})
+	go func() {
+		if err := s.Serve(ln); err != nil {
+			logger.Printf("grpc.Server.Serve: %v", err)
+		}
+	}()
+	return &server{s: s, addr: ln.Addr().String()}, nil
+}
+
+// server is a running grpc.Server.
+type server struct {
+	s    *grpc.Server
+	addr string
+}
+
+func (sv *server) Addr() string { return sv.addr }
+
+// Shutdown runs GracefulStop, which cannot be interrupted: if ctx ends
+// first it returns, and Close's Stop makes GracefulStop return.
+func (sv *server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { sv.s.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (sv *server) Close() { sv.s.Stop() }
+
+// bankServer is the Bank service as grpc-go's generated interface.
+type bankServer struct {
+	bankpb.UnimplementedBankServer
+	h *serverkit.Handlers
+}
+
+func (b *bankServer) Get(ctx context.Context, req *bankpb.GetRequest) (*bankpb.AccountReply, error) {
+	a, err := b.h.Get(ctx, callName(ctx), req.GetAccount(), req.GetSleepMs())
+	return reply(a, err)
+}
+
+func (b *bankServer) Debit(ctx context.Context, req *bankpb.DebitRequest) (*bankpb.AccountReply, error) {
+	a, err := b.h.Debit(ctx, callName(ctx), req.GetAccount(), req.GetAmount(), req.GetSleepMs())
+	return reply(a, err)
+}
+
+func (b *bankServer) Echo(ctx context.Context, req *bankpb.EchoRequest) (*bankpb.EchoReply, error) {
+	b.h.Echo(ctx, callName(ctx))
+	return &bankpb.EchoReply{Payload: req.GetPayload()}, nil
+}
+
+// callName is the request's first x-rpcbench-call value, "" without one.
+func callName(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("x-rpcbench-call"); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// grpcCodes maps every code of a serverkit.Status to grpc-go's.
+var grpcCodes = map[serverkit.Code]codes.Code{
+	serverkit.Canceled:         codes.Canceled,
+	serverkit.DeadlineExceeded: codes.DeadlineExceeded,
+	serverkit.InvalidArgument:  codes.InvalidArgument,
+}
+
+func reply(a serverkit.Account, err error) (*bankpb.AccountReply, error) {
+	if st, ok := errors.AsType[*serverkit.Status](err); ok {
+		return nil, status.Error(grpcCodes[st.Code], st.Message)
+	} else if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &bankpb.AccountReply{Account: a.Account, Balance: a.Balance, Exec: a.Exec, BudgetMs: a.BudgetMS}, nil
+}

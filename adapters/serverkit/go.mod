@@ -1,0 +1,3 @@
+module github.com/rpcbench/rpcbench/adapters/serverkit
+
+go 1.26.0

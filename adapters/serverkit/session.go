@@ -1,0 +1,153 @@
+// Package serverkit is the library-independent half of a Go server
+// adapter for adapters/SERVER-PROTOCOL.md (rpcbench-server/1): the
+// protocol session on stdin and stdout, the in-memory bank and the
+// handlers' events. An adapter supplies its library's server through
+// Stack and passes each call on to Handlers.
+package serverkit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"runtime"
+	"time"
+)
+
+const (
+	// drainTimeout bounds the graceful stop on shutdown.
+	drainTimeout = 2 * time.Second
+	// abandonTimeout bounds the wait, after the forced stop, for the
+	// handlers it ended to write their end lines: well inside the 3 s
+	// the harness gives shutdown.
+	abandonTimeout = 500 * time.Millisecond
+)
+
+// Exit statuses Run returns.
+const (
+	ExitOK       = 0 // stdin ended
+	ExitNoServer = 1 // the library's server could not be started
+	ExitProtocol = 2 // a harness line could not be parsed
+)
+
+// Stack is an adapter's library: its name and version for the serving
+// line, and how to serve the Bank service with it.
+type Stack struct {
+	Name    string // lower-case, as SERVER-PROTOCOL.md names it: "grpc-go"
+	Version string // as linked, never a typed-in constant
+	// Serve starts the library's server with its default options on
+	// 127.0.0.1:0, its handlers calling h, and returns it once it is
+	// listening. log is for the server's own errors.
+	Serve func(h *Handlers, log *log.Logger) (Server, error)
+}
+
+// Server is a library's running server.
+type Server interface {
+	// Addr is the address it listens on, 127.0.0.1:PORT.
+	Addr() string
+	// Shutdown stops it gracefully: no new calls, and those in flight
+	// run to their end. It returns ctx.Err() if ctx ends first.
+	Shutdown(ctx context.Context) error
+	// Close stops it at once, ending the calls in flight.
+	Close()
+}
+
+// session is one adapter process's protocol session.
+type session struct {
+	stack Stack
+	out   *lineWriter
+	log   *log.Logger
+	h     *Handlers
+	srv   Server // nil before init and after the server stopped
+}
+
+// Run serves stack's library under the protocol, reading the harness's
+// lines from in until it ends, writing protocol lines to out and logs to
+// errw, and returns the exit status.
+func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
+	s := &session{stack: stack, out: &lineWriter{w: out}, log: log.New(errw, stack.Name+" serve: ", log.Lmicroseconds)}
+	s.h = newHandlers(s.out)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine+1)
+	inited := false
+	for n := 1; sc.Scan(); n++ {
+		var f fields
+		var typ string
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f == nil {
+			return s.fatal(ExitProtocol, "line %d: not a JSON object: %v", n, err)
+		}
+		if err := json.Unmarshal(f["type"], &typ); err != nil {
+			return s.fatal(ExitProtocol, "line %d: no string \"type\"", n)
+		}
+		if !inited && typ != "init" {
+			return s.fatal(ExitProtocol, "line %d: %s before init", n, typ)
+		}
+		switch typ {
+		case "init":
+			var w wireInit
+			if err := f.decode(&w, []string{"protocol"}, []string{"scenario"}); err != nil {
+				return s.fatal(ExitProtocol, "line %d: bad init: %v", n, err)
+			}
+			if inited {
+				return s.fatal(ExitProtocol, "line %d: a second init", n)
+			}
+			inited = true
+			// A harness asking for another version still gets the
+			// one spoken here, and stops the adapter itself.
+			s.log.Printf("init: protocol %s, scenario %q", w.Protocol, w.Scenario)
+			srv, err := stack.Serve(s.h, s.log)
+			if err != nil {
+				return s.fatal(ExitNoServer, "serving: %v", err)
+			}
+			s.srv = srv
+			s.log.Printf("serving on %s", srv.Addr())
+			s.out.send(wireServing{Type: "serving", Protocol: Protocol, Stack: stack.Name, Version: stack.Version,
+				Runtime: runtime.Version(), Addr: srv.Addr()})
+		case "shutdown":
+			if err := f.decode(&struct{}{}, nil, nil); err != nil {
+				return s.fatal(ExitProtocol, "line %d: bad shutdown: %v", n, err)
+			}
+			s.stop()
+			s.out.send(map[string]string{"type": "shutdown_ok"})
+		default:
+			return s.fatal(ExitProtocol, "line %d: unknown type %q", n, typ)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return s.fatal(ExitProtocol, "reading stdin: %v", err)
+	}
+	s.stop()
+	return ExitOK
+}
+
+// fatal writes a fatal line, stops the server and returns status.
+func (s *session) fatal(status int, format string, args ...any) int {
+	text := fmt.Sprintf(format, args...)
+	s.log.Print("fatal: ", text)
+	s.out.send(wireFatal{Type: "fatal", Text: text})
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	return status
+}
+
+// stop stops the server gracefully within drainTimeout, else forcibly,
+// and waits for the handlers still running to write their end lines. It
+// does nothing once the server has stopped.
+func (s *session) stop() {
+	if s.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.log.Printf("shutdown: not stopped gracefully in %v (%v); stopping it", drainTimeout, err)
+		s.srv.Close()
+	}
+	if !s.h.inflight.wait(abandonTimeout) {
+		s.log.Printf("shutdown: handlers still running %v after the forced stop", abandonTimeout)
+	}
+	s.srv = nil
+}
