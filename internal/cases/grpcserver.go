@@ -16,15 +16,15 @@ import (
 func srvScenarios() []srvScenario {
 	expired := []string{invSrvExpired, invSrvOKIffExec}
 	return []srvScenario{
-		{name: "grpcserver_timeout_0n", doc: "50 keyless debits, one at a time, with grpc-timeout 0n, a deadline already past: the server must execute none", run: srvTimeout("0n", true), invs: expired},
-		{name: "grpcserver_timeout_1n", doc: "50 keyless debits, one at a time, with grpc-timeout 1n, past before the server can read them: none may execute", run: srvTimeout("1n", true), invs: expired},
-		{name: "grpcserver_timeout_1u", doc: "50 keyless debits, one at a time, with grpc-timeout 1u, past before the server can read them: none may execute", run: srvTimeout("1u", true), invs: expired},
-		{name: "grpcserver_timeout_100u", doc: "50 keyless debits with grpc-timeout 100u: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("100u", false), invs: []string{invSrvOKIffExec}},
-		{name: "grpcserver_timeout_1m", doc: "50 keyless debits with grpc-timeout 1m: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("1m", false), invs: []string{invSrvOKIffExec}},
+		{name: "grpcserver_timeout_0n", doc: "100 keyless debits, one at a time, with grpc-timeout 0n, a deadline already past: the server must execute none", run: srvTimeout("0n", true), invs: expired},
+		{name: "grpcserver_timeout_1n", doc: "100 keyless debits, one at a time, with grpc-timeout 1n, past before the server can read them: none may execute", run: srvTimeout("1n", true), invs: expired},
+		{name: "grpcserver_timeout_1u", doc: "100 keyless debits with grpc-timeout 1u: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("1u", false), invs: []string{invSrvOKIffExec}},
+		{name: "grpcserver_timeout_100u", doc: "100 keyless debits with grpc-timeout 100u: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("100u", false), invs: []string{invSrvOKIffExec}},
+		{name: "grpcserver_timeout_1m", doc: "100 keyless debits with grpc-timeout 1m: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("1m", false), invs: []string{invSrvOKIffExec}},
 		{name: "grpcserver_timeout_597h", doc: "a keyless debit with grpc-timeout 597H, 8 digits as the spec allows: a deadline 25 days away is not one already past; it executes, OK", run: srvFarDeadline, invs: []string{invSrvOKIffExec, invSrvPropagated}},
 		{name: "grpcserver_body_after_deadline", doc: "a keyless debit's HEADERS carry grpc-timeout 100m and its body comes 300ms later, after the deadline: the server must not execute it", run: srvBodyAfterDeadline, invs: expired},
 		{name: "grpcserver_deadline_propagated", doc: "a get with grpc-timeout 3S: the handler's deadline is the 3s less what reaching it took, at most 1s", run: srvPropagated, invs: []string{invSrvPropagated}},
-		{name: "grpcserver_deadline_stops_handler", doc: "a keyless debit whose handler waits 3s under grpc-timeout 300m, the client never resetting it: the handler's wait ends at the deadline, unexecuted, and the client is told DEADLINE_EXCEEDED", run: srvDeadlineStops, invs: []string{invSrvDeadline, invSrvOKIffExec}},
+		{name: "grpcserver_deadline_stops_handler", doc: "a keyless debit whose handler waits 3s under grpc-timeout 300m, the client never resetting it: the handler's wait ends at the deadline, unexecuted; what the client is told is recorded", run: srvDeadlineStops, invs: []string{invSrvDeadline, invSrvOKIffExec}},
 		{name: "grpcserver_cancel_stops_handler", doc: "a keyless debit whose handler waits 3s is reset with RST_STREAM(CANCEL) once it started: the handler's wait ends within 1s and it never executes", run: srvCancelStops, invs: []string{invSrvCancel}},
 		{name: "grpcserver_bad_message", doc: "a debit whose message claims compression the request never declared: that stream fails unexecuted, and a get on the same connection is served", run: srvBadMessage, invs: []string{invSrvIsolated, invSrvOKIffExec}},
 		{name: "grpcserver_bad_frame", doc: "a WINDOW_UPDATE of 0 on the connection, a connection error: a get on another connection is served", run: srvBadFrame, invs: []string{invSrvIsolated}},
@@ -37,10 +37,12 @@ func srvScenarios() []srvScenario {
 const srvSettle = time.Second
 
 // srvTries is how many debits a timeout scenario sends, one at a time:
-// a server that runs expired work only when its threads race the
-// deadline (grpcio's C-core, about one try in three here) shows it in
-// every run, not in some.
-const srvTries = 50
+// a server that runs expired work, or answers executed work
+// DEADLINE_EXCEEDED, only when its threads race the deadline (grpc-go at
+// 100u did in about one try in twelve here) shows it in every run, not
+// in some. At 1u the race is still the machine's: grpc-go executed 12 of
+// 50 and connect-go 1 of 50, so only 0n and 1n are judged as expired.
+const srvTries = 100
 
 // srvTimeout sends srvTries keyless debits, one at a time, under
 // grpc-timeout timeout. When expired, the deadline is past before any
@@ -54,7 +56,7 @@ func srvTimeout(timeout string, expired bool) func(g *srvT) {
 		answers := make([]rawgrpc.Result, srvTries)
 		for i := range srvTries {
 			var st *rawgrpc.Stream
-			st, calls[i] = g.debit(c, "acct-T", timeout, 0, false)
+			st, calls[i] = g.debit(c, "acct-T", 1, timeout, 0, false)
 			answers[i] = g.answer(st, "a debit")
 		}
 		g.sync()
@@ -94,7 +96,7 @@ func countsText(m map[string]int) string {
 // the 8 digits the spec allows: a server must neither take it for a
 // deadline already past nor refuse it.
 func srvFarDeadline(g *srvT) {
-	st, call := g.debit(g.dial(), "acct-F", "597H", 0, false)
+	st, call := g.debit(g.dial(), "acct-F", 10, "597H", 0, false)
 	r := g.answer(st, "the debit")
 	h := g.settle(call)
 	g.Field("code", r.Outcome())
@@ -111,7 +113,7 @@ func srvFarDeadline(g *srvT) {
 // and its body 300ms later.
 func srvBodyAfterDeadline(g *srvT) {
 	c := g.dial()
-	st, call := g.debit(c, "acct-B", "100m", 0, true)
+	st, call := g.debit(c, "acct-B", 10, "100m", 0, true)
 	// The wait is the scenario: the deadline must pass before the body
 	// is sent.
 	select {
@@ -145,7 +147,7 @@ func srvPropagated(g *srvT) {
 // srvDeadlineStops sends a debit whose handler waits 3s under a 300ms
 // grpc-timeout; the client never resets it.
 func srvDeadlineStops(g *srvT) {
-	st, call := g.debit(g.dial(), "acct-D", "300m", 3000, false)
+	st, call := g.debit(g.dial(), "acct-D", 10, "300m", 3000, false)
 	r := g.answer(st, "the debit")
 	h := g.awaitEnded(call, 3*time.Second+srvSettle)
 	stopped := h.ended && h.execs == 0 && h.took <= 300*time.Millisecond+srvSettle
@@ -154,14 +156,14 @@ func srvDeadlineStops(g *srvT) {
 	g.Field("handler_ended_by_1300ms", stopped)
 	g.handlerTook(h)
 	g.Field("ctx", h.ctx)
-	g.observe(invSrvDeadline, holds(stopped && r.Outcome() == "DEADLINE_EXCEEDED"))
+	g.observe(invSrvDeadline, holds(stopped))
 	g.okIffExecuted(r, h)
 }
 
 // srvCancelStops sends a debit whose handler waits 3s, and resets it
 // with RST_STREAM(CANCEL) once the server's record shows it started.
 func srvCancelStops(g *srvT) {
-	st, call := g.debit(g.dial(), "acct-C", "30S", 3000, false)
+	st, call := g.debit(g.dial(), "acct-C", 10, "30S", 3000, false)
 	if !waitFor(settleTimeout, func() bool { return g.handledOf(call).started }) {
 		g.Fatalf("the debit's handler never started")
 	}
@@ -181,7 +183,7 @@ func srvCancelStops(g *srvT) {
 // flag, with no grpc-encoding, then a get on the same connection.
 func srvBadMessage(g *srvT) {
 	c := g.dial()
-	st, call := g.debit(c, "acct-M", "10S", 0, true)
+	st, call := g.debit(c, "acct-M", 10, "10S", 0, true)
 	msg := rawgrpc.DebitRequest("acct-M", 10, 0)
 	b := make([]byte, 5, 5+len(msg))
 	b[0] = 1
@@ -232,7 +234,7 @@ func srvBadFrame(g *srvT) {
 // 1 KiB of it, and waits for the server's answer with the stream open.
 func srvOversize(g *srvT) {
 	c := g.dial()
-	st, call := g.debit(c, "acct-O", "30S", 0, true)
+	st, call := g.debit(c, "acct-O", 10, "30S", 0, true)
 	b := make([]byte, 5+1024)
 	binary.BigEndian.PutUint32(b[1:], 64<<20)
 	if err := st.SendRaw(b, false); err != nil {

@@ -49,8 +49,8 @@ const (
 	// not execute.
 	invSrvCancel = "srv_cancel_stops_handler"
 	// invSrvDeadline: a handler still waiting when its deadline passed
-	// ended unexecuted within a bound, and the client was told
-	// DEADLINE_EXCEEDED.
+	// ended unexecuted within a bound. What the client was told (a
+	// DEADLINE_EXCEEDED, or grpc-go's RST_STREAM(CANCEL)) is recorded.
 	invSrvDeadline = "srv_deadline_stops_handler"
 	// invSrvPropagated: the handler's deadline is the request's
 	// grpc-timeout, less at most what reaching it took.
@@ -226,12 +226,12 @@ func (g *srvT) callName(account string, amount int64) string {
 	return name
 }
 
-// debit opens a debit of 10 on account with the handler sleeping
+// debit opens a debit of amount on account with the handler sleeping
 // sleepMs, under timeout ("" for none); hold sends only its HEADERS.
-func (g *srvT) debit(c *rawgrpc.Conn, account, timeout string, sleepMs int64, hold bool) (*rawgrpc.Stream, string) {
-	name := g.callName(account, 10)
+func (g *srvT) debit(c *rawgrpc.Conn, account string, amount int64, timeout string, sleepMs int64, hold bool) (*rawgrpc.Stream, string) {
+	name := g.callName(account, amount)
 	st, err := c.Open(rawgrpc.Request{Method: "Debit", Call: name, Timeout: timeout,
-		Message: rawgrpc.DebitRequest(account, 10, sleepMs), Hold: hold})
+		Message: rawgrpc.DebitRequest(account, amount, sleepMs), Hold: hold})
 	if err != nil {
 		g.Fatalf("open %s: %v", name, err)
 	}
