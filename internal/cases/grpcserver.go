@@ -151,11 +151,14 @@ func srvDeadlineStops(g *srvT) {
 	r := g.answer(st, "the debit")
 	h := g.awaitEnded(call, 3*time.Second+srvSettle)
 	stopped := h.ended && h.execs == 0 && h.took <= 300*time.Millisecond+srvSettle
-	g.Field("code", r.Outcome())
+	// grpc-go's timer and the handler race at the deadline: the client
+	// is told DEADLINE_EXCEEDED or RST_STREAM(CANCEL), and the handler's
+	// context says deadline_exceeded or cancelled, run by run.
+	g.Volatile("code", r.Outcome())
 	g.Field("executions", h.execs)
 	g.Field("handler_ended_by_1300ms", stopped)
 	g.handlerTook(h)
-	g.Field("ctx", h.ctx)
+	g.Volatile("ctx", h.ctx)
 	g.observe(invSrvDeadline, holds(stopped))
 	g.okIffExecuted(r, h)
 }
