@@ -292,15 +292,19 @@ func runGRPC(t *T, sc grpcScenario, col column) {
 // observedAll fails the scenario unless it observed each invariant it
 // declares once, and no other: a column where it observed fewer would
 // leave a scorecard row blank without saying why.
-func (g *grpcT) observedAll() {
+func (g *grpcT) observedAll() { g.observedExactly(g.obs, g.sc.invs) }
+
+// observedExactly fails the scenario, unless it has already failed,
+// when obs do not name each of want once and nothing else.
+func (t *T) observedExactly(obs []pins.Observation, want []string) {
 	var got []string
-	for _, o := range g.obs {
+	for _, o := range obs {
 		got = append(got, o.Invariant)
 	}
 	slices.Sort(got)
-	want := slices.Sorted(slices.Values(g.sc.invs))
-	if len(g.errors) == 0 && len(g.failures) == 0 && !slices.Equal(got, want) {
-		g.Check(false, "observed invariants %v, the scenario declares %v", got, g.sc.invs)
+	want = slices.Sorted(slices.Values(want))
+	if len(t.errors) == 0 && len(t.failures) == 0 && !slices.Equal(got, want) {
+		t.Check(false, "observed invariants %v, the scenario declares %v", got, want)
 	}
 }
 

@@ -194,15 +194,7 @@ func (g *srvT) observe(inv string, o pins.Outcome) {
 // observedAll fails the scenario unless it observed each invariant it
 // declares, and log_matches_bank, once.
 func (g *srvT) observedAll() {
-	var got []string
-	for _, o := range g.obs {
-		got = append(got, o.Invariant)
-	}
-	slices.Sort(got)
-	want := slices.Sorted(slices.Values(append(slices.Clone(g.sc.invs), invSrvLogBank)))
-	if len(g.errors) == 0 && len(g.failures) == 0 && !slices.Equal(got, want) {
-		g.Check(false, "observed invariants %v, the scenario declares %v", got, want)
-	}
+	g.observedExactly(g.obs, append(slices.Clone(g.sc.invs), invSrvLogBank))
 }
 
 // dial opens a raw connection to the server, closed when the scenario
