@@ -256,7 +256,7 @@ func (t *T) runCleanups() {
 // be written fails the scenario.
 func (t *T) noServerNote() {
 	p := filepath.Join(t.env.LogDir, report.NoServerNote(t.name))
-	msg := t.name + " starts no rpcserver: it runs in-process or against an address nothing listens on, so it has no server log.\n"
+	msg := t.name + " starts no rpcserver: it runs in-process, against an address nothing listens on, or against a server adapter (whose record is sut-" + t.name + ".jsonl), so it has no rpcserver log.\n"
 	if err := os.WriteFile(p, []byte(msg), 0o644); err != nil {
 		t.failures = append(t.failures, "no-server note: "+err.Error())
 	}
