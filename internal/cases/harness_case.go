@@ -256,10 +256,18 @@ func (t *T) runCleanups() {
 // be written fails the scenario.
 func (t *T) noServerNote() {
 	p := filepath.Join(t.env.LogDir, report.NoServerNote(t.name))
-	msg := t.name + " starts no rpcserver: it runs in-process, against an address nothing listens on, or against a server adapter (whose record is sut-" + t.name + ".jsonl), so it has no rpcserver log.\n"
+	msg := t.name + " starts no rpcserver: it runs in-process or against an address nothing listens on, so it has no server log.\n"
+	if rec := "sut-" + t.name + ".jsonl"; fileExists(filepath.Join(t.env.LogDir, rec)) {
+		msg = t.name + " starts no rpcserver: it judges a server adapter, whose own record is " + rec + ".\n"
+	}
 	if err := os.WriteFile(p, []byte(msg), 0o644); err != nil {
 		t.failures = append(t.failures, "no-server note: "+err.Error())
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // logPath returns the log file for the next server this scenario starts.
