@@ -74,7 +74,8 @@ func fakeServerMain(mode string) int {
 	p.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Handler: f, Protocols: &p}
 	go srv.Serve(ln)
-	f.send(map[string]string{"type": "serving", "protocol": "rpcbench-server/1", "stack": "fake-" + mode, "version": "0",
+	// It is run in grpc-go's column, whose stack it must name.
+	f.send(map[string]string{"type": "serving", "protocol": "rpcbench-server/1", "stack": StackGRPCGo, "version": "0-fake-" + mode,
 		"runtime": runtime.Version(), "addr": ln.Addr().String()})
 	for in.Scan() {
 		if strings.Contains(in.Text(), `"shutdown"`) {

@@ -172,6 +172,9 @@ func (g *srvT) start() {
 	})
 	g.sut = s
 	info := s.Info()
+	if info.Stack != g.stack {
+		g.Errored("server adapter %s serves %s, not %s: its column's pins are not its own", bin, info.Stack, g.stack)
+	}
 	g.addr = info.Addr
 	g.Field("version", info.Version)
 }
