@@ -55,12 +55,14 @@ type bankHandler struct {
 }
 
 func (b *bankHandler) Get(ctx context.Context, req *connect.Request[bankpb.GetRequest]) (*connect.Response[bankpb.AccountReply], error) {
-	a, err := b.h.Get(ctx, callName(req), req.Msg.GetAccount(), req.Msg.GetSleepMs())
+	d := serverkit.Delay{SleepMS: req.Msg.GetSleepMs(), WorkMS: req.Msg.GetWorkMs()}
+	a, err := b.h.Get(ctx, callName(req), req.Msg.GetAccount(), d)
 	return reply(a, err)
 }
 
 func (b *bankHandler) Debit(ctx context.Context, req *connect.Request[bankpb.DebitRequest]) (*connect.Response[bankpb.AccountReply], error) {
-	a, err := b.h.Debit(ctx, callName(req), req.Msg.GetAccount(), req.Msg.GetAmount(), req.Msg.GetSleepMs())
+	d := serverkit.Delay{SleepMS: req.Msg.GetSleepMs(), WorkMS: req.Msg.GetWorkMs()}
+	a, err := b.h.Debit(ctx, callName(req), req.Msg.GetAccount(), req.Msg.GetAmount(), d)
 	return reply(a, err)
 }
 

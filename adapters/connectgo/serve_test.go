@@ -55,12 +55,12 @@ func account(r *connect.Response[bankpb.AccountReply], err error) (serverkit.Acc
 	return serverkit.Account{Account: m.GetAccount(), Balance: m.GetBalance(), Exec: m.GetExec(), BudgetMS: m.GetBudgetMs()}, nil
 }
 
-func (c client) Get(ctx context.Context, call, acct string, sleepMS int64) (serverkit.Account, error) {
-	return account(c.c.Get(ctx, named(call, &bankpb.GetRequest{Account: acct, SleepMs: sleepMS})))
+func (c client) Get(ctx context.Context, call, acct string, d serverkit.Delay) (serverkit.Account, error) {
+	return account(c.c.Get(ctx, named(call, &bankpb.GetRequest{Account: acct, SleepMs: d.SleepMS, WorkMs: d.WorkMS})))
 }
 
-func (c client) Debit(ctx context.Context, call, acct string, amount, sleepMS int64) (serverkit.Account, error) {
-	return account(c.c.Debit(ctx, named(call, &bankpb.DebitRequest{Account: acct, Amount: amount, SleepMs: sleepMS})))
+func (c client) Debit(ctx context.Context, call, acct string, amount int64, d serverkit.Delay) (serverkit.Account, error) {
+	return account(c.c.Debit(ctx, named(call, &bankpb.DebitRequest{Account: acct, Amount: amount, SleepMs: d.SleepMS, WorkMs: d.WorkMS})))
 }
 
 func (c client) Echo(ctx context.Context, call string, payload []byte) ([]byte, error) {

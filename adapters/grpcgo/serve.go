@@ -64,12 +64,14 @@ type bankServer struct {
 }
 
 func (b *bankServer) Get(ctx context.Context, req *bankpb.GetRequest) (*bankpb.AccountReply, error) {
-	a, err := b.h.Get(ctx, callName(ctx), req.GetAccount(), req.GetSleepMs())
+	d := serverkit.Delay{SleepMS: req.GetSleepMs(), WorkMS: req.GetWorkMs()}
+	a, err := b.h.Get(ctx, callName(ctx), req.GetAccount(), d)
 	return reply(a, err)
 }
 
 func (b *bankServer) Debit(ctx context.Context, req *bankpb.DebitRequest) (*bankpb.AccountReply, error) {
-	a, err := b.h.Debit(ctx, callName(ctx), req.GetAccount(), req.GetAmount(), req.GetSleepMs())
+	d := serverkit.Delay{SleepMS: req.GetSleepMs(), WorkMS: req.GetWorkMs()}
+	a, err := b.h.Debit(ctx, callName(ctx), req.GetAccount(), req.GetAmount(), d)
 	return reply(a, err)
 }
 

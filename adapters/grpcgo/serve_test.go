@@ -51,13 +51,13 @@ func account(r *bankpb.AccountReply) serverkit.Account {
 	return serverkit.Account{Account: r.GetAccount(), Balance: r.GetBalance(), Exec: r.GetExec(), BudgetMS: r.GetBudgetMs()}
 }
 
-func (c client) Get(ctx context.Context, call, acct string, sleepMS int64) (serverkit.Account, error) {
-	r, err := c.c.Get(named(ctx, call), &bankpb.GetRequest{Account: acct, SleepMs: sleepMS})
+func (c client) Get(ctx context.Context, call, acct string, d serverkit.Delay) (serverkit.Account, error) {
+	r, err := c.c.Get(named(ctx, call), &bankpb.GetRequest{Account: acct, SleepMs: d.SleepMS, WorkMs: d.WorkMS})
 	return account(r), err
 }
 
-func (c client) Debit(ctx context.Context, call, acct string, amount, sleepMS int64) (serverkit.Account, error) {
-	r, err := c.c.Debit(named(ctx, call), &bankpb.DebitRequest{Account: acct, Amount: amount, SleepMs: sleepMS})
+func (c client) Debit(ctx context.Context, call, acct string, amount int64, d serverkit.Delay) (serverkit.Account, error) {
+	r, err := c.c.Debit(named(ctx, call), &bankpb.DebitRequest{Account: acct, Amount: amount, SleepMs: d.SleepMS, WorkMs: d.WorkMS})
 	return account(r), err
 }
 

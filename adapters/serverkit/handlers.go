@@ -70,15 +70,22 @@ func newHandlers(out *lineWriter) *Handlers {
 	return &Handlers{out: out, balances: map[string]int64{}, execs: map[string]int64{}}
 }
 
-// Get reads account after sleeping sleepMS or until ctx ends.
-func (h *Handlers) Get(ctx context.Context, call, account string, sleepMS int64) (Account, error) {
-	return h.account(ctx, call, "Get", account, 0, sleepMS)
+// Delay is what a request asks its handler to spend before it executes,
+// in milliseconds, 0 for none: first SleepMS (sleep_ms) or until the
+// context ends, then WorkMS (work_ms) without looking at the context.
+type Delay struct {
+	SleepMS int64
+	WorkMS  int64
 }
 
-// Debit takes amount from account after sleeping sleepMS or until ctx
-// ends; amount must be positive.
-func (h *Handlers) Debit(ctx context.Context, call, account string, amount, sleepMS int64) (Account, error) {
-	return h.account(ctx, call, "Debit", account, amount, sleepMS)
+// Get reads account after d.
+func (h *Handlers) Get(ctx context.Context, call, account string, d Delay) (Account, error) {
+	return h.account(ctx, call, "Get", account, 0, d)
+}
+
+// Debit takes amount from account after d; amount must be positive.
+func (h *Handlers) Debit(ctx context.Context, call, account string, amount int64, d Delay) (Account, error) {
+	return h.account(ctx, call, "Debit", account, amount, d)
 }
 
 // Echo writes its start and end; it executes nothing, and the adapter
@@ -91,13 +98,13 @@ func (h *Handlers) Echo(ctx context.Context, call string) {
 }
 
 // account is Get (amount 0) and Debit, as SERVER-PROTOCOL.md's steps.
-func (h *Handlers) account(ctx context.Context, call, method, account string, amount, sleepMS int64) (Account, error) {
+func (h *Handlers) account(ctx context.Context, call, method, account string, amount int64, d Delay) (Account, error) {
 	h.inflight.enter()
 	defer h.inflight.leave()
 	deadlineMS := h.start(ctx, call, method)
-	if sleepMS > 0 {
+	if d.SleepMS > 0 {
 		select {
-		case <-time.After(time.Duration(sleepMS) * time.Millisecond):
+		case <-time.After(time.Duration(d.SleepMS) * time.Millisecond):
 		case <-ctx.Done():
 			state := stateOf(ctx)
 			code := Canceled
@@ -107,6 +114,12 @@ func (h *Handlers) account(ctx context.Context, call, method, account string, am
 			h.end(ctx, call, method, false, code)
 			return Account{}, &Status{Code: code, Message: fmt.Sprintf("%s: context ended during the sleep: %v", method, ctx.Err())}
 		}
+	}
+	if d.WorkMS > 0 {
+		// Blind to ctx, as a CPU-bound step or a call that takes no
+		// context is: whatever the library does to the context
+		// meanwhile, the handler goes on to execute.
+		time.Sleep(time.Duration(d.WorkMS) * time.Millisecond)
 	}
 	// No deadline or cancellation check here: whether expired work
 	// reaches this point is the library's doing, and what is measured.

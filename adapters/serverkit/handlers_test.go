@@ -69,35 +69,49 @@ func TestHandlers(t *testing.T) {
 		lines []string
 	}{
 		{"debit", active,
-			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 10, 0) },
+			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 10, Delay{}) },
 			Account{Account: "a", Balance: 990, Exec: 1}, "", []string{
 				`{"call":"c","deadline_ms":null,"method":"Debit","type":"start"}`,
 				`{"account":"a","amount":10,"balance":990,"call":"c","method":"Debit","type":"exec"}`,
 				`{"call":"c","code":"OK","ctx":"active","executed":true,"method":"Debit","type":"end"}`}},
 		{"get with a deadline", timeout(3 * time.Second),
-			func(h *Handlers, ctx context.Context) (Account, error) { return h.Get(ctx, "c", "a", 1) },
+			func(h *Handlers, ctx context.Context) (Account, error) {
+				return h.Get(ctx, "c", "a", Delay{SleepMS: 1})
+			},
 			Account{Account: "a", Balance: 1000, BudgetMS: 2999}, "", []string{
 				`{"call":"c","deadline_ms":"set","method":"Get","type":"start"}`,
 				`{"account":"a","amount":0,"balance":1000,"call":"c","method":"Get","type":"exec"}`,
 				`{"call":"c","code":"OK","ctx":"active","executed":true,"method":"Get","type":"end"}`}},
 		{"amount not positive", active,
-			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 0, 0) },
+			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 0, Delay{}) },
 			Account{}, InvalidArgument, []string{
 				`{"call":"c","deadline_ms":null,"method":"Debit","type":"start"}`,
 				`{"call":"c","code":"INVALID_ARGUMENT","ctx":"active","executed":false,"method":"Debit","type":"end"}`}},
 		{"cancelled during the sleep", cancelled,
-			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 10, 5000) },
+			func(h *Handlers, ctx context.Context) (Account, error) {
+				return h.Debit(ctx, "c", "a", 10, Delay{SleepMS: 5000})
+			},
 			Account{}, Canceled, []string{
 				`{"call":"c","deadline_ms":null,"method":"Debit","type":"start"}`,
 				`{"call":"c","code":"CANCELLED","ctx":"cancelled","executed":false,"method":"Debit","type":"end"}`}},
 		{"deadline during the sleep", timeout(10 * time.Millisecond),
-			func(h *Handlers, ctx context.Context) (Account, error) { return h.Get(ctx, "c", "a", 5000) },
+			func(h *Handlers, ctx context.Context) (Account, error) {
+				return h.Get(ctx, "c", "a", Delay{SleepMS: 5000})
+			},
 			Account{}, DeadlineExceeded, []string{
 				`{"call":"c","deadline_ms":"set","method":"Get","type":"start"}`,
 				`{"call":"c","code":"DEADLINE_EXCEEDED","ctx":"deadline_exceeded","executed":false,"method":"Get","type":"end"}`}},
 		{"expired without a sleep still executes", timeout(-time.Second),
-			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 10, 0) },
+			func(h *Handlers, ctx context.Context) (Account, error) { return h.Debit(ctx, "c", "a", 10, Delay{}) },
 			Account{Account: "a", Balance: 990, Exec: 1, BudgetMS: -1000}, "", []string{
+				`{"call":"c","deadline_ms":"set","method":"Debit","type":"start"}`,
+				`{"account":"a","amount":10,"balance":990,"call":"c","method":"Debit","type":"exec"}`,
+				`{"call":"c","code":"OK","ctx":"deadline_exceeded","executed":true,"method":"Debit","type":"end"}`}},
+		{"work past the deadline still executes", timeout(10 * time.Millisecond),
+			func(h *Handlers, ctx context.Context) (Account, error) {
+				return h.Debit(ctx, "c", "a", 10, Delay{WorkMS: 50})
+			},
+			Account{Account: "a", Balance: 990, Exec: 1, BudgetMS: 9}, "", []string{
 				`{"call":"c","deadline_ms":"set","method":"Debit","type":"start"}`,
 				`{"account":"a","amount":10,"balance":990,"call":"c","method":"Debit","type":"exec"}`,
 				`{"call":"c","code":"OK","ctx":"deadline_exceeded","executed":true,"method":"Debit","type":"end"}`}},
@@ -136,14 +150,14 @@ func TestBankShared(t *testing.T) {
 	h := newHandlers(&lineWriter{w: &syncBuffer{}})
 	var wg sync.WaitGroup
 	for range 50 {
-		wg.Go(func() { h.Debit(context.Background(), "c", "a", 3, 0) })
+		wg.Go(func() { h.Debit(context.Background(), "c", "a", 3, Delay{}) })
 	}
 	wg.Wait()
-	got, _ := h.Get(context.Background(), "c", "a", 0)
+	got, _ := h.Get(context.Background(), "c", "a", Delay{})
 	if want := (Account{Account: "a", Balance: 1000 - 150, Exec: 50}); got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	if got, _ := h.Get(context.Background(), "c", "b", 0); got.Balance != 1000 || got.Exec != 0 {
+	if got, _ := h.Get(context.Background(), "c", "b", Delay{}); got.Balance != 1000 || got.Exec != 0 {
 		t.Errorf("a new account: got %+v, want 1000, exec 0", got)
 	}
 }

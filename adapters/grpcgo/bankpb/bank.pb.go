@@ -34,7 +34,12 @@ type GetRequest struct {
 	Account string                 `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
 	// sleep_ms makes the handler sleep this long before it executes, as
 	// rpcserver's sleep=N payload field does; 0 does not sleep.
-	SleepMs       int64 `protobuf:"varint,2,opt,name=sleep_ms,json=sleepMs,proto3" json:"sleep_ms,omitempty"`
+	SleepMs int64 `protobuf:"varint,2,opt,name=sleep_ms,json=sleepMs,proto3" json:"sleep_ms,omitempty"`
+	// work_ms makes the handler, after any sleep_ms, work this long
+	// without looking at its context or call object (a CPU-bound step, or
+	// a call that takes no context), and then execute as usual; 0 does no
+	// work.
+	WorkMs        int64 `protobuf:"varint,3,opt,name=work_ms,json=workMs,proto3" json:"work_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -83,12 +88,24 @@ func (x *GetRequest) GetSleepMs() int64 {
 	return 0
 }
 
+func (x *GetRequest) GetWorkMs() int64 {
+	if x != nil {
+		return x.WorkMs
+	}
+	return 0
+}
+
 type DebitRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Account string                 `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
 	// amount must be positive.
-	Amount        int64 `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
-	SleepMs       int64 `protobuf:"varint,3,opt,name=sleep_ms,json=sleepMs,proto3" json:"sleep_ms,omitempty"`
+	Amount  int64 `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	SleepMs int64 `protobuf:"varint,3,opt,name=sleep_ms,json=sleepMs,proto3" json:"sleep_ms,omitempty"`
+	// work_ms makes the handler, after any sleep_ms, work this long
+	// without looking at its context or call object (a CPU-bound step, or
+	// a call that takes no context), and then execute as usual; 0 does no
+	// work.
+	WorkMs        int64 `protobuf:"varint,4,opt,name=work_ms,json=workMs,proto3" json:"work_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +157,13 @@ func (x *DebitRequest) GetAmount() int64 {
 func (x *DebitRequest) GetSleepMs() int64 {
 	if x != nil {
 		return x.SleepMs
+	}
+	return 0
+}
+
+func (x *DebitRequest) GetWorkMs() int64 {
+	if x != nil {
+		return x.WorkMs
 	}
 	return 0
 }
@@ -319,15 +343,17 @@ var File_rpcbench_bank_v1_bank_proto protoreflect.FileDescriptor
 
 const file_rpcbench_bank_v1_bank_proto_rawDesc = "" +
 	"\n" +
-	"\x1brpcbench/bank/v1/bank.proto\x12\x10rpcbench.bank.v1\"A\n" +
+	"\x1brpcbench/bank/v1/bank.proto\x12\x10rpcbench.bank.v1\"Z\n" +
 	"\n" +
 	"GetRequest\x12\x18\n" +
 	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x19\n" +
-	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"[\n" +
+	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\x12\x17\n" +
+	"\awork_ms\x18\x03 \x01(\x03R\x06workMs\"t\n" +
 	"\fDebitRequest\x12\x18\n" +
 	"\aaccount\x18\x01 \x01(\tR\aaccount\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\x03R\x06amount\x12\x19\n" +
-	"\bsleep_ms\x18\x03 \x01(\x03R\asleepMs\"'\n" +
+	"\bsleep_ms\x18\x03 \x01(\x03R\asleepMs\x12\x17\n" +
+	"\awork_ms\x18\x04 \x01(\x03R\x06workMs\"'\n" +
 	"\vEchoRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\"\x8f\x01\n" +
 	"\fAccountReply\x12\x18\n" +

@@ -16,8 +16,8 @@ import (
 // generated client. A call named "" is sent without x-rpcbench-call; any
 // other carries it as that metadata.
 type Client interface {
-	Get(ctx context.Context, call, account string, sleepMS int64) (serverkit.Account, error)
-	Debit(ctx context.Context, call, account string, amount, sleepMS int64) (serverkit.Account, error)
+	Get(ctx context.Context, call, account string, d serverkit.Delay) (serverkit.Account, error)
+	Debit(ctx context.Context, call, account string, amount int64, d serverkit.Delay) (serverkit.Account, error)
 	Echo(ctx context.Context, call string, payload []byte) ([]byte, error)
 	// Code is err's canonical status name, "OK" for nil.
 	Code(err error) string
@@ -42,6 +42,7 @@ func Suite(t *testing.T, stack serverkit.Stack, dial Dial) {
 		{"amount_not_positive", testAmountNotPositive},
 		{"deadline_during_sleep", testDeadlineDuringSleep},
 		{"cancel_during_sleep", testCancelDuringSleep},
+		{"work_past_deadline", testWorkPastDeadline},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := Start(t, stack)
@@ -121,13 +122,13 @@ var deadlineMax = float64(clientDeadline / time.Millisecond)
 // testDebitThenGet: a debit executes once, with its exec line and reply
 // agreeing with the bank, and a get reads it back.
 func testDebitThenGet(t *testing.T, h *Harness, c Client) {
-	a, err := c.Debit(callCtx(t, clientDeadline), "d-1", "acct-A", 10, 0)
+	a, err := c.Debit(callCtx(t, clientDeadline), "d-1", "acct-A", 10, serverkit.Delay{})
 	if c.Code(err) != "OK" || a.Account != "acct-A" || a.Balance != 990 || a.Exec != 1 || a.BudgetMS < 4000 || a.BudgetMS > 5000 {
 		t.Errorf("debit: got %+v, %v; want acct-A 990 exec 1, budget_ms about 5000", a, err)
 	}
 	checkEvents(t, h.Events("d-1"), []Line{startLine("d-1", "Debit", deadlineMax),
 		execLine("d-1", "Debit", "acct-A", 10, 990), endLine("d-1", "Debit", true, "active", "OK")})
-	a, err = c.Get(callCtx(t, clientDeadline), "g-1", "acct-A", 1)
+	a, err = c.Get(callCtx(t, clientDeadline), "g-1", "acct-A", serverkit.Delay{SleepMS: 1})
 	if c.Code(err) != "OK" || a.Account != "acct-A" || a.Balance != 990 || a.Exec != 1 {
 		t.Errorf("get: got %+v, %v; want acct-A 990 exec 1", a, err)
 	}
@@ -138,7 +139,7 @@ func testDebitThenGet(t *testing.T, h *Harness, c Client) {
 // testNoDeadlineNoName: a call with neither deadline nor x-rpcbench-call
 // starts with deadline_ms null, is named "", and has budget_ms 0.
 func testNoDeadlineNoName(t *testing.T, h *Harness, c Client) {
-	a, err := c.Get(t.Context(), "", "acct-B", 0)
+	a, err := c.Get(t.Context(), "", "acct-B", serverkit.Delay{})
 	if c.Code(err) != "OK" || a.Balance != 1000 || a.Exec != 0 || a.BudgetMS != 0 {
 		t.Errorf("get: got %+v, %v; want 1000, exec 0, budget_ms 0", a, err)
 	}
@@ -160,7 +161,7 @@ func testEcho(t *testing.T, h *Harness, c Client) {
 func testAmountNotPositive(t *testing.T, h *Harness, c Client) {
 	for i, amount := range []int64{0, -5} {
 		call := fmt.Sprintf("bad-%d", i)
-		_, err := c.Debit(callCtx(t, clientDeadline), call, "acct-C", amount, 0)
+		_, err := c.Debit(callCtx(t, clientDeadline), call, "acct-C", amount, serverkit.Delay{})
 		if code := c.Code(err); code != "INVALID_ARGUMENT" {
 			t.Errorf("debit of %d: got %s (%v), want INVALID_ARGUMENT", amount, code, err)
 		}
@@ -175,7 +176,7 @@ func testAmountNotPositive(t *testing.T, h *Harness, c Client) {
 // grpc-timeout, or the client's RST_STREAM at the client's deadline; so
 // either is accepted, with the code that goes with it.
 func testDeadlineDuringSleep(t *testing.T, h *Harness, c Client) {
-	_, err := c.Debit(callCtx(t, 200*time.Millisecond), "dl-1", "acct-D", 10, 2000)
+	_, err := c.Debit(callCtx(t, 200*time.Millisecond), "dl-1", "acct-D", 10, serverkit.Delay{SleepMS: 2000})
 	if code := c.Code(err); code != "DEADLINE_EXCEEDED" {
 		t.Errorf("debit: got %s (%v), want DEADLINE_EXCEEDED", code, err)
 	}
@@ -195,7 +196,7 @@ func testCancelDuringSleep(t *testing.T, h *Harness, c Client) {
 	ctx, cancel := context.WithCancel(callCtx(t, clientDeadline))
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Debit(ctx, "cx-1", "acct-E", 10, 2000)
+		_, err := c.Debit(ctx, "cx-1", "acct-E", 10, serverkit.Delay{SleepMS: 2000})
 		done <- err
 	}()
 	if l := h.Next(); l["type"] != "start" || l["call"] != "cx-1" {
@@ -209,11 +210,32 @@ func testCancelDuringSleep(t *testing.T, h *Harness, c Client) {
 	checkBalance(t, h, c, "acct-E", 1000)
 }
 
+// testWorkPastDeadline: a debit whose work_ms, blind to the context,
+// outlasts the client's deadline executes anyway, once, and ends OK
+// with its context no longer active; the client has had its
+// DEADLINE_EXCEEDED long before. As for a sleep, which of the two ended
+// the context is the library's to say.
+func testWorkPastDeadline(t *testing.T, h *Harness, c Client) {
+	_, err := c.Debit(callCtx(t, 100*time.Millisecond), "wk-1", "acct-W", 10, serverkit.Delay{WorkMS: 300})
+	if code := c.Code(err); code != "DEADLINE_EXCEEDED" {
+		t.Errorf("debit: got %s (%v), want DEADLINE_EXCEEDED", code, err)
+	}
+	got := h.Events("wk-1")
+	want := []Line{startLine("wk-1", "Debit", 100.0), execLine("wk-1", "Debit", "acct-W", 10, 990),
+		endLine("wk-1", "Debit", true, "deadline_exceeded", "OK")}
+	if len(got) == 3 && got[2]["ctx"] == "cancelled" {
+		want[2] = endLine("wk-1", "Debit", true, "cancelled", "OK")
+	}
+	t.Logf("end: %v", got[len(got)-1])
+	checkEvents(t, got, want)
+	checkBalance(t, h, c, "acct-W", 990)
+}
+
 // checkBalance reads account with a get of its own and wants balance.
 func checkBalance(t *testing.T, h *Harness, c Client, account string, balance int64) {
 	t.Helper()
 	call := "check-" + account
-	a, err := c.Get(callCtx(t, clientDeadline), call, account, 0)
+	a, err := c.Get(callCtx(t, clientDeadline), call, account, serverkit.Delay{})
 	if c.Code(err) != "OK" || a.Balance != balance {
 		t.Errorf("balance of %s: got %+v, %v; want %d", account, a, err, balance)
 	}
