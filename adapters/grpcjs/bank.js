@@ -33,11 +33,13 @@ const messages = {
   GetRequest: [
     field(1, 'account', 'account', FIELD_STRING),
     field(2, 'sleep_ms', 'sleepMs', FIELD_INT64),
+    field(3, 'work_ms', 'workMs', FIELD_INT64),
   ],
   DebitRequest: [
     field(1, 'account', 'account', FIELD_STRING),
     field(2, 'amount', 'amount', FIELD_INT64),
     field(3, 'sleep_ms', 'sleepMs', FIELD_INT64),
+    field(4, 'work_ms', 'workMs', FIELD_INT64),
   ],
   EchoRequest: [field(1, 'payload', 'payload', FIELD_BYTES)],
   AccountReply: [

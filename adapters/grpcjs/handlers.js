@@ -9,8 +9,8 @@ const grpc = require('@grpc/grpc-js');
 const { codeNames } = require('./codes');
 
 // setTimeout takes at most 2^31-1 ms and fires after 1 ms for more
-// (Node's TimeoutOverflowWarning); a longer sleep waits this long, which
-// is 24.8 days, in effect until the call ends.
+// (Node's TimeoutOverflowWarning); a longer sleep or work waits this
+// long, which is 24.8 days: a sleep in effect until the call ends.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** callName is the request's x-rpcbench-call value, its first one; "" when it has none. */
@@ -63,6 +63,16 @@ function sleep(call, ms) {
 }
 
 /**
+ * work resolves after ms, blind to the call: no 'cancelled' listener, no
+ * look at call.cancelled, as a CPU-bound step or a call that takes no
+ * call object would be; whatever grpc-js does to the call meanwhile,
+ * the handler executes after it.
+ */
+function work(ms) {
+  return new Promise(resolve => setTimeout(resolve, Math.min(ms, MAX_TIMER_MS)));
+}
+
+/**
  * handlers returns the Bank implementation for Server.addService: its
  * handlers keep their accounts in bank (a ledger) and write their events
  * with send.
@@ -82,6 +92,9 @@ function handlers(bank, send) {
       end(false, st);
       callback({ code: st, details: 'the call ended while the handler slept' });
       return;
+    }
+    if (req.work_ms > 0n) {
+      await work(Number(req.work_ms));
     }
     if (method === 'Debit' && req.amount <= 0n) {
       end(false, grpc.status.INVALID_ARGUMENT);

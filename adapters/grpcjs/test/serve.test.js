@@ -142,6 +142,24 @@ test('a debit sleeping past its deadline ends unexecuted', opts, async t => {
   assert.equal((await g.done).resp.balance, 1000n, 'balance after the unexecuted debit');
 });
 
+test('a debit working past its deadline, blind to the call, executes anyway', opts, async t => {
+  const s = new server(t);
+  await s.start();
+  const d = s.call('Debit', { account: 'acct-W', amount: 10n, work_ms: 300n }, { name: 'work-1', deadlineMS: 100 });
+  const dr = await d.done;
+  assert.equal(dr.err?.code, grpc.status.DEADLINE_EXCEEDED, `client got ${dr.err?.code}, want DEADLINE_EXCEEDED`);
+  const de = await s.events();
+  assert.deepEqual(types(de), ['start', 'exec', 'end'], JSON.stringify(de));
+  assert.deepEqual(de[1], { type: 'exec', call: 'work-1', method: 'Debit', account: 'acct-W', amount: 10, balance: 990 });
+  const end = de[2];
+  t.diagnostic(`end after the deadline: ctx ${end.ctx}`);
+  assert.ok(['deadline_exceeded', 'cancelled'].includes(end.ctx), `ctx ${end.ctx}, want deadline_exceeded or cancelled`);
+  assert.deepEqual(end, { type: 'end', call: 'work-1', method: 'Debit', executed: true, ctx: end.ctx, code: 'OK' });
+
+  const g = s.call('Get', { account: 'acct-W' }, { name: 'after-1' });
+  assert.equal((await g.done).resp.balance, 990n, 'balance after the executed debit');
+});
+
 test('a debit the client cancels while it sleeps ends unexecuted, cancelled', opts, async t => {
   const s = new server(t);
   await s.start();
