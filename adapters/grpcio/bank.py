@@ -9,8 +9,9 @@ import base64
 # Each message: field name -> (number, kind), kind one of string, int64,
 # bool, bytes. The JSON names are the lowerCamelCase of the field names.
 MESSAGES = {
-    "GetRequest": {"account": (1, "string"), "sleep_ms": (2, "int64")},
-    "DebitRequest": {"account": (1, "string"), "amount": (2, "int64"), "sleep_ms": (3, "int64")},
+    "GetRequest": {"account": (1, "string"), "sleep_ms": (2, "int64"), "work_ms": (3, "int64")},
+    "DebitRequest": {"account": (1, "string"), "amount": (2, "int64"), "sleep_ms": (3, "int64"),
+                     "work_ms": (4, "int64")},
     "EchoRequest": {"payload": (1, "bytes")},
     "AccountReply": {"account": (1, "string"), "balance": (2, "int64"), "exec": (3, "int64"),
                      "replayed": (4, "bool"), "budget_ms": (5, "int64")},

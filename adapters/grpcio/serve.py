@@ -8,6 +8,7 @@ as grpcio documents it and never judge; logs go to stderr."""
 import json
 import platform
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -21,8 +22,8 @@ OPENING_BALANCE = 1000
 STOP_GRACE = 2.0  # seconds shutdown lets handlers finish before grpcio cancels them
 
 # MAX_WORKERS bounds the handlers running at once: grpcio runs each
-# handler on one executor thread for its whole life, sleep_ms wait
-# included, and an RPC beyond the bound waits in the executor's queue
+# handler on one executor thread for its whole life, sleep_ms and
+# work_ms included, and an RPC beyond the bound waits in the executor's queue
 # (grpc.server's maximum_concurrent_rpcs is None by default, so none is
 # refused) and its handler starts late. 16 is more than the few calls a
 # scenario is meant to have in flight at once (no server scenario
@@ -153,6 +154,11 @@ class Handlers:
             state = ctx_state(context)
             code = grpc.StatusCode.DEADLINE_EXCEEDED if state == "deadline_exceeded" else grpc.StatusCode.CANCELLED
             return self.fail(call, method, context, code, f"the RPC ended during sleep_ms: {state}")
+        if req["work_ms"] > 0:
+            # Blind to the context, as a CPU-bound step or a call that
+            # takes no context is: whatever grpcio does to the RPC
+            # meanwhile, the handler executes after it.
+            time.sleep(req["work_ms"] / 1000)
         if method == "Debit":
             if req["amount"] <= 0:
                 return self.fail(call, method, context, grpc.StatusCode.INVALID_ARGUMENT,

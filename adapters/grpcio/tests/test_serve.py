@@ -165,6 +165,22 @@ class ServeTest(unittest.TestCase):
         self.assertFalse(ev[1]["executed"])
         self.assertEqual(self.s.stub("Get")({"account": "a"}, metadata=md("g1"))["balance"], 1000)
 
+    def test_work_past_deadline_is_executed(self):
+        # work_ms does not look at the context: the debit executes after
+        # the client's deadline, and the handler answers OK to an RPC
+        # grpcio has already ended.
+        self.s.init()
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.s.stub("Debit")({"account": "a", "amount": 10, "work_ms": 300}, timeout=0.1, metadata=md("w1"))
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        ev = self.s.events("w1")
+        self.assertEqual(types(ev), ["start", "exec", "end"])
+        self.assertEqual(ev[1], {"type": "exec", "call": "w1", "method": "Debit", "account": "a", "amount": 10,
+                                 "balance": 990})
+        self.assertIn(ev[2]["ctx"], ["deadline_exceeded", "cancelled"], ev[2])
+        self.assertEqual((ev[2]["executed"], ev[2]["code"]), (True, "OK"))
+        self.assertEqual(self.s.stub("Get")({"account": "a"}, metadata=md("g1"))["balance"], 990)
+
     def test_every_deadline_expiry_reads_deadline_exceeded(self):
         # Raw requests, whose client never ends the stream: only the
         # server's deadline ends them. 36 of them, in rounds of 12 at once
@@ -307,10 +323,17 @@ class DecodeTest(unittest.TestCase):
 
     def test_requests(self):
         good = bank.encode("DebitRequest", {"account": "a", "amount": -3, "sleep_ms": 7})
-        self.assertEqual(bank.decode("DebitRequest", good), {"account": "a", "amount": -3, "sleep_ms": 7})
+        self.assertEqual(bank.decode("DebitRequest", good), {"account": "a", "amount": -3, "sleep_ms": 7,
+                                                             "work_ms": 0})
+        # work_ms: GetRequest's field 3, DebitRequest's field 4.
+        self.assertEqual(bank.decode("DebitRequest", bytes.fromhex("0a0161100a20ac02")),
+                         {"account": "a", "amount": 10, "sleep_ms": 0, "work_ms": 300})
+        self.assertEqual(bank.decode("GetRequest", bytes.fromhex("0a0161100518ac02")),
+                         {"account": "a", "sleep_ms": 5, "work_ms": 300})
         # account as a varint, an unknown fixed64 field 9: both skipped.
         odd = b"\x08\x05" + b"\x49" + b"\x00" * 8 + good
-        self.assertEqual(bank.decode("DebitRequest", odd), {"account": "a", "amount": -3, "sleep_ms": 7})
+        self.assertEqual(bank.decode("DebitRequest", odd), {"account": "a", "amount": -3, "sleep_ms": 7,
+                                                            "work_ms": 0})
         for name, b in [("truncated fixed64", b"\x49\x00"), ("truncated string", b"\x0a\x05ab"),
                         ("truncated varint", b"\x10\x80"), ("field 0", b"\x00\x01"), ("group", b"\x0b"),
                         ("bad utf-8", b"\x0a\x01\xff")]:

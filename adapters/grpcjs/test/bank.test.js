@@ -51,8 +51,8 @@ test('decode reads what encode writes, skips unknown fields and refuses malforme
   // work_ms, GetRequest's field 3 and DebitRequest's field 4.
   assert.deepEqual(bank.decode('DebitRequest', Buffer.from('0a0161100a20ac02', 'hex')),
     { account: 'a', amount: 10n, sleep_ms: 0n, work_ms: 300n });
-  assert.deepEqual(bank.decode('GetRequest', Buffer.from('0a0161180518ac02', 'hex')),
-    { account: 'a', sleep_ms: 0n, work_ms: 300n });
+  assert.deepEqual(bank.decode('GetRequest', Buffer.from('0a0161100518ac02', 'hex')),
+    { account: 'a', sleep_ms: 5n, work_ms: 300n });
   assert.deepEqual(bank.decode('AccountReply', Buffer.alloc(0)),
     { account: '', balance: 0n, exec: 0n, replayed: false, budget_ms: 0n });
   for (const hex of ['0a05ab', '10', '0801', '10ffffffffffffffffffff01']) {
