@@ -14,6 +14,9 @@ type args struct {
 	account       []byte // aliases the payload
 	amount, sleep int64
 	hasSleep      bool // the payload has a sleep field, maybe 0
+	// work is the work field: milliseconds the handler spends, after
+	// any sleep, without looking at the request's Done.
+	work int64
 }
 
 var errAmount = errors.New("amount must be a positive integer")
@@ -52,6 +55,12 @@ func parseArgs(p []byte) (args, error) {
 				return a, fmt.Errorf("bank: field %s=%q is not an integer", k, v)
 			}
 			a.sleep, a.hasSleep = n, true
+		case "work":
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return a, fmt.Errorf("bank: field %s=%q is not an integer", k, v)
+			}
+			a.work = n
 		}
 	}
 	return a, nil

@@ -61,7 +61,8 @@ func New(store Store, log *slog.Logger) *Bank {
 func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit, MethodEcho} }
 
 // MayBlock implements server.Handler: a keyed request may wait for its
-// original, and one with a sleep field may sleep. A sleep field counts
+// original, one with a sleep field may sleep, and one with a work field
+// works. A sleep field counts
 // whatever its value, so sleep=0 is how a caller sends a request through
 // the server's queue without slowing it down.
 func (b *Bank) MayBlock(r *server.Request) bool {
@@ -73,13 +74,13 @@ func (b *Bank) MayBlock(r *server.Request) bool {
 	if r.Key != "" {
 		return true
 	}
-	// Without the word there is no sleep field: most requests are
-	// answered here without parsing their payload twice.
-	if !bytes.Contains(r.Payload, []byte("sleep")) {
+	// Without either word there is no sleep or work field: most
+	// requests are answered here without parsing their payload twice.
+	if !bytes.Contains(r.Payload, []byte("sleep")) && !bytes.Contains(r.Payload, []byte("work")) {
 		return false
 	}
 	a, err := parseArgs(r.Payload)
-	return err == nil && a.hasSleep
+	return err == nil && (a.hasSleep || a.work > 0)
 }
 
 // Counters implements server.Handler.
@@ -156,6 +157,11 @@ func (b *Bank) apply(r *server.Request, key Hold, dst []byte) (proto.Status, []b
 	if !r.Sleep(time.Duration(a.sleep) * time.Millisecond) {
 		b.release(r, key)
 		return proto.StatusUnavailable, append(dst, "server closing"...)
+	}
+	if a.work > 0 {
+		// A step that takes no Done: it runs to its end, whatever
+		// happened to the request meanwhile.
+		time.Sleep(time.Duration(a.work) * time.Millisecond)
 	}
 	var acct Account
 	if r.Method == MethodDebit {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/server"
 )
 
@@ -21,6 +22,8 @@ func TestMayBlock(t *testing.T) {
 		{"sleep above 0", bank.MethodGet, "", "account=a sleep=5", true},
 		{"sleep=0 still asks for the queue", bank.MethodGet, "", "account=a sleep=0", true},
 		{"idempotency key", bank.MethodGet, "k", "account=a", true},
+		{"work above 0", bank.MethodDebit, "", "account=a amount=1 work=5", true},
+		{"work=0 does nothing", bank.MethodGet, "", "account=a work=0", false},
 		{"sleep in the account name is not a sleep field", bank.MethodGet, "", "account=sleep=1", false},
 		{"unparsable payload fails fast", bank.MethodGet, "", "account", false},
 		// The payload is not scanned: a 16 KiB echo paid for a search
@@ -36,5 +39,26 @@ func TestMayBlock(t *testing.T) {
 				t.Errorf("MayBlock(key=%q payload=%q) = %v, want %v", tt.key, tt.payload, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWorkIgnoresDone: a work field is a step that takes no Done: a
+// request whose Done is already closed still executes after its work,
+// where a sleep field's wait ends at once, unexecuted.
+func TestWorkIgnoresDone(t *testing.T) {
+	done := make(chan struct{})
+	close(done)
+	for _, tt := range []struct {
+		payload string
+		want    proto.Status
+	}{
+		{"account=a amount=1 work=20", proto.StatusOK},
+		{"account=a amount=1 sleep=20", proto.StatusUnavailable},
+	} {
+		b := bank.New(bank.NewMemory(), nil)
+		r := server.Request{Method: bank.MethodDebit, Payload: []byte(tt.payload), Done: done}
+		if got, _ := b.Execute(&r, nil); got != tt.want {
+			t.Errorf("%q with Done closed: %v, want %v", tt.payload, got, tt.want)
+		}
 	}
 }

@@ -18,12 +18,13 @@ func srvScenarios() []srvScenario {
 	return []srvScenario{
 		{name: "grpcserver_timeout_0n", doc: "100 keyless debits, one at a time, with grpc-timeout 0n, a deadline already past: the server must execute none", run: srvTimeout("0n", true), invs: expired},
 		{name: "grpcserver_timeout_1n", doc: "100 keyless debits, one at a time, with grpc-timeout 1n, past before the server can read them: none may execute", run: srvTimeout("1n", true), invs: expired},
-		{name: "grpcserver_timeout_1u", doc: "100 keyless debits with grpc-timeout 1u: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("1u", false), invs: []string{invSrvOKIffExec}},
-		{name: "grpcserver_timeout_100u", doc: "100 keyless debits with grpc-timeout 100u: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("100u", false), invs: []string{invSrvOKIffExec}},
-		{name: "grpcserver_timeout_1m", doc: "100 keyless debits with grpc-timeout 1m: how many execute is the machine's race, but each answer must say whether its debit did", run: srvTimeout("1m", false), invs: []string{invSrvOKIffExec}},
+		{name: "grpcserver_timeout_1u", doc: "100 keyless debits with grpc-timeout 1u: how many execute, and how many are answered as if they had not, is the machine's race: recorded, not judged", run: srvTimeout("1u", false)},
+		{name: "grpcserver_timeout_100u", doc: "100 keyless debits with grpc-timeout 100u: how many execute, and how many are answered as if they had not, is the machine's race: recorded, not judged", run: srvTimeout("100u", false)},
+		{name: "grpcserver_timeout_1m", doc: "100 keyless debits with grpc-timeout 1m: how many execute, and how many are answered as if they had not, is the machine's race: recorded, not judged", run: srvTimeout("1m", false)},
 		{name: "grpcserver_timeout_597h", doc: "a keyless debit with grpc-timeout 597H, 8 digits as the spec allows: a deadline 25 days away is not one already past; it executes, OK", run: srvFarDeadline, invs: []string{invSrvOKIffExec, invSrvPropagated}},
 		{name: "grpcserver_body_after_deadline", doc: "a keyless debit's HEADERS carry grpc-timeout 100m and its body comes 300ms later, after the deadline: the server must not execute it", run: srvBodyAfterDeadline, invs: expired},
 		{name: "grpcserver_deadline_propagated", doc: "a get with grpc-timeout 3S: the handler's deadline is the 3s less what reaching it took, at most 1s", run: srvPropagated, invs: []string{invSrvPropagated}},
+		{name: "grpcserver_work_past_deadline", doc: "a keyless debit under grpc-timeout 100m whose handler works 300ms without looking at its context, then executes: is the client told that it ran?", run: srvWorkPastDeadline, invs: []string{invSrvOKIffExec}},
 		{name: "grpcserver_deadline_stops_handler", doc: "a keyless debit whose handler waits 3s under grpc-timeout 300m, the client never resetting it: the handler's wait ends at the deadline, unexecuted; what the client is told is recorded", run: srvDeadlineStops, invs: []string{invSrvDeadline, invSrvOKIffExec}},
 		{name: "grpcserver_cancel_stops_handler", doc: "a keyless debit whose handler waits 3s is reset with RST_STREAM(CANCEL) once it started: the handler's wait ends within 1s and it never executes", run: srvCancelStops, invs: []string{invSrvCancel}},
 		{name: "grpcserver_bad_message", doc: "a debit whose message claims compression the request never declared: that stream fails unexecuted, and a get on the same connection is served", run: srvBadMessage, invs: []string{invSrvIsolated, invSrvOKIffExec}},
@@ -37,11 +38,14 @@ func srvScenarios() []srvScenario {
 const srvSettle = time.Second
 
 // srvTries is how many debits a timeout scenario sends, one at a time:
-// a server that runs expired work, or answers executed work
-// DEADLINE_EXCEEDED, only when its threads race the deadline (grpc-go at
-// 100u did in about one try in twelve here) shows it in every run, not
-// in some. At 1u the race is still the machine's: grpc-go executed 12 of
-// 50 and connect-go 1 of 50, so only 0n and 1n are judged as expired.
+// a server that runs expired work only when its threads race the
+// deadline (grpcio's C-core at 1n) shows it in every run, not in some.
+// From 1u up the race is the machine's, in both directions: grpc-go
+// executed 12 of 50 debits at 1u, and at 100u answered 4 of 50 executed
+// ones RST_STREAM(CANCEL) on an idle machine and none of 100 on a
+// loaded one. Those scenarios record what happened and judge only
+// log_matches_bank; grpcserver_work_past_deadline stages the same
+// question so that its answer does not depend on the race.
 const srvTries = 100
 
 // srvTimeout sends srvTries keyless debits, one at a time, under
@@ -56,11 +60,11 @@ func srvTimeout(timeout string, expired bool) func(g *srvT) {
 		answers := make([]rawgrpc.Result, srvTries)
 		for i := range srvTries {
 			var st *rawgrpc.Stream
-			st, calls[i] = g.debit(c, "acct-T", 1, timeout, 0, false)
+			st, calls[i] = g.debit(c, "acct-T", debitSpec{amount: 1, timeout: timeout})
 			answers[i] = g.answer(st, "a debit")
 		}
 		g.sync()
-		execs, told := 0, true
+		execs, executedNotOK, told := 0, 0, true
 		codes := map[string]int{}
 		for i, call := range calls {
 			h := g.handledOf(call)
@@ -70,15 +74,20 @@ func srvTimeout(timeout string, expired bool) func(g *srvT) {
 			r := answers[i]
 			execs += h.execs
 			codes[r.Outcome()]++
-			told = told && (r.HasCode && r.Code == 0) == (h.execs == 1) && h.execs <= 1
+			ok := r.HasCode && r.Code == 0
+			told = told && ok == (h.execs == 1) && h.execs <= 1
+			if h.execs > 0 && !ok {
+				executedNotOK++
+			}
 		}
 		g.Volatile("codes", countsText(codes))
 		g.Volatile("executions", execs)
+		g.Volatile("executed_not_ok", executedNotOK)
 		if expired {
 			g.Field("any_executed", execs > 0)
 			g.observe(invSrvExpired, holds(execs == 0))
+			g.observe(invSrvOKIffExec, holds(told))
 		}
-		g.observe(invSrvOKIffExec, holds(told))
 	}
 }
 
@@ -92,11 +101,27 @@ func countsText(m map[string]int) string {
 	return strings.Join(parts, ",")
 }
 
+// srvWorkPastDeadline sends a debit under a 100ms grpc-timeout whose
+// handler works 300ms without looking at its context, then executes:
+// the deadline has certainly passed before it executes, and the answer
+// must say it ran.
+func srvWorkPastDeadline(g *srvT) {
+	st, call := g.debit(g.dial(), "acct-K", debitSpec{amount: 10, timeout: "100m", workMs: 300})
+	r := g.answer(st, "the debit")
+	h := g.awaitEnded(call, 300*time.Millisecond+settleTimeout)
+	if !h.ended {
+		g.Fatalf("the debit's handler never ended")
+	}
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.execs)
+	g.okIffExecuted(r, h)
+}
+
 // srvFarDeadline sends a debit whose grpc-timeout is 597 hours, within
 // the 8 digits the spec allows: a server must neither take it for a
 // deadline already past nor refuse it.
 func srvFarDeadline(g *srvT) {
-	st, call := g.debit(g.dial(), "acct-F", 10, "597H", 0, false)
+	st, call := g.debit(g.dial(), "acct-F", debitSpec{amount: 10, timeout: "597H"})
 	r := g.answer(st, "the debit")
 	h := g.settle(call)
 	g.Field("code", r.Outcome())
@@ -113,14 +138,14 @@ func srvFarDeadline(g *srvT) {
 // and its body 300ms later.
 func srvBodyAfterDeadline(g *srvT) {
 	c := g.dial()
-	st, call := g.debit(c, "acct-B", 10, "100m", 0, true)
+	st, call := g.debit(c, "acct-B", debitSpec{amount: 10, timeout: "100m", hold: true})
 	// The wait is the scenario: the deadline must pass before the body
 	// is sent.
 	select {
 	case <-time.After(300 * time.Millisecond):
 	case <-st.Done():
 	}
-	st.Send(rawgrpc.DebitRequest("acct-B", 10, 0), true) // a server that ended the stream may refuse it
+	st.Send(rawgrpc.DebitRequest("acct-B", 10, 0, 0), true) // a server that ended the stream may refuse it
 	r := g.answer(st, "the debit")
 	h := g.settle(call)
 	g.Field("code", r.Outcome())
@@ -147,7 +172,7 @@ func srvPropagated(g *srvT) {
 // srvDeadlineStops sends a debit whose handler waits 3s under a 300ms
 // grpc-timeout; the client never resets it.
 func srvDeadlineStops(g *srvT) {
-	st, call := g.debit(g.dial(), "acct-D", 10, "300m", 3000, false)
+	st, call := g.debit(g.dial(), "acct-D", debitSpec{amount: 10, timeout: "300m", sleepMs: 3000})
 	r := g.answer(st, "the debit")
 	h := g.awaitEnded(call, 3*time.Second+srvSettle)
 	stopped := h.ended && h.execs == 0 && h.took <= 300*time.Millisecond+srvSettle
@@ -166,7 +191,7 @@ func srvDeadlineStops(g *srvT) {
 // srvCancelStops sends a debit whose handler waits 3s, and resets it
 // with RST_STREAM(CANCEL) once the server's record shows it started.
 func srvCancelStops(g *srvT) {
-	st, call := g.debit(g.dial(), "acct-C", 10, "30S", 3000, false)
+	st, call := g.debit(g.dial(), "acct-C", debitSpec{amount: 10, timeout: "30S", sleepMs: 3000})
 	if !waitFor(settleTimeout, func() bool { return g.handledOf(call).started }) {
 		g.Fatalf("the debit's handler never started")
 	}
@@ -186,8 +211,8 @@ func srvCancelStops(g *srvT) {
 // flag, with no grpc-encoding, then a get on the same connection.
 func srvBadMessage(g *srvT) {
 	c := g.dial()
-	st, call := g.debit(c, "acct-M", 10, "10S", 0, true)
-	msg := rawgrpc.DebitRequest("acct-M", 10, 0)
+	st, call := g.debit(c, "acct-M", debitSpec{amount: 10, timeout: "10S", hold: true})
+	msg := rawgrpc.DebitRequest("acct-M", 10, 0, 0)
 	b := make([]byte, 5, 5+len(msg))
 	b[0] = 1
 	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
@@ -237,7 +262,7 @@ func srvBadFrame(g *srvT) {
 // 1 KiB of it, and waits for the server's answer with the stream open.
 func srvOversize(g *srvT) {
 	c := g.dial()
-	st, call := g.debit(c, "acct-O", 10, "30S", 0, true)
+	st, call := g.debit(c, "acct-O", debitSpec{amount: 10, timeout: "30S", hold: true})
 	b := make([]byte, 5+1024)
 	binary.BigEndian.PutUint32(b[1:], 64<<20)
 	if err := st.SendRaw(b, false); err != nil {

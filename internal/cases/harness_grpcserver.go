@@ -221,12 +221,24 @@ func (g *srvT) callName(account string, amount int64) string {
 	return name
 }
 
-// debit opens a debit of amount on account with the handler sleeping
-// sleepMs, under timeout ("" for none); hold sends only its HEADERS.
-func (g *srvT) debit(c *rawgrpc.Conn, account string, amount int64, timeout string, sleepMs int64, hold bool) (*rawgrpc.Stream, string) {
-	name := g.callName(account, amount)
-	st, err := c.Open(rawgrpc.Request{Method: "Debit", Call: name, Timeout: timeout,
-		Message: rawgrpc.DebitRequest(account, amount, sleepMs), Hold: hold})
+// debitSpec is a debit a grpcserver scenario opens.
+type debitSpec struct {
+	amount int64
+	// timeout is the grpc-timeout, "" for none.
+	timeout string
+	// sleepMs and workMs are the request's sleep_ms and work_ms: the
+	// handler's wait that watches its context, and its work that does
+	// not.
+	sleepMs, workMs int64
+	// hold sends only the HEADERS.
+	hold bool
+}
+
+// debit opens d on account.
+func (g *srvT) debit(c *rawgrpc.Conn, account string, d debitSpec) (*rawgrpc.Stream, string) {
+	name := g.callName(account, d.amount)
+	st, err := c.Open(rawgrpc.Request{Method: "Debit", Call: name, Timeout: d.timeout,
+		Message: rawgrpc.DebitRequest(account, d.amount, d.sleepMs, d.workMs), Hold: d.hold})
 	if err != nil {
 		g.Fatalf("open %s: %v", name, err)
 	}
@@ -236,7 +248,7 @@ func (g *srvT) debit(c *rawgrpc.Conn, account string, amount int64, timeout stri
 // get opens a get of account under timeout.
 func (g *srvT) get(c *rawgrpc.Conn, account, timeout string) (*rawgrpc.Stream, string) {
 	name := g.callName(account, 0)
-	st, err := c.Open(rawgrpc.Request{Method: "Get", Call: name, Timeout: timeout, Message: rawgrpc.GetRequest(account, 0)})
+	st, err := c.Open(rawgrpc.Request{Method: "Get", Call: name, Timeout: timeout, Message: rawgrpc.GetRequest(account, 0, 0)})
 	if err != nil {
 		g.Fatalf("open %s: %v", name, err)
 	}
@@ -363,7 +375,7 @@ func (g *srvT) awaitEnded(call string, d time.Duration) handled {
 func (g *srvT) sync() {
 	g.calls++
 	name := fmt.Sprintf("%s-sync-%d", g.name, g.calls)
-	st, err := g.syncConn().Open(rawgrpc.Request{Method: "Get", Call: name, Message: rawgrpc.GetRequest("acct-sync", 0)})
+	st, err := g.syncConn().Open(rawgrpc.Request{Method: "Get", Call: name, Message: rawgrpc.GetRequest("acct-sync", 0, 0)})
 	if err != nil {
 		g.Fatalf("sync: %v", err)
 	}
@@ -445,7 +457,7 @@ func (g *srvT) logMatchesBank() {
 	var got []string
 	for _, acct := range accounts {
 		read := g.name + "-bank-" + acct
-		st, err := g.syncConn().Open(rawgrpc.Request{Method: "Get", Call: read, Message: rawgrpc.GetRequest(acct, 0)})
+		st, err := g.syncConn().Open(rawgrpc.Request{Method: "Get", Call: read, Message: rawgrpc.GetRequest(acct, 0, 0)})
 		if err != nil {
 			g.Fatalf("read %s: %v", acct, err)
 		}

@@ -17,10 +17,12 @@ import (
 const (
 	fieldGetAccount = 1 // GetRequest.account, string
 	fieldGetSleepMs = 2 // GetRequest.sleep_ms, int64
+	fieldGetWorkMs  = 3 // GetRequest.work_ms, int64
 
 	fieldDebitAccount = 1 // DebitRequest.account, string
 	fieldDebitAmount  = 2 // DebitRequest.amount, int64
 	fieldDebitSleepMs = 3 // DebitRequest.sleep_ms, int64
+	fieldDebitWorkMs  = 4 // DebitRequest.work_ms, int64
 
 	fieldEchoPayload = 1 // EchoRequest.payload and EchoReply.payload, bytes
 
@@ -43,9 +45,9 @@ var errArgument = errors.New("grpcwire: invalid argument")
 // request is a decoded request message: the fields of GetRequest,
 // DebitRequest or EchoRequest. account and payload alias the message.
 type request struct {
-	account       []byte
-	amount, sleep int64
-	payload       []byte
+	account             []byte
+	amount, sleep, work int64
+	payload             []byte
 }
 
 // field is one field the decoder knows for a method: its number, its
@@ -60,6 +62,7 @@ var (
 	setAccount = func(r *request, v []byte, _ uint64) { r.account = v }
 	setAmount  = func(r *request, _ []byte, n uint64) { r.amount = int64(n) }
 	setSleep   = func(r *request, _ []byte, n uint64) { r.sleep = int64(n) }
+	setWork    = func(r *request, _ []byte, n uint64) { r.work = int64(n) }
 	setPayload = func(r *request, v []byte, _ uint64) { r.payload = v }
 )
 
@@ -68,11 +71,13 @@ var requestFields = map[string][]fieldSpec{
 	"get": {
 		{fieldGetAccount, protowire.BytesType, setAccount},
 		{fieldGetSleepMs, protowire.VarintType, setSleep},
+		{fieldGetWorkMs, protowire.VarintType, setWork},
 	},
 	"debit": {
 		{fieldDebitAccount, protowire.BytesType, setAccount},
 		{fieldDebitAmount, protowire.VarintType, setAmount},
 		{fieldDebitSleepMs, protowire.VarintType, setSleep},
+		{fieldDebitWorkMs, protowire.VarintType, setWork},
 	},
 	"echo": {
 		{fieldEchoPayload, protowire.BytesType, setPayload},
@@ -144,8 +149,8 @@ const asciiSpace = " \t\n\v\f\r"
 func isASCIISpace(r rune) bool { return strings.ContainsRune(asciiSpace, r) }
 
 // appendPayload appends r as the bank's payload text for method:
-// "account=A amount=N sleep=N" for get and debit (amount for debit only,
-// sleep only when sleep_ms is not 0), the bytes themselves for echo. An
+// "account=A amount=N sleep=N work=N" for get and debit (amount for
+// debit only, sleep and work only when not 0), the bytes themselves for echo. An
 // account the text cannot carry, holding white space, is an errArgument.
 func appendPayload(dst []byte, method string, r *request) ([]byte, error) {
 	if method == "echo" {
@@ -163,6 +168,10 @@ func appendPayload(dst []byte, method string, r *request) ([]byte, error) {
 	if r.sleep != 0 {
 		dst = append(dst, " sleep="...)
 		dst = strconv.AppendInt(dst, r.sleep, 10)
+	}
+	if r.work != 0 {
+		dst = append(dst, " work="...)
+		dst = strconv.AppendInt(dst, r.work, 10)
 	}
 	return dst, nil
 }

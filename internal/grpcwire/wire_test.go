@@ -195,9 +195,11 @@ func TestFieldsMatchProto(t *testing.T) {
 	}{
 		{"GetRequest", "account", "string", fieldGetAccount},
 		{"GetRequest", "sleep_ms", "int64", fieldGetSleepMs},
+		{"GetRequest", "work_ms", "int64", fieldGetWorkMs},
 		{"DebitRequest", "account", "string", fieldDebitAccount},
 		{"DebitRequest", "amount", "int64", fieldDebitAmount},
 		{"DebitRequest", "sleep_ms", "int64", fieldDebitSleepMs},
+		{"DebitRequest", "work_ms", "int64", fieldDebitWorkMs},
 		{"EchoRequest", "payload", "bytes", fieldEchoPayload},
 		{"EchoReply", "payload", "bytes", fieldEchoPayload},
 		{"AccountReply", "account", "string", fieldReplyAccount},

@@ -57,7 +57,7 @@ func wait(t *testing.T, st *Stream) Result {
 
 func TestDebitAnswered(t *testing.T) {
 	c := dial(t, serve(t))
-	st, err := c.Open(Request{Method: "Debit", Call: "c1", Timeout: "5S", Message: DebitRequest("acct-A", 10, 0)})
+	st, err := c.Open(Request{Method: "Debit", Call: "c1", Timeout: "5S", Message: DebitRequest("acct-A", 10, 0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestDebitAnswered(t *testing.T) {
 // client reads the server's DEADLINE_EXCEEDED.
 func TestExpiredAnswered(t *testing.T) {
 	c := dial(t, serve(t))
-	st, err := c.Open(Request{Method: "Debit", Timeout: "0n", Message: DebitRequest("acct-A", 10, 0)})
+	st, err := c.Open(Request{Method: "Debit", Timeout: "0n", Message: DebitRequest("acct-A", 10, 0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestExpiredAnswered(t *testing.T) {
 // connection serves the next call.
 func TestResetEnds(t *testing.T) {
 	c := dial(t, serve(t))
-	st, err := c.Open(Request{Method: "Debit", Message: DebitRequest("acct-A", 10, 2000)})
+	st, err := c.Open(Request{Method: "Debit", Message: DebitRequest("acct-A", 10, 2000, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestResetEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-st.Done()
-	next, err := c.Open(Request{Method: "Get", Message: GetRequest("acct-A", 0)})
+	next, err := c.Open(Request{Method: "Get", Message: GetRequest("acct-A", 0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,19 +9,22 @@ import (
 // The Bank's messages (proto/rpcbench/bank/v1/bank.proto), encoded and
 // decoded by hand: the client sends them as bytes it controls.
 
-// GetRequest encodes a GetRequest.
-func GetRequest(account string, sleepMs int64) []byte {
+// GetRequest encodes a GetRequest; a zero sleepMs or workMs is left
+// out, as proto3 encoders leave it out.
+func GetRequest(account string, sleepMs, workMs int64) []byte {
 	b := protowire.AppendTag(nil, 1, protowire.BytesType)
 	b = protowire.AppendString(b, account)
-	return appendInt(b, 2, sleepMs)
+	b = appendInt(b, 2, sleepMs)
+	return appendInt(b, 3, workMs)
 }
 
-// DebitRequest encodes a DebitRequest.
-func DebitRequest(account string, amount, sleepMs int64) []byte {
+// DebitRequest encodes a DebitRequest, as GetRequest does.
+func DebitRequest(account string, amount, sleepMs, workMs int64) []byte {
 	b := protowire.AppendTag(nil, 1, protowire.BytesType)
 	b = protowire.AppendString(b, account)
 	b = appendInt(b, 2, amount)
-	return appendInt(b, 3, sleepMs)
+	b = appendInt(b, 3, sleepMs)
+	return appendInt(b, 4, workMs)
 }
 
 func appendInt(b []byte, num protowire.Number, v int64) []byte {
