@@ -40,6 +40,10 @@ const (
 	fakeSrvNoCancel = "nocancel"
 	// fakeSrvPhantom reports an exec for every debit and applies none.
 	fakeSrvPhantom = "phantom"
+	// fakeSrvOtherStack names another stack than its column's.
+	fakeSrvOtherStack = "otherstack"
+	// fakeSrvCrash exits on its first request, before answering it.
+	fakeSrvCrash = "crash"
 )
 
 // fakeServer is one fake server adapter's state.
@@ -75,7 +79,11 @@ func fakeServerMain(mode string) int {
 	srv := &http.Server{Handler: f, Protocols: &p}
 	go srv.Serve(ln)
 	// It is run in grpc-go's column, whose stack it must name.
-	f.send(map[string]string{"type": "serving", "protocol": "rpcbench-server/1", "stack": StackGRPCGo, "version": "0-fake-" + mode,
+	stack := StackGRPCGo
+	if mode == fakeSrvOtherStack {
+		stack = "grpc-js"
+	}
+	f.send(map[string]string{"type": "serving", "protocol": "rpcbench-server/1", "stack": stack, "version": "0-fake-" + mode,
 		"runtime": runtime.Version(), "addr": ln.Addr().String()})
 	for in.Scan() {
 		if strings.Contains(in.Text(), `"shutdown"`) {
@@ -88,6 +96,9 @@ func fakeServerMain(mode string) int {
 
 // ServeHTTP serves one unary Bank call.
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.mode == fakeSrvCrash {
+		os.Exit(3)
+	}
 	arrival := time.Now()
 	method := strings.TrimPrefix(r.URL.Path, "/rpcbench.bank.v1.Bank/")
 	call := r.Header.Get("x-rpcbench-call")
@@ -235,6 +246,34 @@ func fakeDecode(method string, b []byte) (account string, amount, sleepMs int64)
 		}
 	}
 	return
+}
+
+// TestServerAdapterErrors: a server adapter that names another stack
+// than its column's, or dies mid-scenario, is an ERROR naming it, never
+// a pass or a finding.
+func TestServerAdapterErrors(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	e := env
+	e.Adapters = map[string]string{StackGRPCGo: self}
+	for _, tt := range []struct{ mode, want string }{
+		{fakeSrvOtherStack, "serves grpc-js, not grpc-go"},
+		{fakeSrvCrash, "exited before shutdown_ok"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Setenv(envFakeServer, tt.mode)
+			c, _ := Default().Lookup("grpcserver_timeout_0n_grpcgo")
+			e.LogDir = t.TempDir()
+			line := c.Run(context.Background(), e)
+			s := report.Format(line)
+			if line.Verdict != report.Error || !strings.Contains(s, tt.want) || !strings.Contains(s, self) {
+				t.Errorf("got %s, want an ERROR naming %s and saying %q", s, self, tt.want)
+			}
+		})
+	}
 }
 
 // TestServerJudgeCatches: each fake server's one bug is caught by the
