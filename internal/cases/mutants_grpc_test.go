@@ -129,6 +129,16 @@ var grpcMutants = []mutant{
 		},
 	},
 	{
+		name: "grpc_wait_outlives_deadline",
+		bug:  "a handler's wait ends only on a reset, not at the request's deadline: it sleeps on past it and executes",
+		file: "internal/grpcwire/stream.go",
+		old:  "\tif st.hasTimeout && s.h.MayBlock(&req) {\n\t\treq.Done, stop = st.untilExpiry(expiry)\n\t}\n",
+		new:  "",
+		catch: map[string]string{
+			"grpcserver_deadline_stops_handler_rpcserver": "srv_deadline_stops_handler: rpcserver violated srv_deadline_stops_handler",
+		},
+	},
+	{
 		name: "grpc_silent_acks_pings",
 		bug:  "the silent fault only stops the answer: the connection still acknowledges PINGs, so it is a noreply",
 		file: "internal/grpcwire/stream.go",
