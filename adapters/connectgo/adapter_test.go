@@ -213,7 +213,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("init_ok: got %v, want connect-go %s", got, connect.Version)
 	}
 	wantCaps := map[string]any{"retry_policy": false, "hedging": false, "throttling": false, "transparent_retry": true,
-		"keepalive": true, "pushback": false, "wait_for_ready": false}
+		"keepalive": true, "pushback": false, "wait_for_ready": false, "per_attempt_timeout": false}
 	if g, w := fmt.Sprint(got["capabilities"]), fmt.Sprint(wantCaps); g != w {
 		t.Errorf("capabilities:\ngot  %s\nwant %s", g, w)
 	}

@@ -166,7 +166,7 @@ func TestRoundTrip(t *testing.T) {
 	if got["type"] != "init_ok" || got["stack"] != "grpc-go" || got["version"] != grpc.Version || got["protocol"] != protocol {
 		t.Errorf("init_ok: got %v", got)
 	}
-	if caps := got["capabilities"].(map[string]any); caps["hedging"] != false || caps["retry_policy"] != true || len(caps) != 7 {
+	if caps := got["capabilities"].(map[string]any); caps["hedging"] != false || caps["retry_policy"] != true || caps["per_attempt_timeout"] != false || len(caps) != 8 {
 		t.Errorf("capabilities: got %v", caps)
 	}
 

@@ -63,7 +63,9 @@ func run(in io.Reader, out io.Writer, errw io.Writer) int {
 					// grpc-go parses hedgingPolicy into nothing: it is
 					// accepted and ignored (gRFC A6 "Go except hedging").
 					Hedging: false, Throttling: true, TransparentRetry: true,
-					Keepalive: true, Pushback: true, WaitForReady: true}})
+					Keepalive: true, Pushback: true, WaitForReady: true,
+					// grpc-go's retryPolicy has no perAttemptRecvTimeout.
+					PerAttempt: false}})
 		case "call":
 			if code := s.startCall(n, f); code != 0 {
 				return code

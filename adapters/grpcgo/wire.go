@@ -52,6 +52,7 @@ type capabilities struct {
 	Keepalive        bool `json:"keepalive"`
 	Pushback         bool `json:"pushback"`
 	WaitForReady     bool `json:"wait_for_ready"`
+	PerAttempt       bool `json:"per_attempt_timeout"`
 }
 
 type wireInitOK struct {

@@ -35,6 +35,10 @@ CAPABILITIES = {
     "keepalive": True,
     "pushback": True,
     "wait_for_ready": True,
+    # C-core honours a retryPolicy's perAttemptRecvTimeout only under
+    # its channel option grpc.experimental.enable_hedging, which
+    # channel_options sets when a service config names one.
+    "per_attempt_timeout": True,
 }
 
 
@@ -124,6 +128,10 @@ def channel_options(w):
     opts = []
     if "service_config" in w:
         opts.append(("grpc.service_config", json.dumps(w["service_config"], sort_keys=True)))
+        if "perAttemptRecvTimeout" in json.dumps(w["service_config"]):
+            # C-core parses perAttemptRecvTimeout only with this option
+            # on; without it the timeout is silently ignored.
+            opts.append(("grpc.experimental.enable_hedging", 1))
     if "keepalive" in w:
         k = w["keepalive"]
         opts += [("grpc.keepalive_time_ms", k["time_ms"]), ("grpc.keepalive_timeout_ms", k["timeout_ms"]),

@@ -40,6 +40,9 @@ const capabilities = {
   keepalive: true,
   pushback: true,
   wait_for_ready: true,
+  // grpc-js's retry policy has no perAttemptRecvTimeout (its
+  // service-config.ts does not parse one).
+  per_attempt_timeout: false,
 };
 
 /** session is one adapter process's protocol session. */

@@ -114,7 +114,7 @@ func fakeAdapterMain(mode string) int {
 			}
 			send(map[string]any{"type": "init_ok", "protocol": cut.Protocol, "stack": StackGRPCGo, "version": "fake-" + mode,
 				"runtime": "go", "capabilities": map[string]bool{"retry_policy": mode != fakeNoRetry, "hedging": false, "throttling": true,
-					"transparent_retry": true, "keepalive": true, "pushback": true, "wait_for_ready": true}})
+					"transparent_retry": true, "keepalive": true, "pushback": true, "wait_for_ready": true, "per_attempt_timeout": false}})
 		case "call":
 			id := int64(line["id"].(float64))
 			if mode == fakeLiar || mode == fakeNoRetry {

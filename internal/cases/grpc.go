@@ -471,3 +471,33 @@ func grpcHedgedGetTail(g *grpcT) {
 	g.observe(invHedgeTail, holds(slowest < grpcHedgeSlow))
 	g.observe(invHedgeBounded, holds(requests <= bound))
 }
+
+// grpcAttemptTimeout is the per-attempt configuration's
+// perAttemptRecvTimeout, and the reference column's attempt timeout in
+// it.
+const grpcAttemptTimeout = 200 * time.Millisecond
+
+// grpcAttemptSlow is how long the server sleeps the first get of
+// grpc_per_attempt_slow_get, and grpcAttemptBound how soon the get must
+// return to have been cut: the slow answer less 300ms for a loaded
+// machine.
+const (
+	grpcAttemptSlow  = time.Second
+	grpcAttemptBound = grpcAttemptSlow - 300*time.Millisecond
+)
+
+// grpcPerAttemptSlowGet: a get whose first attempt the server sleeps
+// 1s, under a 2s deadline: a stack with a 200ms per-attempt timeout
+// abandons that attempt and is answered by the next, long before the
+// second is up.
+func grpcPerAttemptSlowGet(g *grpcT) {
+	g.start()
+	a := g.do(call{method: bank.MethodGet, account: "acct-PA", deadline: grpcDeadline})
+	g.faultFired()
+	g.Field("code", a.code)
+	g.Field("slow", ms(grpcAttemptSlow))
+	g.Field("bound", ms(grpcAttemptBound))
+	g.Volatile("elapsed", ms(a.elapsed))
+	g.Volatile("requests", a.requests)
+	g.observe(invAttemptCut, holds(a.code == "OK" && a.elapsed < grpcAttemptBound))
+}

@@ -88,6 +88,9 @@ const (
 	// kindHedge runs in the default configuration, as the control, and
 	// the hedged one.
 	kindHedge
+	// kindPerAttempt runs in the per-attempt configuration alone; the
+	// reference column's client has a 200ms attempt timeout.
+	kindPerAttempt
 )
 
 // configsOf are the names of the adapter configurations a scenario of
@@ -98,6 +101,8 @@ func configsOf(kind int) (adapter []string, reference string) {
 		return []string{"keepalive"}, "client"
 	case kindHedge:
 		return []string{"default", "hedged"}, "hedged"
+	case kindPerAttempt:
+		return []string{"per-attempt"}, "per-attempt"
 	}
 	return []string{"default", "retry", "retry+key", "throttled"}, "client"
 }
@@ -120,7 +125,7 @@ func columnsOf(kind int) []column {
 // allColumns are every column some grpc scenario runs in.
 func allColumns() []column {
 	var out []column
-	for _, kind := range []int{kindPlain, kindKeepalive, kindHedge} {
+	for _, kind := range []int{kindPlain, kindKeepalive, kindHedge, kindPerAttempt} {
 		for _, col := range columnsOf(kind) {
 			if !slices.ContainsFunc(out, func(c column) bool { return c.stack == col.stack && c.config == col.config }) {
 				out = append(out, col)
@@ -179,11 +184,14 @@ const (
 	// invHedgeBounded: hedging sent no more requests than the slow get's
 	// hedges, with slack for a loaded machine.
 	invHedgeBounded = "hedges_bounded"
+	// invAttemptCut: a get whose first attempt the server sleeps 1s
+	// returned OK well before that second, on a later attempt.
+	invAttemptCut = "attempt_timeout_cuts"
 )
 
 // grpcInvariants are every invariant a pin may name.
 var grpcInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invWithinDeadline, invPushback, invAmplification, invTimeoutLeft,
-	invExpiredSkipped, invServesOnceUp, invDeadPeer, invWaitsForReady, invHedgeTail, invHedgeBounded}
+	invExpiredSkipped, invServesOnceUp, invDeadPeer, invWaitsForReady, invHedgeTail, invHedgeBounded, invAttemptCut}
 
 // grpcScenario is one scenario of the grpc group, before it is spread
 // over the columns.
@@ -418,11 +426,15 @@ func (g *grpcT) start() bool {
 // referenceConfig is rpcbench's own client's configuration in the
 // reference column: its defaults, hedging idempotent calls as the hedged
 // configuration does (3 attempts, 100ms apart) in the column of that
-// name.
+// name, and with the per-attempt configuration's 200ms attempt timeout
+// in that one.
 func (g *grpcT) referenceConfig() client.Config {
 	cfg := client.DefaultConfig()
-	if g.col.config == "hedged" {
+	switch g.col.config {
+	case "hedged":
 		cfg.Hedge = &client.HedgeConfig{Delay: 100 * time.Millisecond, MaxHedges: 2}
+	case "per-attempt":
+		cfg.AttemptTimeout = grpcAttemptTimeout
 	}
 	return cfg
 }

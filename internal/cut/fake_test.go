@@ -107,7 +107,7 @@ func fakeMain(mode string) int {
 		switch m.Type {
 		case "init":
 			initOK := map[string]any{"type": "init_ok", "protocol": "rpcbench-adapter/1", "stack": "fake", "version": "0.0.1", "runtime": "go",
-				"capabilities": map[string]bool{"retry_policy": true, "hedging": false, "throttling": false, "transparent_retry": false, "keepalive": false, "pushback": false, "wait_for_ready": true}}
+				"capabilities": map[string]bool{"retry_policy": true, "hedging": false, "throttling": false, "transparent_retry": false, "keepalive": false, "pushback": false, "wait_for_ready": true, "per_attempt_timeout": false}}
 			switch mode {
 			case "silent":
 				continue

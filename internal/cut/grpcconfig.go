@@ -50,6 +50,8 @@ func grpcServiceConfig(file string) json.RawMessage {
 //     0.1;
 //   - hedged: a hedgingPolicy of 3 attempts 100ms apart for the whole
 //     service, the debit included, for the hedging scenarios;
+//   - per-attempt: the retry policy with a 200ms perAttemptRecvTimeout:
+//     an attempt unanswered by then is abandoned and retried;
 //   - keepalive: the retry policy with pings after 10s idle (grpc-go's
 //     floor), 1s for the ACK, for the scenarios that silence a
 //     connection. For a stack without a retry policy, Adjust drops it.
@@ -61,6 +63,7 @@ func GRPCConfigs() []GRPCConfig {
 		{Name: "retry+key", ServiceConfig: retry, Key: true, Needs: []string{CapRetryPolicy}},
 		{Name: "throttled", ServiceConfig: grpcServiceConfig("throttled.json"), Needs: []string{CapRetryPolicy, CapThrottling}},
 		{Name: "hedged", ServiceConfig: grpcServiceConfig("hedged.json"), Needs: []string{CapHedging}},
+		{Name: "per-attempt", ServiceConfig: grpcServiceConfig("per-attempt.json"), Needs: []string{CapRetryPolicy, CapPerAttempt}},
 		{Name: "keepalive", ServiceConfig: retry, Keepalive: &Keepalive{Time: 10 * time.Second, Timeout: time.Second}, Needs: []string{CapKeepalive}},
 	}
 }

@@ -25,6 +25,7 @@ func TestGRPCConfigs(t *testing.T) {
 				RetryPolicy struct {
 					MaxAttempts                int
 					InitialBackoff, MaxBackoff string
+					PerAttemptRecvTimeout      string
 				}
 				HedgingPolicy *struct {
 					MaxAttempts  int
@@ -49,11 +50,14 @@ func TestGRPCConfigs(t *testing.T) {
 		if rp.MaxAttempts != 4 || rp.InitialBackoff != "0.02s" || rp.MaxBackoff != "0.2s" {
 			t.Errorf("%s: retry policy %+v", g.Name, rp)
 		}
+		if (rp.PerAttemptRecvTimeout != "") != (g.Name == "per-attempt") || g.Name == "per-attempt" && rp.PerAttemptRecvTimeout != "0.2s" {
+			t.Errorf("%s: perAttemptRecvTimeout %q, want 0.2s in per-attempt alone", g.Name, rp.PerAttemptRecvTimeout)
+		}
 		if _, err := encodeCall(1, Call{Channel: g.Channel("c", "127.0.0.1:1"), Method: "m", Request: []byte(`{}`), Deadline: 1}); err != nil {
 			t.Errorf("%s: %v", g.Name, err)
 		}
 	}
-	for _, name := range []string{"default", "retry", "retry+key", "throttled", "hedged", "keepalive"} {
+	for _, name := range []string{"default", "retry", "retry+key", "throttled", "hedged", "per-attempt", "keepalive"} {
 		if !seen[name] {
 			t.Errorf("no config %q", name)
 		}

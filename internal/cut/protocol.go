@@ -57,6 +57,7 @@ type Capabilities struct {
 	Keepalive        bool `json:"keepalive"`
 	Pushback         bool `json:"pushback"`
 	WaitForReady     bool `json:"wait_for_ready"`
+	PerAttempt       bool `json:"per_attempt_timeout"`
 }
 
 // Channel is the library channel a call is made on. Calls with the same

@@ -112,6 +112,8 @@ func (c Capabilities) Has(name string) bool {
 		return c.Pushback
 	case CapWaitForReady:
 		return c.WaitForReady
+	case CapPerAttempt:
+		return c.PerAttempt
 	}
 	return false
 }
@@ -130,4 +132,5 @@ const (
 	CapKeepalive        = "keepalive"
 	CapPushback         = "pushback"
 	CapWaitForReady     = "wait_for_ready"
+	CapPerAttempt       = "per_attempt_timeout"
 )

@@ -110,7 +110,8 @@ class AdapterTest(unittest.TestCase):
         self.assertEqual(ok["stack"], "grpcio")
         self.assertEqual(ok["version"], grpc.__version__)
         self.assertEqual(sorted(ok["capabilities"]), sorted(
-            ["retry_policy", "hedging", "throttling", "transparent_retry", "keepalive", "pushback", "wait_for_ready"]))
+            ["retry_policy", "hedging", "throttling", "transparent_retry", "keepalive", "pushback", "wait_for_ready",
+             "per_attempt_timeout"]))
 
     def test_get_ok_with_metadata_and_trailers(self):
         self.a.init()

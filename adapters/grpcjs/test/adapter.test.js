@@ -27,7 +27,7 @@ test('init_ok names grpc-js as installed, with its capabilities', opts, async t 
     runtime: `node ${process.version}`,
     capabilities: {
       retry_policy: true, hedging: true, throttling: true, transparent_retry: true,
-      keepalive: true, pushback: true, wait_for_ready: true,
+      keepalive: true, pushback: true, wait_for_ready: true, per_attempt_timeout: false,
     },
   });
 });
