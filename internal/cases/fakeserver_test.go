@@ -44,6 +44,10 @@ const (
 	fakeSrvOtherStack = "otherstack"
 	// fakeSrvCrash exits on its first request, before answering it.
 	fakeSrvCrash = "crash"
+	// fakeSrvLate answers every debit DEADLINE_EXCEEDED at once and runs
+	// its handler 300ms later, executing it: as a library that answers
+	// before its handler runs may.
+	fakeSrvLate = "late"
 )
 
 // fakeServer is one fake server adapter's state.
@@ -53,6 +57,7 @@ type fakeServer struct {
 	out      *json.Encoder
 	bankMu   sync.Mutex // guards balances
 	balances map[string]int64
+	late     sync.WaitGroup // the late handlers, waited for by shutdown
 }
 
 func (f *fakeServer) send(v any) {
@@ -88,6 +93,7 @@ func fakeServerMain(mode string) int {
 	for in.Scan() {
 		if strings.Contains(in.Text(), `"shutdown"`) {
 			srv.Close()
+			f.late.Wait()
 			f.send(map[string]string{"type": "shutdown_ok"})
 		}
 	}
@@ -98,6 +104,29 @@ func fakeServerMain(mode string) int {
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.mode == fakeSrvCrash {
 		os.Exit(3)
+	}
+	if f.mode == fakeSrvLate && strings.HasSuffix(r.URL.Path, "/Debit") {
+		body, _ := io.ReadAll(r.Body)
+		call := r.Header.Get("x-rpcbench-call")
+		f.late.Go(func() {
+			time.Sleep(300 * time.Millisecond)
+			account, amount, _ := fakeDecode("Debit", body[min(5, len(body)):])
+			f.send(map[string]any{"type": "start", "call": call, "method": "Debit", "deadline_ms": nil})
+			f.bankMu.Lock()
+			bal, ok := f.balances[account]
+			if !ok {
+				bal = bank.DefaultBalance
+			}
+			f.balances[account] = bal - amount
+			f.send(map[string]any{"type": "exec", "call": call, "method": "Debit", "account": account, "amount": amount, "balance": bal - amount})
+			f.bankMu.Unlock()
+			f.send(map[string]any{"type": "end", "call": call, "method": "Debit", "executed": true, "ctx": "active", "code": "OK"})
+		})
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		w.WriteHeader(http.StatusOK)
+		w.Header().Set("Grpc-Status", "4")
+		return
 	}
 	arrival := time.Now()
 	method := strings.TrimPrefix(r.URL.Path, "/rpcbench.bank.v1.Bank/")
@@ -273,6 +302,27 @@ func TestServerAdapterErrors(t *testing.T) {
 				t.Errorf("got %s, want an ERROR naming %s and saying %q", s, self, tt.want)
 			}
 		})
+	}
+}
+
+// TestLateHandlerNotPassed: a server that answers a debit before its
+// handler runs, and runs it after the judgement read the record, is not
+// passed unjudged: the case fails, naming the handler that came late.
+func TestLateHandlerNotPassed(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	t.Setenv(envFakeServer, fakeSrvLate)
+	e := env
+	e.Adapters = map[string]string{StackGRPCGo: self}
+	e.LogDir = t.TempDir()
+	c, _ := Default().Lookup("grpcserver_timeout_0n_grpcgo")
+	line := c.Run(context.Background(), e)
+	s := report.Format(line)
+	if line.Verdict != report.Fail || !strings.Contains(s, "after the judgement read the record") {
+		t.Errorf("got %s, want a FAIL saying a handler came after the judgement", s)
 	}
 }
 

@@ -118,6 +118,9 @@ type srvT struct {
 	sent     map[string]int64
 	accounts map[string]string
 	own      *rawgrpc.Conn // the harness's own calls' connection
+	// judged is how many of the adapter's events the judgement saw: the
+	// record up to the last bank read's exec.
+	judged int
 }
 
 // runSrv runs sc against stack's server and judges it against the
@@ -134,11 +137,7 @@ func runSrv(t *T, sc srvScenario, stack string) {
 	g.start()
 	sc.run(g)
 	g.logMatchesBank()
-	if g.sut != nil {
-		if err := g.sut.Err(); err != nil {
-			g.Errored("%v", err)
-		}
-	}
+	g.checkRecord()
 	g.observedAll()
 	j := p.Judge(configServer, sc.name, g.obs)
 	for _, d := range j.Disagreements {
@@ -200,11 +199,54 @@ func (g *srvT) observedAll() {
 	g.observedExactly(g.obs, append(slices.Clone(g.sc.invs), invSrvLogBank))
 }
 
+// checkRecord, for an adapter, shuts the server down (its graceful
+// stop lets every handler end) and reads the rest of its record: an
+// adapter that broke the protocol is an ERROR; a handler of the
+// scenario's that started after the judgement read the record, which no
+// sync can rule out for a library that answers before its handler
+// runs, fails the case rather than pass it unjudged; and an exec must
+// carry the amount the harness sent.
+func (g *srvT) checkRecord() {
+	if g.sut == nil {
+		return
+	}
+	if err := g.sut.Close(); err != nil {
+		g.Errored("%v", err)
+	}
+	evs := g.sut.Events()
+	for i, e := range evs {
+		amount, ours := g.sent[e.Call]
+		if !ours {
+			continue
+		}
+		if e.Type == "exec" && e.Amount != amount {
+			g.Errored("server adapter %s: call %s's exec says amount %d, the harness sent %d", g.env.Adapters[g.stack], e.Call, e.Amount, amount)
+		}
+		if i >= g.judged && len(g.failures) == 0 && (e.Type == "start" || e.Type == "exec") {
+			g.Check(false, "call %s's handler wrote %s after the judgement read the record: it was not judged", e.Call, e.Type)
+		}
+	}
+}
+
+// brokeProtocol ends the scenario as an ERROR when the adapter has
+// broken its protocol; the harness's own trouble with it is then not a
+// finding.
+func (g *srvT) brokeProtocol() {
+	if g.sut != nil && g.sut.Err() != nil {
+		g.Errored("%v", g.sut.Err())
+	}
+}
+
 // dial opens a raw connection to the server, closed when the scenario
-// ends.
+// ends. For an adapter, an address that takes no connection is its
+// breach of the protocol, an ERROR.
 func (g *srvT) dial() *rawgrpc.Conn {
 	c, err := rawgrpc.Dial(g.ctx, g.addr)
 	if err != nil {
+		g.brokeProtocol()
+		if g.sut != nil {
+			g.Errored("server adapter %s announced %s, which takes no connection: %v", g.env.Adapters[g.stack], g.addr, err)
+		}
 		g.Fatalf("dial %s: %v", g.addr, err)
 	}
 	g.cleanup(func() { c.Close() })
@@ -372,6 +414,9 @@ func (g *srvT) awaitEnded(call string, d time.Duration) handled {
 // server's record shows that get executed. The protocol has each exec
 // line written under the bank's lock, so every execution before the
 // get's is in the record by then, whatever the order of the answers.
+// rpcserver logs EXEC after its store's lock, but before it answers:
+// every debit a scenario makes is answered, or its handler has ended,
+// before the scenario syncs.
 func (g *srvT) sync() {
 	g.calls++
 	name := fmt.Sprintf("%s-sync-%d", g.name, g.calls)
@@ -399,10 +444,8 @@ func (g *srvT) awaitExec(call string) {
 		ctx, cancel := context.WithTimeout(g.ctx, settleTimeout)
 		defer cancel()
 		if _, err := g.sut.Await(ctx, func(e sut.Event) bool { return e.Type == "exec" && e.Call == call }); err != nil {
-			if g.sut.Err() != nil {
-				g.Errored("%v", g.sut.Err())
-			}
-			g.Fatalf("the record never showed %s executed: %v", call, err)
+			g.brokeProtocol()
+			g.Errored("server adapter %s answered %s OK and never wrote its exec: %v", g.env.Adapters[g.stack], call, err)
 		}
 		return
 	}
@@ -411,13 +454,15 @@ func (g *srvT) awaitExec(call string) {
 	})
 }
 
-// settle syncs, then waits until every handler of call that started has
-// ended, within settleTimeout (an adapter may answer before its handler
-// returns), and returns what the record says of it then.
+// settle syncs, then, for an adapter, waits until every handler of call
+// that started has ended, within settleTimeout (an adapter may answer
+// before its handler returns), and returns what the record says of it
+// then. rpcserver answers after its handler, and logs no end of a
+// request it refused before the handler.
 func (g *srvT) settle(call string) handled {
 	g.sync()
 	h := g.handledOf(call)
-	if h.started && !h.ended {
+	if g.sut != nil && h.started && !h.ended {
 		h = g.awaitEnded(call, settleTimeout)
 	}
 	return h
@@ -466,6 +511,9 @@ func (g *srvT) logMatchesBank() {
 			g.Fatalf("read %s: %v", acct, err)
 		}
 		g.awaitExec(read)
+		if g.sut != nil {
+			g.judged = len(g.sut.Events())
+		}
 		want := bank.DefaultBalance - g.debitedBefore(acct, read)
 		got = append(got, fmt.Sprintf("%s=%d", acct, rep.Balance))
 		if rep.Balance != want {

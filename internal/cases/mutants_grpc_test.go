@@ -132,7 +132,7 @@ var grpcMutants = []mutant{
 		name: "grpc_wait_outlives_deadline",
 		bug:  "a handler's wait ends only on a reset, not at the request's deadline: it sleeps on past it and executes",
 		file: "internal/grpcwire/stream.go",
-		old:  "\tif st.hasTimeout && s.h.MayBlock(&req) {\n\t\treq.Done, stop = st.untilExpiry(expiry)\n\t}\n",
+		old:  "\tif st.hasTimeout && s.h.MayBlock(&req) {\n\t\treq.Deadline, stop = deadlineAt(expiry)\n\t}\n",
 		new:  "",
 		catch: map[string]string{
 			"grpcserver_deadline_stops_handler_rpcserver": "srv_deadline_stops_handler: rpcserver violated srv_deadline_stops_handler",

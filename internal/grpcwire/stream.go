@@ -329,12 +329,12 @@ func (st *stream) run() {
 	}
 	var stop func() bool
 	if st.hasTimeout && s.h.MayBlock(&req) {
-		req.Done, stop = st.untilExpiry(expiry)
+		req.Deadline, stop = deadlineAt(expiry)
 	}
 	status, answer := s.h.Execute(&req, nil)
 	release() // what the fault does after executing holds no worker
 	expired := stop != nil && stop()
-	if status == proto.StatusUnavailable && st.cut(expired) {
+	if req.SleepCut && st.cut(expired) {
 		return
 	}
 	if status == proto.StatusUnknown {
@@ -362,37 +362,20 @@ func (st *stream) run() {
 	st.executed(fault, code, msg, reply)
 }
 
-// untilExpiry returns the Done of a handler that may block: closed when
-// st.done is or when expiry passes, whichever is first, so that a
-// handler waiting past the deadline stops as it does on a reset. The
-// function it returns must be called once the handler has returned: it
-// ends the watch and reports whether the deadline was what closed done.
-func (st *stream) untilExpiry(expiry time.Time) (<-chan struct{}, func() bool) {
-	done, fin := make(chan struct{}), make(chan struct{})
-	var expired atomic.Bool
-	go func() {
-		t := time.NewTimer(time.Until(expiry))
-		defer t.Stop()
-		select {
-		case <-st.done:
-		case <-t.C:
-			expired.Store(true)
-		case <-fin:
-			return
-		}
-		close(done)
-	}()
-	return done, func() bool {
-		close(fin)
-		return expired.Load()
-	}
+// deadlineAt returns a channel closed when expiry passes, for a
+// handler's Sleep, and a function, to call once the handler has
+// returned, that stops the timer and reports whether it had fired.
+func deadlineAt(expiry time.Time) (<-chan struct{}, func() bool) {
+	ch := make(chan struct{})
+	t := time.AfterFunc(time.Until(expiry), func() { close(ch) })
+	return ch, func() bool { return !t.Stop() }
 }
 
-// cut answers, and logs, a request whose handler answered UNAVAILABLE
-// without executing because its wait was cut: by the client's reset (CANCELED,
-// unanswered: the client wants nothing more) or by its deadline
-// (EXPIRED, DEADLINE_EXCEEDED). It reports false for a handler that was
-// not cut, whose answer the caller sends.
+// cut answers, and logs, a request whose handler's Sleep was cut, so
+// that it did not execute: by the client's reset (CANCELED, unanswered:
+// the client wants nothing more) or by its deadline (EXPIRED,
+// DEADLINE_EXCEEDED). It reports false when neither cut it (the server
+// is closing), and the caller sends the handler's answer.
 func (st *stream) cut(expired bool) bool {
 	c, s := st.c, st.c.s
 	waited := time.Since(st.arrival).Milliseconds()

@@ -176,6 +176,13 @@ func (c *Conn) read() {
 	for {
 		var f http2.Frame
 		if f, err = c.fr.ReadFrame(); err != nil {
+			// A stream error (a malformed header field, say) ends that
+			// stream alone, and the Framer reads on.
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				c.streamError(se)
+				continue
+			}
 			break
 		}
 		c.frame(f)
@@ -223,6 +230,20 @@ func (c *Conn) frame(f http2.Frame) {
 			st.end(func(r *Result) { r.Reset, r.WasReset = f.ErrCode, true })
 		}
 	}
+}
+
+// streamError ends the stream the server sent something malformed on,
+// resetting it as the client must.
+func (c *Conn) streamError(se http2.StreamError) {
+	st := c.stream(se.StreamID)
+	if st == nil {
+		return
+	}
+	c.writeMu.Lock()
+	c.fr.WriteRSTStream(se.StreamID, se.Code)
+	c.writeMu.Unlock()
+	c.forget(st.id)
+	st.end(func(r *Result) { r.BadBody = "stream error: " + se.Error() })
 }
 
 func (c *Conn) stream(id uint32) *Stream {

@@ -24,6 +24,15 @@ type Request struct {
 	// Done is closed when the server starts closing. A handler that
 	// sleeps or waits must then stop and answer UNAVAILABLE unexecuted.
 	Done <-chan struct{}
+	// Deadline, when not nil, is closed when Expiry passes: Sleep then
+	// stops too. Only the gRPC transport sets it, for a request whose
+	// handler may block; a wait for another request (a keyed
+	// duplicate's) watches Done and Expiry itself.
+	Deadline <-chan struct{}
+	// SleepCut is set by Sleep when it stopped early: the handler did
+	// not execute, and the transport may tell why (its Done or its
+	// Deadline).
+	SleepCut bool
 	// Attempt, set only by the gRPC transport (internal/grpcwire), says
 	// which attempt of which logical call the request is, for the
 	// handler's EXEC events; nil on rpcbench's own wire.
@@ -50,10 +59,16 @@ type Attempt struct {
 	BudgetMs int64
 }
 
-// Sleep pauses for d, or less if the server starts closing meanwhile; it
-// reports whether it paused the whole time. A handler that gets false must
-// not execute r.
-func (r *Request) Sleep(d time.Duration) bool { return sleep(d, r.Done) }
+// Sleep pauses for d, or less if the server starts closing or r's
+// Deadline passes meanwhile; it reports whether it paused the whole
+// time. A handler that gets false must not execute r.
+func (r *Request) Sleep(d time.Duration) bool {
+	if sleep(d, r.Done, r.Deadline) {
+		return true
+	}
+	r.SleepCut = true
+	return false
+}
 
 // Handler executes business requests; the transport knows nothing of what
 // their payloads mean. Execute and MayBlock are called concurrently, from

@@ -506,11 +506,11 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 
 // pause sleeps d and reports whether it did; it returns false early if
 // the server is closing, and the caller must then not execute.
-func (s *Server) pause(d time.Duration) bool { return sleep(d, s.done) }
+func (s *Server) pause(d time.Duration) bool { return sleep(d, s.done, nil) }
 
 // sleep sleeps d unless done is closed first, and reports whether it
 // slept the whole time.
-func sleep(d time.Duration, done <-chan struct{}) bool {
+func sleep(d time.Duration, done, deadline <-chan struct{}) bool {
 	if d <= 0 {
 		return true
 	}
@@ -520,6 +520,8 @@ func sleep(d time.Duration, done <-chan struct{}) bool {
 	case <-t.C:
 		return true
 	case <-done:
+		return false
+	case <-deadline: // nil blocks forever
 		return false
 	}
 }

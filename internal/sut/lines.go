@@ -186,27 +186,53 @@ func (s *Server) lineLocked(b []byte, at time.Time) error {
 	return nil
 }
 
-// eventLocked checks e against the handlers open, and keeps it.
+// handlers are the handlers open for one call and method, and the
+// execs they have written.
+type handlers struct{ open, execs int }
+
+// eventLocked checks e against the handlers open, and keeps it: each
+// handler writes at most one exec, between its start and its end, and
+// its end says whether it did.
 func (s *Server) eventLocked(e Event) error {
 	if !slices.Contains(Methods, e.Method) {
 		return fmt.Errorf("no method %q (the Bank has %v)", e.Method, Methods)
 	}
 	k := [2]string{e.Call, e.Method}
+	h := s.open[k]
+	if h == nil {
+		h = &handlers{}
+		s.open[k] = h
+	}
 	switch e.Type {
 	case "start":
-		s.open[k]++
+		h.open++
 	case "exec":
-		if s.open[k] == 0 {
+		switch {
+		case h.open == 0:
 			return fmt.Errorf("an exec of call %q's %s with no handler open", e.Call, e.Method)
-		}
-		if e.Method == "Echo" {
+		case h.execs >= h.open:
+			return fmt.Errorf("a second exec of call %q's %s in one handler", e.Call, e.Method)
+		case e.Method == "Echo":
 			return fmt.Errorf("an exec of an Echo, which executes nothing")
+		case e.Method == "Get" && e.Amount != 0:
+			return fmt.Errorf("a Get's exec with amount %d, want 0", e.Amount)
+		case e.Method == "Debit" && e.Amount <= 0:
+			return fmt.Errorf("a Debit's exec with amount %d, which it must have refused", e.Amount)
 		}
+		h.execs++
 	case "end":
-		if s.open[k] == 0 {
+		switch {
+		case h.open == 0:
 			return fmt.Errorf("an end of call %q's %s with no handler open", e.Call, e.Method)
+		case e.Executed && h.execs == 0:
+			return fmt.Errorf("an end of call %q's %s says executed, with no exec", e.Call, e.Method)
+		case !e.Executed && h.open == 1 && h.execs > 0:
+			return fmt.Errorf("an end of call %q's %s says not executed, after its exec", e.Call, e.Method)
 		}
-		s.open[k]--
+		h.open--
+		if e.Executed {
+			h.execs--
+		}
 	}
 	s.events = append(s.events, e)
 	return nil

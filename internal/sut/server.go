@@ -26,8 +26,9 @@ const (
 	// ServingTimeout bounds the wait for serving after init.
 	ServingTimeout = 10 * time.Second
 	// ShutdownTimeout bounds the wait for shutdown_ok, and then for the
-	// process's exit.
-	ShutdownTimeout = 3 * time.Second
+	// process's exit: the adapter's own graceful stop takes up to 2s,
+	// and a loaded machine may take as long again to say so.
+	ShutdownTimeout = 5 * time.Second
 	// MaxLine is the longest line either side may write.
 	MaxLine = 1 << 20
 )
@@ -100,10 +101,10 @@ type Server struct {
 	mu     sync.Mutex // guards the fields below
 	info   Info
 	events []Event
-	open   map[[2]string]int // handlers started and not ended, by call and method
-	err    error             // the first protocol violation
-	phase  int               // 0 before serving, 1 serving, 2 shutdown sent, 3 shutdown_ok
-	change chan struct{}     // closed and replaced whenever the fields change
+	open   map[[2]string]*handlers // handlers started and not ended, by call and method
+	err    error                   // the first protocol violation
+	phase  int                     // 0 before serving, 1 serving, 2 shutdown sent, 3 shutdown_ok
+	change chan struct{}           // closed and replaced whenever the fields change
 
 	exited chan struct{} // closed when the process has exited
 	stderr bytes.Buffer  // the end of stderr, for errors
@@ -126,7 +127,7 @@ func Start(ctx context.Context, spec Spec) (*Server, error) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	s := &Server{name: spec.Bin, cmd: cmd, open: map[[2]string]int{}, change: make(chan struct{}), exited: make(chan struct{})}
+	s := &Server{name: spec.Bin, cmd: cmd, open: map[[2]string]*handlers{}, change: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = io.MultiWriter(stderr, &tailWriter{s: s})
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -25,7 +25,8 @@ func TestMain(m *testing.M) {
 // fake is a fake adapter's main. Modes: good (serves, writes the events
 // of one debit, shuts down), silent (never serves), early (exits after
 // serving), endless (an end with no start), unknown (a line with an
-// unknown field).
+// unknown field), twice (two execs in one handler), claims (an end
+// saying executed with no exec).
 func fake(mode string) int {
 	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() || !strings.Contains(in.Text(), `"init"`) {
@@ -44,6 +45,13 @@ func fake(mode string) int {
 		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":false,"ctx":"active","code":"OK"}`)
 	case "unknown":
 		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null,"extra":1}`)
+	case "twice":
+		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
+		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":990}`)
+		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":980}`)
+	case "claims":
+		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
+		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":true,"ctx":"active","code":"OK"}`)
 	default:
 		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":99.5}`)
 		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":990}`)
@@ -98,6 +106,8 @@ func TestBrokenSessions(t *testing.T) {
 		{"early", "exited before shutdown_ok"},
 		{"endless", "no handler open"},
 		{"unknown", "unknown field"},
+		{"twice", "a second exec"},
+		{"claims", "says executed, with no exec"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			s, err := start(t, tc.mode)
