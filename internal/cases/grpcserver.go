@@ -84,7 +84,6 @@ func srvTimeout(timeout string, expired bool) func(g *srvT) {
 		g.Volatile("executions", execs)
 		g.Volatile("executed_not_ok", executedNotOK)
 		if expired {
-			g.Field("any_executed", execs > 0)
 			g.observe(invSrvExpired, holds(execs == 0))
 			g.observe(invSrvOKIffExec, holds(told))
 		}

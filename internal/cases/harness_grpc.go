@@ -257,6 +257,7 @@ type grpcT struct {
 	adapter *cut.Adapter // nil in the reference column
 	rb      *client.Client
 	obs     []pins.Observation
+	pins    pins.Pins // the stack's
 	calls   int
 	// opts are the server's options before start adds the wire and the
 	// fault: a scenario sets what it needs (Workers) first.
@@ -276,6 +277,7 @@ func runGRPC(t *T, sc grpcScenario, col column) {
 	if err != nil {
 		t.Errored("%v", err)
 	}
+	g.pins = p
 	if col.stack != StackRPCBench {
 		g.adapter = g.startAdapter(col.stack)
 		caps := g.adapter.Info().Caps
@@ -366,9 +368,26 @@ func knownPin(stack string) pins.Known {
 // observe records the outcome of invariant inv as a stable field and for
 // the judgement.
 func (g *grpcT) observe(inv string, o pins.Outcome) {
-	g.Field(inv, o)
-	g.obs = append(g.obs, pins.Observation{Invariant: inv, Outcome: o})
+	g.obs = append(g.obs, g.record(g.pins, pins.Key{Config: g.col.config, Scenario: g.sc.name, Invariant: inv}, o))
 }
+
+// record records the outcome o of k's invariant as a stable field and
+// returns it as an observation. A violation pinned as happening
+// sometimes is recorded as "sometimes", and this run's outcome as the
+// volatile field INV_this_run: either may be seen.
+func (t *T) record(p pins.Pins, k pins.Key, o pins.Outcome) pins.Observation {
+	if p.Sometimes(k) && (o == pins.Holds || o == pins.Violated) {
+		t.Field(k.Invariant, outcomeSometimes)
+		t.Volatile(k.Invariant+"_this_run", o)
+	} else {
+		t.Field(k.Invariant, o)
+	}
+	return pins.Observation{Invariant: k.Invariant, Outcome: o}
+}
+
+// outcomeSometimes is the field value of an invariant pinned as violated
+// in some runs only.
+const outcomeSometimes = "sometimes"
 
 // holds is Holds when ok, else Violated.
 func holds(ok bool) pins.Outcome {

@@ -111,6 +111,7 @@ type srvT struct {
 	rpc   *server     // rpcserver's column
 	sut   *sut.Server // an adapter's
 	obs   []pins.Observation
+	pins  pins.Pins // the stack's
 	calls int
 	// sent are the debit amounts the scenario sent, by call, and the
 	// account of each call: what rpcserver's EXEC lines, which carry no
@@ -134,6 +135,7 @@ func runSrv(t *T, sc srvScenario, stack string) {
 	if err != nil {
 		t.Errored("%v", err)
 	}
+	g.pins = p
 	g.start()
 	sc.run(g)
 	g.logMatchesBank()
@@ -189,8 +191,7 @@ func (g *srvT) logFile(name string) *os.File {
 
 // observe records inv's outcome as a stable field and for the judgement.
 func (g *srvT) observe(inv string, o pins.Outcome) {
-	g.Field(inv, o)
-	g.obs = append(g.obs, pins.Observation{Invariant: inv, Outcome: o})
+	g.obs = append(g.obs, g.record(g.pins, pins.Key{Config: configServer, Scenario: g.sc.name, Invariant: inv}, o))
 }
 
 // observedAll fails the scenario unless it observed each invariant it

@@ -16,9 +16,14 @@
 //
 //	# comment
 //	<config> <scenario> <invariant>  # <reason>
+//	<config> <scenario> <invariant> sometimes  # <reason>
 //
 // The reason is required: a pin says why the stack does what it does.
-// Blank lines and lines that start with # are ignored.
+// A pin marked sometimes is a violation that happens in some runs and
+// not in others, a race of the stack's own that the scenario cannot
+// force: either outcome agrees with it, and the scenario records the
+// invariant as "sometimes", not as what this run saw. Blank lines and
+// lines that start with # are ignored.
 package pins
 
 import (
@@ -64,6 +69,8 @@ func (k Key) String() string { return k.Config + " " + k.Scenario + " " + k.Inva
 type Pin struct {
 	Key
 	Reason string
+	// Sometimes: the violation happens in some runs only.
+	Sometimes bool
 	// Line is its line number in the file, for messages.
 	Line int
 }
@@ -117,9 +124,13 @@ func (p *Pins) read(r io.Reader, known Known) error {
 		body, reason, ok := strings.Cut(line, "#")
 		reason = strings.TrimSpace(reason)
 		f := strings.Fields(body)
+		sometimes := len(f) == 4 && f[3] == "sometimes"
+		if sometimes {
+			f = f[:3]
+		}
 		switch {
 		case len(f) != 3:
-			return fmt.Errorf("%w: %s:%d: want <config> <scenario> <invariant> # <reason>, got %q", ErrSyntax, p.Path, n, line)
+			return fmt.Errorf("%w: %s:%d: want <config> <scenario> <invariant> [sometimes] # <reason>, got %q", ErrSyntax, p.Path, n, line)
 		case !ok || reason == "":
 			return fmt.Errorf("%w: %s:%d: %s has no reason: end the line with # and why the stack does this", ErrSyntax, p.Path, n, strings.Join(f, " "))
 		}
@@ -130,13 +141,17 @@ func (p *Pins) read(r io.Reader, known Known) error {
 		if err := known(k); err != nil {
 			return fmt.Errorf("%w: %s:%d: %v", ErrSyntax, p.Path, n, err)
 		}
-		p.pins[k] = Pin{Key: k, Reason: reason, Line: n}
+		p.pins[k] = Pin{Key: k, Reason: reason, Line: n, Sometimes: sometimes}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("pins: read %s: %w", p.Path, err)
 	}
 	return nil
 }
+
+// Sometimes reports whether k is pinned as a violation that happens in
+// some runs only.
+func (p Pins) Sometimes(k Key) bool { return p.pins[k].Sometimes }
 
 // Lookup returns the pin of k, if there is one.
 func (p Pins) Lookup(k Key) (Pin, bool) {
@@ -191,6 +206,7 @@ func (p Pins) Judge(config, scenario string, obs []Observation) Judgement {
 		switch {
 		case o.Outcome == Violated && !pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s violated %s, and %s pins no such violation", o.Invariant, p.Stack, o.Invariant, p.Path))
+		case pin.Sometimes && (o.Outcome == Holds || o.Outcome == Violated):
 		case o.Outcome == Holds && pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d says %s violates it (%s), but it held", o.Invariant, p.Path, pin.Line, p.Stack, pin.Reason))
 		case o.Outcome == Unsupported && pinned:

@@ -23,6 +23,7 @@ const sample = `# grpc-go v1.85.0
 retry     grpc_unavailable_after_exec  no_double_exec  # trailers-only UNAVAILABLE is retried by the policy
 
 throttled grpc_unavailable_after_exec  no_double_exec  # throttling bounds amplification, not duplicates
+keepalive grpc_unavailable_after_exec  no_double_exec sometimes  # a race of the stack's own
 `
 
 func TestParse(t *testing.T) {
@@ -31,8 +32,9 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Pin{
-		{Key{"retry", "grpc_unavailable_after_exec", "no_double_exec"}, "trailers-only UNAVAILABLE is retried by the policy", 2},
-		{Key{"throttled", "grpc_unavailable_after_exec", "no_double_exec"}, "throttling bounds amplification, not duplicates", 4},
+		{Key{"retry", "grpc_unavailable_after_exec", "no_double_exec"}, "trailers-only UNAVAILABLE is retried by the policy", false, 2},
+		{Key{"throttled", "grpc_unavailable_after_exec", "no_double_exec"}, "throttling bounds amplification, not duplicates", false, 4},
+		{Key{"keepalive", "grpc_unavailable_after_exec", "no_double_exec"}, "a race of the stack's own", true, 5},
 	}
 	if diff := cmp.Diff(want, p.All()); diff != "" {
 		t.Errorf("pins (-want +got):\n%s", diff)
@@ -43,8 +45,9 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct{ name, text, want string }{
 		{"no reason", "retry grpc_x no_double_exec\n", "grpc-go.txt:1: retry grpc_x no_double_exec has no reason"},
 		{"empty reason", "retry grpc_x no_double_exec #  \n", "has no reason"},
-		{"two fields", "retry grpc_x # why\n", "grpc-go.txt:1: want <config> <scenario> <invariant> # <reason>"},
+		{"two fields", "retry grpc_x # why\n", "grpc-go.txt:1: want <config> <scenario> <invariant> [sometimes] # <reason>"},
 		{"four fields", "retry grpc_x a b # why\n", "want <config> <scenario> <invariant>"},
+		{"five fields", "retry grpc_x a sometimes b # why\n", "want <config> <scenario> <invariant>"},
 		{"duplicate", "retry grpc_x a # why\n\nretry grpc_x a # again\n", "grpc-go.txt:3: retry grpc_x a is pinned already on line 1"},
 		{"unknown scenario", "retry late_response a # why\n", `grpc-go.txt:1: no scenario "late_response"`},
 	}
@@ -68,8 +71,8 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte(sample), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := Load("grpc-go", path, known); err != nil || len(p.All()) != 2 {
-		t.Errorf("Load: %d pins, error %v; want 2, nil", len(p.All()), err)
+	if p, err := Load("grpc-go", path, known); err != nil || len(p.All()) != 3 {
+		t.Errorf("Load: %d pins, error %v; want 3, nil", len(p.All()), err)
 	}
 }
 
@@ -104,6 +107,10 @@ func TestJudge(t *testing.T) {
 			[]string{"grpc-go.txt:2 pins a violation, but grpc-go declares it unsupported"}, true},
 		{"pin never checked", "throttled", obs("within_deadline", Holds),
 			[]string{"no_double_exec: stale pin: grpc-go.txt:4 pins it, but grpc_unavailable_after_exec does not check it"}, false},
+		{"sometimes pin, violated", "keepalive", obs("no_double_exec", Violated), nil, false},
+		{"sometimes pin, held", "keepalive", obs("no_double_exec", Holds), nil, false},
+		{"sometimes pin, unsupported", "keepalive", obs("no_double_exec", Unsupported),
+			[]string{"grpc-go.txt:5 pins a violation, but grpc-go declares it unsupported"}, true},
 		{"all unsupported", "default", obs("hedge_tail", Unsupported, "hedge_extra", Unsupported), nil, true},
 		{"an unknown outcome", "default", obs("no_double_exec", Outcome(0)), []string{"no_double_exec: observed unknown_outcome_0"}, false},
 	}

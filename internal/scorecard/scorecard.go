@@ -1,7 +1,8 @@
 // Package scorecard tabulates the grpc group's evidence: one row per
 // (scenario, invariant), one column per (stack, configuration), each cell
-// what the stack did: holds, violated or unsupported, and, for a case
-// that did not pass, its verdict.
+// what the stack did: holds, violated, violated sometimes (a race its
+// expectations file pins as such) or unsupported, and, for a case that
+// did not pass, its verdict.
 package scorecard
 
 import (
@@ -16,7 +17,7 @@ import (
 )
 
 // The outcomes a cell may show, as the grpc scenarios write them.
-var outcomes = []string{"holds", "violated", "unsupported"}
+var outcomes = []string{"holds", "violated", "unsupported", "sometimes"}
 
 // Column is one (stack, configuration).
 type Column struct {
@@ -141,6 +142,8 @@ func (cl Cell) Text() string {
 		s = "-"
 	case "violated":
 		s = "VIOLATED"
+	case "sometimes":
+		s = "VIOLATED sometimes"
 	case "unsupported":
 		s = "n/a"
 	default:
@@ -184,7 +187,7 @@ func (c Card) WriteMarkdown(w io.Writer, page string) error {
 		fmt.Fprintf(&b, "| `%s` | `%s` |", r.Scenario, r.Invariant)
 		for _, cl := range r.Cells {
 			t := cl.Text()
-			if cl.Outcome == "violated" {
+			if cl.Outcome == "violated" || cl.Outcome == "sometimes" {
 				t = "**" + t + "**"
 			}
 			if page != "" && cl.Case != "" {

@@ -124,7 +124,7 @@ func TestServersSection(t *testing.T) {
 	const mixed = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once=holds
 CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once=holds
 CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed=holds log_matches_bank=holds
-CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed=violated log_matches_bank=holds
+CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed=violated log_matches_bank=sometimes log_matches_bank_this_run~=holds
 `
 	var b strings.Builder
 	if err := buildFrom(t, mixed).WriteMarkdownByStack(&b, ""); err != nil {
@@ -136,7 +136,7 @@ CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_exp
 		"\n**Servers**, each with its library's default options, rpcserver's gRPC side first\n\n" +
 		"| scenario | invariant | rpcserver server | grpc-js 1.14.7 server |\n|---|---|---|---|\n" +
 		"| `s` | `srv_expired_not_executed` | holds | **VIOLATED** |\n" +
-		"| `s` | `log_matches_bank` | holds | holds |\n"
+		"| `s` | `log_matches_bank` | holds | **VIOLATED sometimes** |\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("markdown with servers (-want +got):\n%s", diff)
 	}
