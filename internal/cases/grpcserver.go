@@ -147,7 +147,9 @@ func srvBodyAfterDeadline(g *srvT) {
 	st.Send(rawgrpc.DebitRequest("acct-B", 10, 0, 0), true) // a server that ended the stream may refuse it
 	r := g.answer(st, "the debit")
 	h := g.settle(call)
-	g.Field("code", r.Outcome())
+	// grpc-go answers DEADLINE_EXCEEDED or resets the stream, as its
+	// timer and the late body race.
+	g.Volatile("code", r.Outcome())
 	g.Field("executions", h.execs)
 	g.observe(invSrvExpired, holds(h.execs == 0))
 	g.okIffExecuted(r, h)

@@ -522,7 +522,9 @@ func (g *srvT) logMatchesBank() {
 			g.Field("log_bank_mismatch", fmt.Sprintf("%s balance %d, the record's debits say %d", acct, rep.Balance, want))
 		}
 	}
-	g.Field("balances", strings.Join(got, ","))
+	// What the balances are is the races' (how many of 100 debits ran);
+	// whether they match the record is the invariant.
+	g.Volatile("balances", strings.Join(got, ","))
 	g.observe(invSrvLogBank, holds(holdsAll))
 }
 
