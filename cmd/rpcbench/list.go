@@ -70,7 +70,7 @@ func runList(o *listOptions) error {
 			Group string `json:"group"`
 			Name  string `json:"name"`
 			Doc   string `json:"doc"`
-			Needs string `json:"needs,omitempty"`
+			Needs []string `json:"needs,omitempty"`
 		}
 		out := make([]entry, len(list))
 		for i, s := range list {

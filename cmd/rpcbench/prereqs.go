@@ -50,10 +50,18 @@ type unmet struct {
 	why     string
 }
 
-// instead returns the line c reports instead of running when its
-// prerequisite is missing, and false when c is to run.
+// instead returns the line c reports instead of running when a
+// prerequisite of it is missing, and false when c is to run. A required
+// prerequisite's FAIL outweighs another's SKIP; among equals the first of
+// c.Needs is reported.
 func (p prereqs) instead(c cases.Case) (report.Line, bool) {
-	m, ok := p.missing[c.Needs]
+	var m unmet
+	ok := false
+	for _, n := range c.Needs {
+		if u, miss := p.missing[n]; miss && (!ok || m.verdict == report.Skipped && u.verdict != report.Skipped) {
+			m, ok = u, true
+		}
+	}
 	if !ok {
 		return report.Line{}, false
 	}
@@ -90,8 +98,8 @@ func checkPrereqs(ctx context.Context, r cases.Registry, serverBin string, statu
 	p := prereqs{Stop: func() {}, missing: map[string]unmet{}}
 	need := map[string]int{} // Needs → scenarios that have it
 	for _, c := range r {
-		if c.Needs != "" {
-			need[c.Needs]++
+		for _, n := range c.Needs {
+			need[n]++
 		}
 	}
 	if n := need[cases.NeedsPostgres]; n > 0 {

@@ -62,7 +62,7 @@ func machine(t *testing.T, netns, pg error, requireNetns, requirePG bool) (stopp
 }
 
 // needing returns c with Needs set to need.
-func needing(c cases.Case, need string) cases.Case {
+func needing(c cases.Case, need ...string) cases.Case {
 	c.Needs = need
 	return c
 }
@@ -348,5 +348,40 @@ func TestPrereqsMachineReadable(t *testing.T) {
 	}
 	if got := exec.Package(report.EventPackage(cases.GroupNetwork)).Result(); got != testjson.ActionPass {
 		t.Errorf("gotestsum: package %s %s, want %s", report.EventPackage(cases.GroupNetwork), got, testjson.ActionPass)
+	}
+}
+
+// TestInsteadOfTwoNeeds: a scenario with two prerequisites runs only when
+// both are met; one missing and required FAILs it even when the other
+// is missing and would only SKIP it.
+func TestInsteadOfTwoNeeds(t *testing.T) {
+	skip := unmet{report.Skipped, "no adapter"}
+	fail := unmet{report.Fail, "no test hosts; required"}
+	c := needing(cases.Fake("both", cases.GroupGRPC, "", nil), cases.NeedsAdapter("grpc-go"), cases.NeedsNetwork)
+	tests := []struct {
+		name        string
+		missing     map[string]unmet
+		wantInstead bool
+		want        report.Verdict
+		wantWhy     string
+	}{
+		{"both met", map[string]unmet{cases.NeedsPostgres: fail}, false, report.Pass, ""},
+		{"the first missing", map[string]unmet{cases.NeedsAdapter("grpc-go"): skip}, true, report.Skipped, skip.why},
+		{"the second missing", map[string]unmet{cases.NeedsNetwork: skip}, true, report.Skipped, skip.why},
+		{"a FAIL outweighs a SKIP", map[string]unmet{cases.NeedsAdapter("grpc-go"): skip, cases.NeedsNetwork: fail}, true, report.Fail, fail.why},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line, instead := prereqs{missing: tt.missing}.instead(c)
+			if instead != tt.wantInstead {
+				t.Fatalf("instead = %v, want %v (%s)", instead, tt.wantInstead, report.Format(line))
+			}
+			if !instead {
+				return
+			}
+			if line.Verdict != tt.want || !strings.Contains(report.Format(line), tt.wantWhy) {
+				t.Errorf("got %s, want %s saying %q", report.Format(line), tt.want, tt.wantWhy)
+			}
+		})
 	}
 }

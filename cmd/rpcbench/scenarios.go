@@ -98,7 +98,7 @@ func plural(n int, noun string) string {
 // run without one. The adapters are looked for beside the server.
 func serverFor(r cases.Registry, flag string, executable func() (string, error)) (string, error) {
 	if flag == "" && !slices.ContainsFunc(r, func(c cases.Case) bool {
-		_, adapter := cases.AdapterNeeded(c.Needs)
+		_, adapter := c.Adapter()
 		return !c.NoServer || adapter
 	}) {
 		return "", nil

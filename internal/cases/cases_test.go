@@ -98,7 +98,7 @@ var adapterSkip map[string]string
 // adapterMissing returns why c cannot run here for want of an adapter,
 // or "".
 func adapterMissing(c Case) string {
-	stack, ok := AdapterNeeded(c.Needs)
+	stack, ok := c.Adapter()
 	if !ok {
 		return ""
 	}
@@ -112,7 +112,7 @@ func adapterMissing(c Case) string {
 // (rpcbench all --group grpc, which .ci/run diffs against the
 // evidence).
 func inGoTest(c Case) bool {
-	stack, ok := AdapterNeeded(c.Needs)
+	stack, ok := c.Adapter()
 	if !ok || stack == StackGRPCGo {
 		return true
 	}
@@ -137,7 +137,7 @@ func TestCases(t *testing.T) {
 	for _, c := range Default() {
 		t.Run(c.Name, func(t *testing.T) {
 			switch {
-			case c.Needs == NeedsPostgres && env.Postgres == nil:
+			case c.Requires(NeedsPostgres) && env.Postgres == nil:
 				t.Skip(pgSkip)
 			case adapterMissing(c) != "":
 				if cut.Required() {
@@ -146,7 +146,7 @@ func TestCases(t *testing.T) {
 				t.Skip(adapterMissing(c))
 			case !inGoTest(c):
 				t.Skip("the grpc group runs it: rpcbench all --group grpc")
-			case c.Needs == NeedsNetwork && netnsErr != nil:
+			case c.Requires(NeedsNetwork) && netnsErr != nil:
 				if nethost.Required() {
 					t.Fatalf("%v; %s=1 demands test hosts", netnsErr, nethost.EnvRequire)
 				}

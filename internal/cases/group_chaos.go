@@ -11,7 +11,7 @@ func chaosGroup() []Case {
 	mk := func(name, doc string, seed int64, store string, servers int) Case {
 		c := Case{Name: name, Group: GroupChaos, Doc: doc, run: func(t *T) { chaosRun(t, seed, store, servers) }}
 		if store == chaos.StorePostgres {
-			c.Needs = NeedsPostgres
+			c.Needs = []string{NeedsPostgres}
 		}
 		return c
 	}

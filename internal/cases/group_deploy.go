@@ -19,7 +19,7 @@ func deployGroup() []Case {
 		for _, k := range []string{bank.KindSQLite, bank.KindPostgres} {
 			c := Case{Name: name + "_" + k, Group: GroupDeploy, Doc: doc + " (" + k + ")", run: func(t *T) { run(t, k) }}
 			if k == bank.KindPostgres {
-				c.Needs = NeedsPostgres
+				c.Needs = []string{NeedsPostgres}
 			}
 			out = append(out, c)
 		}

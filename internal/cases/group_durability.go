@@ -17,7 +17,7 @@ func durabilityGroup() []Case {
 				c.Name, c.Doc = name+"_"+k, doc+" ("+k+")"
 			}
 			if k == bank.KindPostgres {
-				c.Needs = NeedsPostgres
+				c.Needs = []string{NeedsPostgres}
 			}
 			out = append(out, c)
 		}

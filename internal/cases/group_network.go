@@ -16,7 +16,7 @@ func networkGroup() []Case {
 		{Name: "slow_link_head_of_line", Doc: "on a 125 kbit/s link a 60 KB request delays a small call behind it on its connection until it has crossed, while a small call on a second connection overtakes it; keepalive, its ping stuck behind the request, keeps the connection", run: slowLinkHeadOfLine},
 	}
 	for i := range cs {
-		cs[i].Group, cs[i].Needs = GroupNetwork, NeedsNetwork
+		cs[i].Group, cs[i].Needs = GroupNetwork, []string{NeedsNetwork}
 	}
 	return cs
 }

@@ -26,15 +26,16 @@ type Case struct {
 	Group string
 	// Doc says in one sentence what the scenario proves.
 	Doc string
-	// Needs names the one prerequisite the scenario needs beyond an
-	// rpcserver binary, "" for none: NeedsPostgres or NeedsNetwork. Run
-	// does not check it. Whoever runs the scenario checks it first, once
-	// for all its scenarios, and does not call Run when it is missing:
+	// Needs names the prerequisites the scenario needs beyond an
+	// rpcserver binary, none for none: NeedsPostgres, NeedsNetwork,
+	// NeedsAdapter(stack). Run does not check them. Whoever runs the
+	// scenario checks them first, once for all its scenarios, and does
+	// not call Run when one is missing:
 	// rpcbench (cmd/rpcbench) reports a SKIP line saying what is missing
 	// and how to get it, or a FAIL line when the prerequisite is required
 	// (RPCBENCH_REQUIRE_PG=1, RPCBENCH_REQUIRE_NETNS=1); go test
 	// (TestCases) skips the subtest, or fails it when required.
-	Needs string
+	Needs []string
 	// NoServer marks a scenario that starts no rpcserver (it runs
 	// in-process, or against an address nothing listens on), so that it
 	// runs without the binary. TestNoServerScenarios holds it to that.
@@ -43,6 +44,9 @@ type Case struct {
 	// fake, when set, is what Run does instead (see Fake).
 	fake func(ctx context.Context, env Env) report.Line
 }
+
+// Requires reports whether need is one of c's Needs.
+func (c Case) Requires(need string) bool { return slices.Contains(c.Needs, need) }
 
 // NeedsNetwork is the Needs of a scenario that runs on test hosts in
 // network namespaces: nethost.Available must return nil (root, iproute2).

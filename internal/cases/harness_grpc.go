@@ -50,9 +50,15 @@ const needsAdapterPrefix = "adapter:"
 // adapter: Env.Adapters must name its binary.
 func NeedsAdapter(stack string) string { return needsAdapterPrefix + stack }
 
-// AdapterNeeded returns the stack a Needs value of NeedsAdapter names.
-func AdapterNeeded(needs string) (stack string, ok bool) {
-	return strings.CutPrefix(needs, needsAdapterPrefix)
+// Adapter returns the stack whose adapter c drives, by its Needs: the
+// stack a NeedsAdapter value names.
+func (c Case) Adapter() (stack string, ok bool) {
+	for _, n := range c.Needs {
+		if stack, ok := strings.CutPrefix(n, needsAdapterPrefix); ok {
+			return stack, true
+		}
+	}
+	return "", false
 }
 
 // column is one (stack, configuration) a grpc scenario runs in.
@@ -237,7 +243,7 @@ func grpcCases(scs []grpcScenario) []Case {
 			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
 				Doc: sc.doc + " (" + col.stack + ", " + col.config + ")"}
 			if col.stack != StackRPCBench {
-				c.Needs = NeedsAdapter(col.stack)
+				c.Needs = []string{NeedsAdapter(col.stack)}
 			}
 			c.NoServer = sc.noServer || sc.unsupportedIn(col)
 			c.run = func(t *T) { runGRPC(t, sc, col) }

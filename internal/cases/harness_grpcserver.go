@@ -92,7 +92,7 @@ func srvCases(scs []srvScenario) []Case {
 			c := Case{Name: sc.name + "_" + strings.ReplaceAll(stack, "-", ""), Group: GroupGRPC,
 				Doc: sc.doc + " (" + stack + " server)"}
 			if stack != StackRPCServer {
-				c.Needs = NeedsAdapter(stack)
+				c.Needs = []string{NeedsAdapter(stack)}
 				c.NoServer = true
 			}
 			c.run = func(t *T) { runSrv(t, sc, stack) }

@@ -276,7 +276,7 @@ func TestMutants(t *testing.T) {
 	runnable := func(m mutant) bool {
 		for name := range m.catch {
 			c, _ := Default().Lookup(name)
-			if c.Needs == NeedsNetwork && netErr != nil || adapterMissing(c) != "" {
+			if c.Requires(NeedsNetwork) && netErr != nil || adapterMissing(c) != "" {
 				return false
 			}
 		}
