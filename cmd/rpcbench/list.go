@@ -67,9 +67,9 @@ func runList(o *listOptions) error {
 	})
 	if o.JSON {
 		type entry struct {
-			Group string `json:"group"`
-			Name  string `json:"name"`
-			Doc   string `json:"doc"`
+			Group string   `json:"group"`
+			Name  string   `json:"name"`
+			Doc   string   `json:"doc"`
 			Needs []string `json:"needs,omitempty"`
 		}
 		out := make([]entry, len(list))
