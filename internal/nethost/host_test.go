@@ -2,6 +2,7 @@ package nethost
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -397,5 +398,63 @@ func TestRestartKeepsItsSubnet(t *testing.T) {
 	close(stop)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestParseConns(t *testing.T) {
+	// A heading, an IPv4 socket and an IPv6 one connected to an IPv4
+	// address, as a little-endian machine prints them.
+	table := "  sl  local_address rem_address   st tx_queue rx_queue\n" +
+		"   0: 0100007F:1F90 0200000A:0050 01 00000000:00000000 00:00000000 00000000\n" +
+		"   1: 0000000000000000FFFF00000100007F:A000 0000000000000000FFFF00000200000A:0050 04 00000000\n"
+	got, err := parseConns(strings.NewReader(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Conn{
+		{netip.MustParseAddrPort("127.0.0.1:8080"), netip.MustParseAddrPort("10.0.0.2:80"), Established},
+		{netip.MustParseAddrPort("127.0.0.1:40960"), netip.MustParseAddrPort("10.0.0.2:80"), FinWait1},
+	}
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		t.Skip("the sample table is a little-endian machine's")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for _, bad := range []string{"h\n 0: 0100007F 0200000A:0050 01\n", "h\n 0: 01007F:1F90 0200000A:0050 01\n", "h\n 0: 0100007F:1F90 0200000A:0050 zz\n", "h\n 0: 0100007F:1F90\n"} {
+		if _, err := parseConns(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q parsed, want an error", bad)
+		}
+	}
+	if s := ConnState(99).String(); s != "UNKNOWN_STATE_99" {
+		t.Errorf("ConnState(99) = %s", s)
+	}
+}
+
+// Conns sees a connection to the host, established while it is open, and
+// no longer so once this side closed it.
+func TestConnsFollowsAConnection(t *testing.T) {
+	needHosts(t)
+	h := newHost(t)
+	addr := startEcho(t, h, h.Addr.String()+":0")
+	port := netip.MustParseAddrPort(addr).Port()
+	c := dialEcho(t, addr)
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	cs, err := h.Conns(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Conn{{local, netip.AddrPortFrom(h.Addr, port), Established}}; !slices.Equal(cs, want) {
+		t.Fatalf("Conns = %v, want %v", cs, want)
+	}
+	c.Close()
+	cs, err = h.Conns(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range cs {
+		if x.Local == local && x.State == Established {
+			t.Fatalf("closed connection still %v", x.State)
+		}
 	}
 }
