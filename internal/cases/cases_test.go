@@ -106,18 +106,28 @@ func adapterMissing(c Case) string {
 }
 
 // inGoTest reports whether TestCases runs c. It runs every column of
-// rpcbench's own client and grpc-go's, and of the other stacks only the
+// rpcbench's own client and grpc-go's but the keepalive scenarios' (each
+// waits out 11s of keepalive), and of the other stacks only the
 // scenarios of goTestStackScenarios, so that go test sees each adapter
 // work while keeping within its time: the grpc group runs them all
 // (rpcbench all --group grpc, which .ci/run diffs against the
 // evidence).
 func inGoTest(c Case) bool {
+	is := func(scs []string) bool {
+		return slices.ContainsFunc(scs, func(sc string) bool { return strings.HasPrefix(c.Name, sc+"_") })
+	}
+	if c.Group == GroupGRPC && is(goTestLeftOut) {
+		return false
+	}
 	stack, ok := c.Adapter()
 	if !ok || stack == StackGRPCGo {
 		return true
 	}
-	return slices.ContainsFunc(goTestStackScenarios, func(sc string) bool { return strings.HasPrefix(c.Name, sc+"_") })
+	return is(goTestStackScenarios)
 }
+
+// goTestLeftOut are the grpc scenarios TestCases runs in no column.
+var goTestLeftOut = []string{"grpc_silent_peer", "grpc_half_open_link"}
 
 // goTestStackScenarios are the grpc scenarios TestCases runs in every
 // stack's columns, client and server.

@@ -2,10 +2,13 @@ package cases
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
@@ -404,6 +407,126 @@ func grpcSilentPeer(g *grpcT) {
 	}
 	g.observe(invExecOnce, holds(n <= 1))
 	g.observe(invDeadPeer, holds(detected))
+}
+
+// grpcKeepalive is the keepalive configuration's pings, which the
+// reference column's client makes too.
+func grpcKeepalive() cut.Keepalive {
+	for _, c := range cut.GRPCConfigs() {
+		if c.Keepalive != nil {
+			return *c.Keepalive
+		}
+	}
+	panic("cases: no gRPC configuration has a keepalive")
+}
+
+// grpcHalfOpenDeadline is grpc_half_open_link's debit deadline: the
+// keepalive configuration's 10s time and 1s timeout, then room for a
+// retry to reconnect (a SYN lost to the silent link is sent again a
+// second later) and be served, on a loaded machine.
+const grpcHalfOpenDeadline = 20 * time.Second
+
+// grpcHalfOpenSleep is how long the server holds grpc_half_open_link's
+// debit before executing it: the link goes silent meanwhile.
+const grpcHalfOpenSleep = 1000
+
+// grpcHalfOpenLink: a keyless debit is in flight when the server host's
+// link goes silent (package nethost: no FIN, no RST, nothing), and the
+// server executes it unheard. Whether and when the client gave the
+// connection up is what the kernel's table of this namespace's
+// connections says (nethost.Conns), not what the stack says of itself;
+// the link comes back as soon as it has. How often the debit executed
+// is the server's log.
+func grpcHalfOpenLink(g *grpcT) {
+	h := g.host()
+	g.startIn(h)
+	const account = "acct-HO"
+	port := netip.MustParseAddrPort(g.target).Port()
+	if a := g.do(call{method: bank.MethodGet, account: account, deadline: grpcDeadline}); a.code != "OK" {
+		g.Fatalf("opening get: %s", a.code)
+	}
+	open := g.established(h, port, nil)
+	if len(open) == 0 {
+		g.Fatalf("no connection to %v is established after a get through it", g.target)
+	}
+	p := g.begin([]call{{method: bank.MethodDebit, account: account, amount: 10, deadline: grpcHalfOpenDeadline, sleepMs: grpcHalfOpenSleep,
+		attempt: grpcHalfOpenDeadline}})
+	// In flight: the server has its headers and its kernel has
+	// acknowledged everything the client sent, the body included.
+	arrived := func() bool {
+		if g.adapter == nil {
+			return g.counters(g.s).RequestsDebit >= 1
+		}
+		return countEvents(g.events(g.s), func(e serverapi.Event) bool {
+			return e.Name == serverapi.EventAttempt && e.Text(serverapi.KeyMethod) == bank.MethodDebit
+		}) >= 1
+	}
+	acked := func() bool {
+		return len(g.established(h, port, func(c nethost.Conn) bool { return c.Unacked > 0 })) == 0
+	}
+	if !waitFor(settleTimeout, func() bool { return arrived() && acked() }) {
+		g.Fatalf("the debit never reached the server, acknowledged")
+	}
+	g.setLink(h, false)
+	down := time.Now()
+	// The client gave a connection up when the kernel no longer lists it
+	// as established: closed by the library, or abandoned by the kernel
+	// (a TCP user timeout).
+	var ended []string
+	gaveUp := waitFor(grpcHalfOpenDeadline+slack, func() bool {
+		ended = ended[:0]
+		cs, err := h.Conns(port)
+		if err != nil {
+			g.Fatalf("%v", err)
+		}
+		for _, o := range open {
+			state := "gone"
+			for _, c := range cs {
+				if c.Local == o.Local {
+					state = c.State.String()
+				}
+			}
+			if state == nethost.Established.String() {
+				return false
+			}
+			ended = append(ended, state)
+		}
+		return true
+	})
+	detectedAfter := time.Since(down)
+	g.setLink(h, true)
+	a := p.wait()[0]
+	n := g.executions(account)
+	g.Field("conns", len(open))
+	g.Field("code", a.code)
+	g.Field("executions", n)
+	g.Field("requests", a.requests)
+	g.Volatile("elapsed", ms(a.elapsed))
+	g.Field("detectBound", ms(grpcHalfOpenDeadline))
+	detected := gaveUp && detectedAfter < grpcHalfOpenDeadline
+	if detected {
+		g.Volatile("detectedAfter", ms(detectedAfter))
+		g.Volatile("endedAs", strings.Join(ended, ","))
+	}
+	g.observe(invExecOnce, holds(n <= 1))
+	g.observe(invDeadPeer, holds(detected))
+}
+
+// established returns the connections of this namespace to h at port
+// that the kernel lists as established, and of them only those keep
+// returns true for when keep is not nil.
+func (g *grpcT) established(h *nethost.Host, port uint16, keep func(nethost.Conn) bool) []nethost.Conn {
+	cs, err := h.Conns(port)
+	if err != nil {
+		g.Fatalf("%v", err)
+	}
+	var out []nethost.Conn
+	for _, c := range cs {
+		if c.State == nethost.Established && (keep == nil || keep(c)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // grpcWaitForReady: a keyless debit with wait-for-ready is made while

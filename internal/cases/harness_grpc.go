@@ -15,6 +15,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -104,7 +105,7 @@ const (
 func configsOf(kind int) (adapter []string, reference string) {
 	switch kind {
 	case kindKeepalive:
-		return []string{"keepalive"}, "client"
+		return []string{"keepalive"}, "keepalive"
 	case kindHedge:
 		return []string{"default", "hedged"}, "hedged"
 	case kindPerAttempt:
@@ -221,6 +222,9 @@ type grpcScenario struct {
 	// needs are the capabilities a stack must have for the scenario to
 	// mean anything in it, beyond its configuration's.
 	needs []string
+	// testHost: the scenario runs its server on a test host (package
+	// nethost), in every column, and needs NeedsNetwork.
+	testHost bool
 }
 
 // referenceCaps are what rpcbench's own client implements, in the
@@ -244,6 +248,9 @@ func grpcCases(scs []grpcScenario) []Case {
 				Doc: sc.doc + " (" + col.stack + ", " + col.config + ")"}
 			if col.stack != StackRPCBench {
 				c.Needs = []string{NeedsAdapter(col.stack)}
+			}
+			if sc.testHost {
+				c.Needs = append(c.Needs, NeedsNetwork)
 			}
 			c.NoServer = sc.noServer || sc.unsupportedIn(col)
 			c.run = func(t *T) { runGRPC(t, sc, col) }
@@ -413,9 +420,19 @@ type grpcFault struct{ grpc, rb string }
 // the adapter of an adapter column). It reports false in the reference column when the
 // fault has no equivalent there: the scenario then observes its
 // invariants as unsupported.
-func (g *grpcT) start() bool {
-	f := g.sc.fault
+func (g *grpcT) start() bool { return g.startWith(g.opts) }
+
+// startIn is start with the server inside test host h, bound to its
+// address.
+func (g *grpcT) startIn(h *nethost.Host) bool {
 	o := g.opts
+	o.Addr, o.Exec = h.Addr.String()+":0", h.Exec
+	return g.startWith(o)
+}
+
+// startWith is start with the server's options o.
+func (g *grpcT) startWith(o serverOpts) bool {
+	f := g.sc.fault
 	o.GRPC = true
 	if g.sc.noServer {
 		addr, err := freeAddr()
@@ -452,7 +469,8 @@ func (g *grpcT) start() bool {
 // reference column: its defaults, hedging idempotent calls as the hedged
 // configuration does (3 attempts, 100ms apart) in the column of that
 // name, and with the per-attempt configuration's 200ms attempt timeout
-// in that one.
+// in that one, and with the keepalive configuration's pings in the
+// keepalive one.
 func (g *grpcT) referenceConfig() client.Config {
 	cfg := client.DefaultConfig()
 	switch g.col.config {
@@ -460,6 +478,9 @@ func (g *grpcT) referenceConfig() client.Config {
 		cfg.Hedge = &client.HedgeConfig{Delay: 100 * time.Millisecond, MaxHedges: 2}
 	case "per-attempt":
 		cfg.AttemptTimeout = grpcAttemptTimeout
+	case "keepalive":
+		ka := grpcKeepalive()
+		cfg.Keepalive = &client.KeepaliveConfig{Time: ka.Time, Timeout: ka.Timeout}
 	}
 	return cfg
 }
@@ -502,6 +523,9 @@ type call struct {
 	// waitForReady sets the call's wait-for-ready; rpcbench's client has
 	// no such option.
 	waitForReady bool
+	// attempt is rpcbench's client's attempt timeout in the reference
+	// column, 0 for its default; adapters have none but the deadline.
+	attempt time.Duration
 }
 
 // answer is what a caller learned of a call, and how many requests for
@@ -636,6 +660,9 @@ func (p *pending) beginRPCBench(keys []string) {
 			rc.Payload = fmt.Appendf(rc.Payload, " sleep=%d", c.sleepMs)
 		}
 		rc.Timeout = c.deadline
+		if c.attempt > 0 {
+			rc.AttemptTimeout = c.attempt
+		}
 		p.wg.Go(func() { p.rs[i] = g.rb.Do(g.ctx, rc) })
 	}
 }

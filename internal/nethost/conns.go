@@ -47,6 +47,9 @@ func (s ConnState) String() string {
 type Conn struct {
 	Local, Remote netip.AddrPort
 	State         ConnState
+	// Unacked counts the bytes this side sent that the peer has not
+	// acknowledged (the table's tx_queue).
+	Unacked int
 }
 
 // Conns returns the TCP connections this namespace holds to the host's
@@ -78,8 +81,8 @@ func (h *Host) Conns(port uint16) ([]Conn, error) {
 }
 
 // parseConns reads a /proc/net/tcp or tcp6 table: a heading line, then
-// one line per socket whose second, third and fourth fields are the
-// local and remote addresses and the state, in hex.
+// one line per socket whose second to fifth fields are the local and
+// remote addresses, the state and tx_queue:rx_queue, in hex.
 func parseConns(r io.Reader) ([]Conn, error) {
 	sc := bufio.NewScanner(r)
 	var out []Conn
@@ -88,8 +91,8 @@ func parseConns(r io.Reader) ([]Conn, error) {
 			continue
 		}
 		f := strings.Fields(sc.Text())
-		if len(f) < 4 {
-			return nil, fmt.Errorf("line %d: %d fields, want at least 4", n+1, len(f))
+		if len(f) < 5 {
+			return nil, fmt.Errorf("line %d: %d fields, want at least 5", n+1, len(f))
 		}
 		local, err := parseAddrPort(f[1])
 		if err != nil {
@@ -103,7 +106,12 @@ func parseConns(r io.Reader) ([]Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: state %q: %w", n+1, f[3], err)
 		}
-		out = append(out, Conn{Local: local, Remote: remote, State: ConnState(st)})
+		txq, _, _ := strings.Cut(f[4], ":")
+		unacked, err := strconv.ParseUint(txq, 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: tx_queue %q: %w", n+1, f[4], err)
+		}
+		out = append(out, Conn{Local: local, Remote: remote, State: ConnState(st), Unacked: int(unacked)})
 	}
 	return out, sc.Err()
 }

@@ -406,14 +406,14 @@ func TestParseConns(t *testing.T) {
 	// address, as a little-endian machine prints them.
 	table := "  sl  local_address rem_address   st tx_queue rx_queue\n" +
 		"   0: 0100007F:1F90 0200000A:0050 01 00000000:00000000 00:00000000 00000000\n" +
-		"   1: 0000000000000000FFFF00000100007F:A000 0000000000000000FFFF00000200000A:0050 04 00000000\n"
+		"   1: 0000000000000000FFFF00000100007F:A000 0000000000000000FFFF00000200000A:0050 04 0000001A:00000000\n"
 	got, err := parseConns(strings.NewReader(table))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Conn{
-		{netip.MustParseAddrPort("127.0.0.1:8080"), netip.MustParseAddrPort("10.0.0.2:80"), Established},
-		{netip.MustParseAddrPort("127.0.0.1:40960"), netip.MustParseAddrPort("10.0.0.2:80"), FinWait1},
+		{netip.MustParseAddrPort("127.0.0.1:8080"), netip.MustParseAddrPort("10.0.0.2:80"), Established, 0},
+		{netip.MustParseAddrPort("127.0.0.1:40960"), netip.MustParseAddrPort("10.0.0.2:80"), FinWait1, 26},
 	}
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		t.Skip("the sample table is a little-endian machine's")
@@ -421,7 +421,7 @@ func TestParseConns(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	for _, bad := range []string{"h\n 0: 0100007F 0200000A:0050 01\n", "h\n 0: 01007F:1F90 0200000A:0050 01\n", "h\n 0: 0100007F:1F90 0200000A:0050 zz\n", "h\n 0: 0100007F:1F90\n"} {
+	for _, bad := range []string{"h\n 0: 0100007F 0200000A:0050 01 0:0\n", "h\n 0: 01007F:1F90 0200000A:0050 01 0:0\n", "h\n 0: 0100007F:1F90 0200000A:0050 zz 0:0\n", "h\n 0: 0100007F:1F90 0200000A:0050 01\n", "h\n 0: 0100007F:1F90 0200000A:0050 01 xy:0\n"} {
 		if _, err := parseConns(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q parsed, want an error", bad)
 		}
@@ -444,7 +444,7 @@ func TestConnsFollowsAConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Conn{{local, netip.AddrPortFrom(h.Addr, port), Established}}; !slices.Equal(cs, want) {
+	if want := []Conn{{local, netip.AddrPortFrom(h.Addr, port), Established, 0}}; !slices.Equal(cs, want) {
 		t.Fatalf("Conns = %v, want %v", cs, want)
 	}
 	c.Close()
