@@ -1,7 +1,7 @@
 // Command benchpeer is the server side of rpcload's comparison systems,
 // one per process:
 //
-//	benchpeer -kind grpc|grpc-bank|drpc|netrpc|raw [-addr 127.0.0.1:0]
+//	benchpeer -kind grpc|grpc-bank|drpc|netrpc|raw|raw-get [-addr 127.0.0.1:0]
 //
 // Once it is listening it prints one line to stdout,
 //
@@ -10,7 +10,8 @@
 // and serves until SIGTERM or SIGINT. grpc, drpc and netrpc answer the
 // workload's get as rpcserver does; grpc-bank serves the Bank gRPC
 // service's Get on internal/bank's handler, as rpcserver -grpc does; raw
-// echoes frames (the floor).
+// echoes frames (the floor); raw-get answers each raw frame with the
+// bank's get, the floor plus exactly the handler's work (the floor-get).
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/rpcbench/rpcbench/bench/internal/grpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/netrpcpeer"
 	"github.com/rpcbench/rpcbench/bench/internal/rawwire"
+	"github.com/rpcbench/rpcbench/bench/internal/workload"
 )
 
 // AnnouncePrefix starts the line benchpeer prints once it is listening.
@@ -89,14 +91,17 @@ func newServer(kind string) (server, error) {
 	case "raw":
 		var s rawwire.Server
 		return server{serve: s.Serve, stop: func(net.Listener) { s.Close() }}, nil
+	case "raw-get":
+		s := &rawwire.Server{NewHandler: workload.BankGet()}
+		return server{serve: s.Serve, stop: func(net.Listener) { s.Close() }}, nil
 	}
-	return server{}, fmt.Errorf("unknown -kind %q, want grpc, grpc-bank, drpc, netrpc or raw", kind)
+	return server{}, fmt.Errorf("unknown -kind %q, want grpc, grpc-bank, drpc, netrpc, raw or raw-get", kind)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("benchpeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("kind", "", "system to serve: grpc, grpc-bank, drpc, netrpc or raw")
+	kind := fs.String("kind", "", "system to serve: grpc, grpc-bank, drpc, netrpc, raw or raw-get")
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on; port 0 picks a free port")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -73,7 +73,7 @@ func TestSelectSystems(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{nil, "rpcbench rpcbench-idle1000 rpcbench-governed grpc-go drpc net/rpc rpcbench-per-request raw-floor rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns", false},
+		{nil, "rpcbench rpcbench-idle1000 rpcbench-governed grpc-go drpc net/rpc rpcbench-per-request raw-floor raw-floor-get rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns", false},
 		{[]string{}, "", false},
 		{[]string{"shapes"}, "rpcbench-idle1000 rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns", false},
 		{[]string{"raw-floor-16k", "drpc", "shapes"}, "raw-floor-16k drpc rpcbench-idle1000 rpcbench-16k rpcbench-64conns raw-floor-64conns", false},
@@ -235,12 +235,12 @@ func TestAggregateRatios(t *testing.T) {
 	var systems []System
 	for _, s := range Systems() {
 		switch s.Key {
-		case KeyRPCBench, KeyRaw, KeyIdle, KeyRPCBench16k, KeyRaw16k, KeyRPCBench64, KeyRaw64:
+		case KeyRPCBench, KeyRaw, KeyRawGet, KeyIdle, KeyRPCBench16k, KeyRaw16k, KeyRPCBench64, KeyRaw64:
 			systems = append(systems, s)
 		}
 	}
 	cps := map[string]float64{
-		"rpcbench": 100, "raw-floor": 400, "rpcbench-idle1000": 95,
+		"rpcbench": 100, "raw-floor": 400, "raw-floor-get": 200, "rpcbench-idle1000": 95,
 		"rpcbench-16k": 30, "raw-floor-16k": 40,
 		"rpcbench-64conns": 300, "raw-floor-64conns": 600,
 	}
@@ -261,21 +261,23 @@ func TestAggregateRatios(t *testing.T) {
 	}
 	rows := aggregate(systems, rowGs([]int{64}, systems), samples)
 	type ratios struct {
-		G                       int
-		VsRPCBench, VsFloor, MB float64
+		G                                   int
+		VsRPCBench, VsFloor, VsFloorGet, MB float64
 	}
 	got := map[string]ratios{}
 	for _, r := range rows {
-		got[r.System] = ratios{r.G, r.VsRPCBench, r.VsFloor, r.MBPerSec}
+		got[r.System] = ratios{r.G, r.VsRPCBench, r.VsFloor, r.VsFloorGet, r.MBPerSec}
 	}
+	// The floor-get divides the standard shape's rows only.
 	want := map[string]ratios{
-		"rpcbench":          {64, 1, 0.25, 100},
-		"raw-floor":         {64, 4, 1, 400},
-		"rpcbench-idle1000": {64, 0.95, 0.2375, 95},
-		"rpcbench-16k":      {64, 1, 0.75, 30},
-		"raw-floor-16k":     {64, 40.0 / 30, 1, 40},
-		"rpcbench-64conns":  {512, 1, 0.5, 300},
-		"raw-floor-64conns": {512, 2, 1, 600},
+		"rpcbench":          {64, 1, 0.25, 0.5, 100},
+		"raw-floor":         {64, 4, 1, 2, 400},
+		"raw-floor-get":     {64, 2, 0.5, 1, 200},
+		"rpcbench-idle1000": {64, 0.95, 0.2375, 0.475, 95},
+		"rpcbench-16k":      {64, 1, 0.75, 0, 30},
+		"raw-floor-16k":     {64, 40.0 / 30, 1, 0, 40},
+		"rpcbench-64conns":  {512, 1, 0.5, 0, 300},
+		"raw-floor-64conns": {512, 2, 1, 0, 600},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("ratios (-want +got):\n%s", diff)
@@ -284,7 +286,7 @@ func TestAggregateRatios(t *testing.T) {
 	for _, r := range rows {
 		order = append(order, r.System)
 	}
-	if got, want := strings.Join(order, " "), "rpcbench rpcbench-idle1000 raw-floor rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns"; got != want {
+	if got, want := strings.Join(order, " "), "rpcbench rpcbench-idle1000 raw-floor raw-floor-get rpcbench-16k raw-floor-16k rpcbench-64conns raw-floor-64conns"; got != want {
 		t.Errorf("row order: got %q, want %q", got, want)
 	}
 }
@@ -442,10 +444,12 @@ func TestWriteMarkdownShapes(t *testing.T) {
 		Settings: Settings{Systems: []string{KeyRPCBench, KeyIdle, KeyRPCBench64}, G: []int{64}, N: 100, Rounds: 1, Workers: 8,
 			Fixed: []Fixed{{System: KeyIdle, G: 64}, {System: KeyRPCBench64, G: 512}, {System: KeyRaw64, G: 512}}},
 		Rows: []Row{
-			{System: "rpcbench", Key: KeyRPCBench, G: 64, TotalCalls: 100, CallsPerSec: 1000, VsRPCBench: 1, VsFloor: 0.5, MBPerSec: 0.078, ClientCPUOK: true, ServerCPUOK: true},
+			{System: "rpcbench", Key: KeyRPCBench, G: 64, TotalCalls: 100, CallsPerSec: 1000, VsRPCBench: 1, VsFloor: 0.5, VsFloorGet: 0.8, MBPerSec: 0.078, ClientCPUOK: true, ServerCPUOK: true},
 			{System: KeyIdle, Key: KeyIdle, G: 64, TotalCalls: 100, CallsPerSec: 930, VsRPCBench: 0.93, MBPerSec: 12.345, ClientCPUOK: true, ServerCPUOK: true},
 			{System: KeyRPCBench64, Key: KeyRPCBench64, G: 512, TotalCalls: 100, CallsPerSec: 2000, VsRPCBench: 1, ClientCPUOK: true, ServerCPUOK: true},
 		},
+		Pairs: []Pair{{Target: Target{Num: KeyIdle, Den: KeyRPCBench, G: 64, Min: 0.95}, Name: "rpcbench-idle1000 / rpcbench",
+			Ratios: []float64{0.9, 0.93, 0.97}, Median: 0.93, Lo: 0.9, Hi: 0.97}},
 		ConnsMemory: []ConnsMemory{{
 			Server:  "rpcserver",
 			Points:  []MemPoint{{Conns: 0, RSSKiB: 10000}, {Conns: 1000, RSSKiB: 22000, PerConnKiB: 12}},
@@ -458,10 +462,10 @@ func TestWriteMarkdownShapes(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| system | G | calls/s | vs rpcbench | vs floor | MB/s |",
-		"| rpcbench | 64 | 1,000 | 1.00 | 0.50 | 0.08 |",
-		"| rpcbench-idle1000 | 64 | 930 | 0.93 | — | 12.3 |",
-		"- rpcbench-idle1000 / rpcbench at G=64: 0.93 (target ≥ 0.95).",
+		"| system | G | calls/s | vs rpcbench | vs floor | vs floor-get | MB/s |",
+		"| rpcbench | 64 | 1,000 | 1.00 | 0.50 | 0.80 | 0.08 |",
+		"| rpcbench-idle1000 | 64 | 930 | 0.93 | — | — | 12.3 |",
+		"| rpcbench-idle1000 / rpcbench | 64 | calls/s | 0.93 | 0.90–0.97 (3 rounds) | ≥ 0.95 | **not met** |",
 		"- rpcbench-64conns and raw-floor-64conns run at G=512 only, whatever -g says.",
 		"| rpcserver | 0 | 10,000 | — |",
 		"| rpcserver | 1,000 | 22,000 | 12.0 |",

@@ -19,7 +19,9 @@ type Report struct {
 	Settings Settings      `json:"settings"`
 	Wall     time.Duration `json:"wall_ns"` // the rounds, build and server start excluded
 	Rows     []Row         `json:"rows"`
-	Samples  []Sample      `json:"samples"`
+	// Pairs are the Targets whose two rows ran, measured round by round.
+	Pairs   []Pair   `json:"pairs,omitempty"`
+	Samples []Sample `json:"samples"`
 	// Skipped are the selected systems that did not run.
 	Skipped []Skipped `json:"skipped,omitempty"`
 	// ConnsMemory is the conns-memory measurement, one per server
@@ -72,6 +74,9 @@ type Row struct {
 	// shape's raw-floor row.
 	VsRPCBench float64 `json:"vs_rpcbench"`
 	VsFloor    float64 `json:"vs_floor"`
+	// VsFloorGet is CallsPerSec over the raw-floor-get row's at the same
+	// G, in the standard shape only; 0 otherwise.
+	VsFloorGet float64 `json:"vs_floor_get"`
 	// MBPerSec is the median of Sample.MBPerSec: payload bytes, request
 	// plus answer, in 10⁶ bytes a second.
 	MBPerSec         float64 `json:"mb_per_sec"`
@@ -173,8 +178,8 @@ func (rep *Report) writeRows(b *strings.Builder) {
 	for i, r := range st.Reduced {
 		marks[r.System] = " " + superscript(i+1)
 	}
-	b.WriteString("| system | G | calls/s | vs rpcbench | vs floor | MB/s | p50 µs | p99 µs | client CPU s/100k calls | server CPU s/100k calls | client allocs/call | non-OK / calls |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| system | G | calls/s | vs rpcbench | vs floor | vs floor-get | MB/s | p50 µs | p99 µs | client CPU s/100k calls | server CPU s/100k calls | client allocs/call | non-OK / calls |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rep.Rows {
 		name := r.System + marks[r.System]
 		nonOK := fmt.Sprintf("%d / %d", r.NonOK, r.TotalCalls)
@@ -182,8 +187,8 @@ func (rep *Report) writeRows(b *strings.Builder) {
 			name = "⚠ " + name
 			nonOK = "**" + nonOK + "**"
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s |\n",
-			name, r.G, thousands(r.CallsPerSec), ratioCell(r.VsRPCBench), ratioCell(r.VsFloor), fmtMB(r.MBPerSec), fmtMicros(r.P50us), fmtMicros(r.P99us),
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s |\n",
+			name, r.G, thousands(r.CallsPerSec), ratioCell(r.VsRPCBench), ratioCell(r.VsFloor), ratioCell(r.VsFloorGet), fmtMB(r.MBPerSec), fmtMicros(r.P50us), fmtMicros(r.P99us),
 			cpuCell(r.ClientCPUPer100k, r.ClientCPUOK), cpuCell(r.ServerCPUPer100k, r.ServerCPUOK),
 			r.AllocsPerCall, nonOK)
 	}
@@ -222,6 +227,7 @@ func (rep *Report) writeRows(b *strings.Builder) {
 		}
 	}
 	b.WriteString("\n")
+	writePairs(b, rep.Pairs)
 }
 
 // fixedNote names the rows that run at one G only, which -g lacks.
@@ -253,19 +259,15 @@ func fixedNote(st Settings) string {
 // busy one at most 5%.
 const idleTarget = 0.95
 
-// idleNote gives the ratio of each rpcbench-idle1000 row to the rpcbench
-// row at its G, against idleTarget.
+// idleNote names each rpcbench-idle1000 row without an rpcbench row at
+// its G to compare it with; where there is one, the ratio is in the
+// targets table.
 func idleNote(rows []Row) string {
 	var b strings.Builder
 	for _, r := range rows {
-		if r.Key != KeyIdle {
-			continue
-		}
-		if r.VsRPCBench <= 0 {
+		if r.Key == KeyIdle && r.VsRPCBench <= 0 {
 			fmt.Fprintf(&b, "- %s: no rpcbench row at G=%d to compare it with.\n", r.System, r.G)
-			continue
 		}
-		fmt.Fprintf(&b, "- %s / rpcbench at G=%d: %.2f (target ≥ %.2f).\n", r.System, r.G, r.VsRPCBench, idleTarget)
 	}
 	return b.String()
 }
@@ -362,6 +364,9 @@ var systemNotes = map[string]string{
 		"Server CPU is n/a: a server that exits takes its CPU time with it.\n", rollingGap, rollingServers, rollingBatch),
 	KeyPerRequest: "- rpcbench-per-request opens one TCP connection per call (Config.ConnPerCall).\n",
 	KeyRaw:        "- raw-floor is a length-prefixed echo with coalesced writes and no parsing: the most one connection carries on this machine.\n",
+	KeyRawGet: "- raw-floor-get is raw-floor whose server answers each frame with the work rpcserver does for a get and nothing more: " +
+		"internal/bank's handler on the in-memory store (workload.BankGet), its answer appended to the coalesced write. " +
+		"vs floor-get is what rpcbench's protocol, client, server machinery and invariants cost over that work.\n",
 	KeyDebit:      "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",
 	KeyKeyedMemory: "- rpcbench-keyed-memory: keyed debits, rpcserver `-store memory`; its idempotency records never expire, " +
 		"so the server's heap grows by every key of the run.\n",
@@ -400,7 +405,7 @@ func executedNote(rows []Row) string {
 }
 
 // notes explain the columns below the table.
-const notes = `- calls/s: measured calls over the measured phase's wall time. vs rpcbench, vs floor: ratio of the medians to the rpcbench row and to the floor row (the raw echo) of the same shape (the standard gets, 16k or 64conns) at the same G.
+const notes = `- calls/s: measured calls over the measured phase's wall time. vs rpcbench, vs floor: ratio of the medians to the rpcbench row and to the floor row (the raw echo) of the same shape (the standard gets, 16k or 64conns) at the same G; vs floor-get: to the floor-get row (the raw echo plus the get's work), the standard shape only.
 - MB/s: payload bytes, request plus answer, of the calls answered right, over the measured phase's wall time, in 10⁶ bytes a second; frame headers are not counted.
 - p50/p99: nearest-rank percentiles of every measured call's latency, non-OK calls included.
 - client CPU: getrusage(RUSAGE_SELF) user+system of the driver over the measured phase; it includes the driver's own loop, timing and answer check, the same for every system.

@@ -154,6 +154,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 	rep.Wall = time.Since(start)
 	rep.Rows = aggregate(systems, gs, rep.Samples)
+	rep.Pairs = pairs(Targets(), systems, rep.Samples)
 	if connsMemory {
 		// The rows' servers are stopped first, so that they do not
 		// share the machine's memory and file descriptors with this.
@@ -205,11 +206,13 @@ func execSuffix(e string) string {
 
 // aggregate reduces samples to one Row per system and G, in table order:
 // by G, then by system. Within a G, each row's VsRPCBench and VsFloor
-// are ratios to the Base and Floor rows of its shape.
+// are ratios to the Base and Floor rows of its shape, and a standard
+// row's VsFloorGet to the FloorGet row.
 func aggregate(systems []System, gs []int, samples []Sample) []Row {
 	var rows []Row
 	for _, g := range gs {
 		base, floor := map[string]float64{}, map[string]float64{}
+		floorGet := 0.0
 		start := len(rows)
 		shapes := map[string]string{} // row's system name to its shape
 		for _, sys := range systems {
@@ -229,6 +232,9 @@ func aggregate(systems []System, gs []int, samples []Sample) []Row {
 			if sys.Floor {
 				floor[sys.Shape] = r.CallsPerSec
 			}
+			if sys.FloorGet {
+				floorGet = r.CallsPerSec
+			}
 			shapes[sys.Name] = sys.Shape
 			rows = append(rows, r)
 		}
@@ -239,6 +245,9 @@ func aggregate(systems []System, gs []int, samples []Sample) []Row {
 			}
 			if f := floor[shape]; f > 0 {
 				rows[i].VsFloor = rows[i].CallsPerSec / f
+			}
+			if shape == "" && floorGet > 0 {
+				rows[i].VsFloorGet = rows[i].CallsPerSec / floorGet
 			}
 		}
 	}

@@ -31,6 +31,7 @@ const (
 	KeyNetRPC     = "netrpc"
 	KeyPerRequest = "per-request"
 	KeyRaw        = "raw"
+	KeyRawGet     = "raw-floor-get"
 	KeyGoverned   = "rpcbench-governed"
 	KeyDRPC       = "drpc"
 
@@ -74,6 +75,9 @@ const (
 	serverDRPC   = "drpc"
 	serverNetRPC = "netrpc"
 	serverRaw    = "raw"
+	// serverRawGet is benchpeer's raw server answering with the bank's
+	// get (workload.BankGet).
+	serverRawGet = "raw-get"
 	// serverRPCGRPC is an rpcserver of its own in its gRPC mode, and
 	// serverGRPCBank benchpeer's grpc-go Bank server.
 	serverRPCGRPC  = "rpcserver-grpc"
@@ -153,9 +157,10 @@ type System struct {
 	// Shape is the row group (Shape16k, Shape64Conns), empty for the
 	// standard one. Base marks the group's rpcbench row and Floor its
 	// raw-floor row: at each G, "vs rpcbench" and "vs floor" are ratios
-	// to them.
-	Shape       string
-	Base, Floor bool
+	// to them. FloorGet marks the standard group's raw-floor-get row,
+	// the floor plus the handler's work: "vs floor-get" divides by it.
+	Shape                 string
+	Base, Floor, FloorGet bool
 	// FixedG, when positive, is the only concurrency the row runs at,
 	// whatever Options.G says.
 	FixedG int
@@ -193,6 +198,7 @@ func Systems() []System {
 		{Key: KeyNetRPC, Name: "net/rpc", Server: serverNetRPC, Default: true, CallsDiv: 1, Dial: dialNetRPC},
 		{Key: KeyPerRequest, Name: "rpcbench-per-request", Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 10, Dial: dialRPCBench(true)},
 		{Key: KeyRaw, Name: "raw-floor", Server: serverRaw, Default: true, CallsDiv: 1, Floor: true, Dial: dialRaw},
+		{Key: KeyRawGet, Name: KeyRawGet, Server: serverRawGet, Default: true, CallsDiv: 1, FloorGet: true, Dial: dialRaw},
 		{Key: KeyRPCBench16k, Name: KeyRPCBench16k, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Echo: workload.EchoSize, Shape: Shape16k, Base: true, Dial: dialEcho},
 		{Key: KeyRaw16k, Name: KeyRaw16k, Server: serverRaw, Default: true, CallsDiv: 1, Echo: workload.EchoSize, Shape: Shape16k, Floor: true, Dial: dialRaw},
 		{Key: KeyRPCBench64, Name: KeyRPCBench64, Server: serverRPC, Store: bank.KindMemory, Default: true, CallsDiv: 1, Shape: Shape64Conns, Base: true, FixedG: conns64 * perConn64, Dial: dialMany(dialRPCBench(false), perConn64)},

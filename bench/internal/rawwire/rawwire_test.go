@@ -140,3 +140,81 @@ func TestCallAfterClose(t *testing.T) {
 		t.Fatalf("got %v, want ErrClosed", err)
 	}
 }
+
+// serve starts a Server on a fresh loopback listener and stops it when
+// the test ends.
+func serve(t *testing.T, srv *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve: got %v, want ErrServerClosed", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestHandleAnswers(t *testing.T) {
+	srv := &Server{NewHandler: func() func(dst, payload []byte) []byte {
+		return func(dst, payload []byte) []byte {
+			dst = append(dst, "re:"...)
+			return append(dst, payload...)
+		}
+	}}
+	addr := serve(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Several goroutines, so that reads carry several frames and each
+	// must get its own answer, of another length than its request.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				req := fmt.Appendf(nil, "g=%d i=%d", g, i)
+				got, err := c.Call(ctx, req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want := "re:" + string(req); string(got) != want {
+					errs <- fmt.Errorf("got %q, want %q", got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestHandleAnswerTooLongClosesConn(t *testing.T) {
+	srv := &Server{NewHandler: func() func(dst, payload []byte) []byte {
+		return func(dst, payload []byte) []byte { return append(dst, make([]byte, MaxPayload+1)...) }
+	}}
+	addr := serve(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Call(ctx, []byte("x")); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %d bytes, %v; want the connection closed", len(got), err)
+	}
+}

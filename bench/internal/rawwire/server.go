@@ -1,7 +1,9 @@
 package rawwire
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 )
@@ -9,10 +11,20 @@ import (
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("rawwire: server closed")
 
-// Server echoes frames. Each connection has one goroutine that reads into
-// a 64 KiB buffer and writes back every complete frame it holds in one
-// write; an incomplete tail waits for the next read.
+// Server echoes frames, or answers them with a handler. Each connection has
+// one goroutine that reads into a 64 KiB buffer and writes back every
+// complete frame it holds in one write; an incomplete tail waits for the
+// next read.
 type Server struct {
+	// NewHandler, when set before Serve, is called once per connection
+	// for the handler that answers its frames, called by that
+	// connection's goroutine only: it appends the answer's payload to
+	// dst and returns the extended slice. payload aliases the read
+	// buffer and is valid only during the call. An answer longer than
+	// MaxPayload closes the connection. Nil echoes every frame as it
+	// came, without looking inside.
+	NewHandler func() func(dst, payload []byte) []byte
+
 	wg sync.WaitGroup // connection goroutines
 
 	mu     sync.Mutex // guards ln, conns, closed
@@ -53,7 +65,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.conns[nc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.echo(nc)
+		go s.serveConn(nc)
 	}
 }
 
@@ -73,7 +85,7 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) echo(nc net.Conn) {
+func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
 	defer func() {
 		nc.Close()
@@ -82,13 +94,26 @@ func (s *Server) echo(nc net.Conn) {
 		s.mu.Unlock()
 	}()
 	buf := make([]byte, bufSize)
+	var handle func(dst, payload []byte) []byte
+	if s.NewHandler != nil {
+		handle = s.NewHandler()
+	}
+	var out []byte // handle's answers, reused from read to read
 	n := 0
 	for {
 		m, rerr := nc.Read(buf[n:])
 		n += m
 		end, ferr := completeLen(buf[:n])
 		if end > 0 {
-			if _, err := nc.Write(buf[:end]); err != nil {
+			reply := buf[:end]
+			if handle != nil {
+				var err error
+				if out, err = answer(handle, out[:0], buf[:end]); err != nil {
+					return
+				}
+				reply = out
+			}
+			if _, err := nc.Write(reply); err != nil {
 				return
 			}
 			n = copy(buf, buf[end:n])
@@ -97,4 +122,22 @@ func (s *Server) echo(nc net.Conn) {
 			return
 		}
 	}
+}
+
+// answer appends to dst a frame answering each whole frame of b, with
+// handle's payload and the request's id.
+func answer(handle func(dst, payload []byte) []byte, dst, b []byte) ([]byte, error) {
+	for len(b) > 0 {
+		id, payload, rest, _, _ := NextFrame(b) // b holds whole frames only
+		start := len(dst)
+		dst = AppendFrame(dst, id, nil)
+		dst = handle(dst, payload)
+		n := len(dst) - start - HeaderLen
+		if n > MaxPayload {
+			return dst, fmt.Errorf("%w: answer of %d bytes", ErrFrameTooLong, n)
+		}
+		binary.BigEndian.PutUint32(dst[start:], uint32(n))
+		b = rest
+	}
+	return dst, nil
 }

@@ -73,3 +73,33 @@ func TestStoreGetAllocs(t *testing.T) {
 		t.Errorf("Get: got %v allocations, want at most 1 (the answer)", n)
 	}
 }
+
+// TestBankGetAnswersAsStoreGet: the floor-get's work answers every
+// account as the peers' Store.Get does, and as rpcserver does for a
+// 5000 ms budget, so that the driver's check and the answer's length are
+// those of the other rows.
+func TestBankGetAnswersAsStoreGet(t *testing.T) {
+	get, s := BankGet()(), NewStore()
+	dst := []byte("head:")
+	for i, req := range Requests() {
+		want, err := s.Get(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := get(dst[:5], req)
+		if string(got) != "head:"+string(want) {
+			t.Fatalf("account %d: got %q, want %q after the head", i, got, want)
+		}
+	}
+	if got := get(nil, []byte("acct-7")); Check([]byte("account=acct-7"), got) == nil {
+		t.Errorf("a refused get: got %q, which Check takes for an answer", got)
+	}
+}
+
+func TestBankGetAllocs(t *testing.T) {
+	get := BankGet()()
+	req, dst := []byte("account=acct-9"), make([]byte, 0, 128)
+	if n := testing.AllocsPerRun(100, func() { get(dst, req) }); n > 0 {
+		t.Errorf("got %v allocations, want none: rpcserver's get allocates nothing either", n)
+	}
+}
