@@ -367,7 +367,7 @@ var systemNotes = map[string]string{
 	KeyRawGet: "- raw-floor-get is raw-floor whose server answers each frame with the work rpcserver does for a get and nothing more: " +
 		"internal/bank's handler on the in-memory store (workload.BankGet), its answer appended to the coalesced write. " +
 		"vs floor-get is what rpcbench's protocol, client, server machinery and invariants cost over that work.\n",
-	KeyDebit:      "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",
+	KeyDebit: "- rpcbench-debit sends its debits without a key, to an rpcserver with the in-memory store: the debit without exactly-once.\n",
 	KeyKeyedMemory: "- rpcbench-keyed-memory: keyed debits, rpcserver `-store memory`; its idempotency records never expire, " +
 		"so the server's heap grows by every key of the run.\n",
 	KeyKeyedSQLite: "- rpcbench-keyed-sqlite: keyed debits, rpcserver `-store sqlite:FILE`, a fresh file in a temporary directory " +

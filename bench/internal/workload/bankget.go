@@ -36,4 +36,3 @@ func BankGet() func() func(dst, payload []byte) []byte {
 		}
 	}
 }
-
