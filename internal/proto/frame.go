@@ -55,6 +55,19 @@ func (f *Frame) EncodedLen() int {
 // slice. It checks every rule a decoder checks, so a frame it accepts is one
 // a peer accepts; on error dst is returned unchanged.
 func AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+	dst, err := AppendFrameHead(dst, f)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, f.Payload...), nil
+}
+
+// AppendFrameHead appends the encoding of f up to its payload, leaving
+// the payload's len(f.Payload) bytes out, and returns the extended slice:
+// a writer that sends f.Payload right after it, from where it lies (with
+// writev, say), has sent f without copying the payload. It checks what
+// AppendFrame checks; on error dst is returned unchanged.
+func AppendFrameHead(dst []byte, f *Frame) ([]byte, error) {
 	if err := f.Check(); err != nil {
 		return dst, err
 	}
@@ -68,7 +81,6 @@ func AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 	dst = append(dst, f.Method...)
 	dst = append(dst, f.Key...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(f.Payload)))
-	dst = append(dst, f.Payload...)
 	return dst, nil
 }
 

@@ -117,6 +117,30 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 }
 
+// TestAppendFrameHead: the head followed by the payload is the frame
+// AppendFrame encodes, and a frame AppendFrame refuses is refused too,
+// with dst unchanged.
+func TestAppendFrameHead(t *testing.T) {
+	for _, f := range append(sampleFrames(), maxFrame()) {
+		want, err := proto.AppendFrame(nil, &f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := proto.AppendFrameHead([]byte("prefix"), &f)
+		if err != nil {
+			t.Fatalf("%v %d: %v", f.Type, f.ID, err)
+		}
+		if got := append(head[len("prefix"):], f.Payload...); !bytes.Equal(got, want) {
+			t.Errorf("%v %d: head+payload is % x, want % x", f.Type, f.ID, got, want)
+		}
+	}
+	big := maxFrame()
+	big.Payload = append(big.Payload, 0)
+	if got, err := proto.AppendFrameHead([]byte("prefix"), &big); !errors.Is(err, proto.ErrInvalidFrame) || string(got) != "prefix" {
+		t.Errorf("a frame over MaxFrameLen: got %q, %v; want dst unchanged and ErrInvalidFrame", got, err)
+	}
+}
+
 func TestMaxFrameLen(t *testing.T) {
 	f := maxFrame()
 	b := encode(t, f)

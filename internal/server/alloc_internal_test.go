@@ -52,18 +52,17 @@ func serveGet(tb testing.TB) func() {
 	j := job{c: c, f: proto.Frame{Type: proto.TypeRequest, ID: 1, BudgetMs: 1 << 30, Method: "get", Payload: []byte("account=acct-17")}, arrival: time.Now()}
 	return func() {
 		c.rd.req = request(&j, s.done)
-		rf, ok := s.serve(&j, &c.rd.req, c.rd.scratch[:0])
+		rf, lent, ok := s.serve(&j, &c.rd.req, &c.rd.scratch)
 		if !ok {
 			tb.Fatal("serve sent the answer itself; want it returned to the reader")
 		}
-		c.rd.scratch = rf.Payload
 		c.rd.held = false
-		c.hold(&rf)
+		c.hold(&rf, lent)
 		if !c.rd.held {
 			tb.Fatal("the answer was not queued")
 		}
 		c.mu.Lock()
-		c.out, c.outFrames = c.out[:0], 0
+		c.out, c.outBytes, c.outFrames = c.out[:0], 0, 0
 		c.mu.Unlock()
 	}
 }

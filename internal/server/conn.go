@@ -45,13 +45,21 @@ type conn struct {
 	// answered, or dropped by a fault that never answers.
 	work atomic.Int32
 
-	wmu   sync.Mutex // held while writing; guards spare and rng
-	spare []byte     // the output buffer not in use, swapped with out
-	rng   *rand.Rand // chunk mode's piece sizes; nil otherwise
+	wmu       sync.Mutex // held while writing; guards spare, spareRefs, iov and rng
+	spare     []byte     // the output buffer not in use, swapped with out
+	spareRefs []outRef   // likewise for refs
+	iov       net.Buffers
+	rng       *rand.Rand // chunk mode's piece sizes; nil otherwise
 
-	mu        sync.Mutex // guards out, outFrames, closing, closed, timers, finQueued, finSent
-	out       []byte     // encoded responses the writer has not taken yet
-	outFrames int        // frames (whole or partial) in out
+	mu  sync.Mutex // guards out, refs, outBytes, outFrames, closing, closed, timers, finQueued, finSent
+	out []byte     // encoded responses the writer has not taken yet
+	// refs are the payloads written from where they lie, each after
+	// out[:at] and before what follows it in out, in order of at.
+	refs []outRef
+	// outBytes is len(out) plus the refs' payloads: what MaxOutBytes
+	// bounds.
+	outBytes  int
+	outFrames int // frames (whole or partial) in out
 	closing   bool       // close the connection once out is written
 	closed    bool
 	timers    map[*time.Timer]struct{} // pending late responses
@@ -64,6 +72,17 @@ type conn struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed by close
 }
+
+// outRef is a lent answer payload, written from its own memory after
+// the first at bytes of the output buffer.
+type outRef struct {
+	at int
+	p  []byte
+}
+
+// writevMin is the smallest lent payload written from its own memory:
+// a smaller one costs less to copy than an iovec and its bookkeeping.
+const writevMin = 2048
 
 // readerState is what the reader goroutine keeps across requests it
 // executes itself.
@@ -192,11 +211,10 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 	if s.faults.empty() {
 		c.rd.req = request(&j, s.done)
 		if !s.h.MayBlock(&c.rd.req) && s.queue.claim() {
-			rf, ok := s.serve(&j, &c.rd.req, c.rd.scratch[:0])
+			rf, lent, ok := s.serve(&j, &c.rd.req, &c.rd.scratch)
 			s.queue.release()
 			if ok {
-				c.rd.scratch = rf.Payload
-				c.hold(&rf)
+				c.hold(&rf, lent)
 			}
 			c.finished()
 			return
@@ -227,12 +245,13 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 
 // hold queues an answer the reader executed itself; flushHeld writes it
 // after the batch. In chunk mode answers always go through the writer.
-func (c *conn) hold(f *proto.Frame) {
+// lent is queueFrame's.
+func (c *conn) hold(f *proto.Frame, lent bool) {
 	if c.rng != nil {
-		c.sendFrame(f)
+		c.sendFrame(f, lent)
 		return
 	}
-	c.rd.held = c.queueFrame(f) || c.rd.held
+	c.rd.held = c.queueFrame(f, lent) || c.rd.held
 }
 
 // send queues the encoded frame b for writing.
@@ -243,25 +262,41 @@ func (c *conn) send(b []byte) { c.enqueue(b, false) }
 func (c *conn) sendThenClose(b []byte) { c.enqueue(b, true) }
 
 // sendFrame encodes f straight into the output queue and wakes the
-// writer.
-func (c *conn) sendFrame(f *proto.Frame) {
-	if c.queueFrame(f) {
+// writer; lent is queueFrame's.
+func (c *conn) sendFrame(f *proto.Frame, lent bool) {
+	if c.queueFrame(f, lent) {
 		c.signal()
 	}
 }
 
 // queueFrame encodes f into the output queue without waking the writer;
-// the caller flushes or signals. It reports whether f was queued.
-func (c *conn) queueFrame(f *proto.Frame) bool {
+// the caller flushes or signals. It reports whether f was queued. lent
+// says f.Payload stays unchanged until written (Handler.Execute's
+// contract): then, at writevMin bytes or more and outside chunk mode,
+// only the frame's head is copied and the payload is written from where
+// it lies.
+func (c *conn) queueFrame(f *proto.Frame, lent bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.closing || c.finSent {
 		return false
 	}
+	n := len(c.out)
+	if lent && len(f.Payload) >= writevMin && c.rng == nil {
+		if out, err := proto.AppendFrameHead(c.out, f); err == nil {
+			c.out = out
+			c.refs = append(c.refs, outRef{at: len(out), p: f.Payload})
+			c.outBytes += len(out) - n + len(f.Payload)
+			c.outFrames++
+			return true
+		}
+		// Too large a frame: appendResponse answers so.
+	}
 	var err error
 	if c.out, err = appendResponse(c.out, f); err != nil {
 		return false
 	}
+	c.outBytes += len(c.out) - n
 	c.outFrames++
 	return true
 }
@@ -292,6 +327,7 @@ func (c *conn) enqueue(b []byte, closeAfter bool) {
 	}
 	if len(b) > 0 {
 		c.out = append(c.out, b...)
+		c.outBytes += len(b)
 		c.outFrames++
 	}
 	c.closing = closeAfter
@@ -354,8 +390,8 @@ func (c *conn) writeTimedOut(unwritten int, err error) {
 func (c *conn) flush() bool {
 	// Swap buffers: others append to the spare while buf is written.
 	c.mu.Lock()
-	buf, frames, closeAfter := c.out, c.outFrames, c.closing
-	c.out, c.outFrames = c.spare[:0], 0
+	buf, refs, size, frames, closeAfter := c.out, c.refs, c.outBytes, c.outFrames, c.closing
+	c.out, c.refs, c.outBytes, c.outFrames = c.spare[:0], c.spareRefs[:0], 0, 0
 	fin := c.finQueued && !c.finSent
 	c.finSent = c.finSent || fin
 	c.mu.Unlock()
@@ -363,11 +399,19 @@ func (c *conn) flush() bool {
 	case c.drained <- struct{}{}:
 	default:
 	}
-	c.spare = buf
-	if err := c.write(buf, c.rng); err != nil {
+	var err error
+	if len(refs) == 0 {
+		err = c.write(buf, c.rng)
+	} else {
+		err = c.writev(buf, refs)
+	}
+	// Dropped, so that a spare does not keep lent payloads alive.
+	clear(refs)
+	c.spare, c.spareRefs = buf, refs
+	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			c.writeTimedOut(len(buf), err)
+			c.writeTimedOut(size, err)
 		}
 		return false
 	}
@@ -389,7 +433,7 @@ func (c *conn) flush() bool {
 func (c *conn) awaitRoom() bool {
 	for {
 		c.mu.Lock()
-		full := len(c.out) >= c.s.cfg.MaxOutBytes
+		full := c.outBytes >= c.s.cfg.MaxOutBytes
 		c.mu.Unlock()
 		if !full {
 			return true
@@ -441,13 +485,41 @@ func (c *conn) write(b []byte, rng *rand.Rand) error {
 	return nil
 }
 
+// writev writes buf with each ref's payload after its first at bytes,
+// in one writev where the kernel takes it all. Never in chunk mode,
+// whose answers are not lent (queueFrame).
+func (c *conn) writev(buf []byte, refs []outRef) error {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	iov, prev := c.iov[:0], 0
+	for _, r := range refs {
+		if r.at > prev {
+			iov = append(iov, buf[prev:r.at])
+		}
+		iov = append(iov, r.p)
+		prev = r.at
+	}
+	if prev < len(buf) {
+		iov = append(iov, buf[prev:])
+	}
+	c.iov = iov
+	// WriteTo consumes its receiver: a copy of the slice, so that c.iov
+	// keeps its backing array; it clears the entries it wrote.
+	w := iov
+	_, err := w.WriteTo(c.nc)
+	clear(iov)
+	c.s.counters.writeChunks.Add(1)
+	return err
+}
+
 // close closes the socket once, stops pending late responses and drops
 // anything not yet written.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		c.out, c.outFrames = nil, 0
+		c.out, c.refs, c.outBytes, c.outFrames = nil, nil, 0, 0
 		for t := range c.timers {
 			t.Stop()
 		}

@@ -83,8 +83,15 @@ type Handler interface {
 	// reader, saving two goroutine hand-offs; one that can block always
 	// goes through the queue, so that a reader never stops reading.
 	MayBlock(r *Request) bool
-	// Execute executes r, appends the answer's payload to dst and returns
-	// the answer's status with the extended slice. It may answer
+	// Execute executes r and returns the answer's status and payload.
+	// The payload is either dst with the answer appended (append may
+	// have moved it), which the transport reuses as a later dst; or
+	// memory the transport only reads, never writes, for as long as the
+	// answer waits to be written: r.Payload itself, for an answer equal
+	// to the request, or memory the handler never changes again. The
+	// transport copies a payload in dst into its output buffer and hands
+	// a large one of the other kind to the kernel from where it lies,
+	// without copying it. It may answer
 	// UNAVAILABLE or DEADLINE_EXCEEDED only if it did not execute r. It
 	// returns proto.StatusUnknown when it cannot tell whether r executed
 	// (its store's commit failed without saying whether it happened): the

@@ -387,11 +387,10 @@ func (s *Server) worker() {
 			continue
 		}
 		req = request(&j, s.done)
-		rf, ok := s.serve(&j, &req, scratch[:0])
+		rf, lent, ok := s.serve(&j, &req, &scratch)
 		s.free(&j) // if serve has not, having sent nothing
 		if ok {
-			j.c.sendFrame(&rf)
-			scratch = rf.Payload
+			j.c.sendFrame(&rf, lent)
 			if answerSent != nil {
 				answerSent()
 			}
@@ -440,10 +439,11 @@ func (s *Server) dropCanceled(j *job) {
 // budget ran out before it was taken is answered DEADLINE_EXCEEDED
 // unexecuted. When a fault fires or the request expired, serve sends
 // whatever the connection gets itself, after freeing the job's slots,
-// and returns false. Otherwise it
-// returns the answer for the caller to send, true; its payload is scratch,
-// which the caller lends, maybe grown.
-func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool) {
+// and returns ok false. Otherwise it returns the answer for the caller
+// to send, ok true. The handler's dst is *scratch, the caller's buffer,
+// which serve leaves as the next request's (see answerMemory); lent
+// says the answer's payload is not in it, but memory only to be read.
+func (s *Server) serve(j *job, req *Request, scratch *[]byte) (rf proto.Frame, lent, ok bool) {
 	f := &j.f
 	budget := time.Duration(f.BudgetMs) * time.Millisecond
 	if waited := time.Since(j.arrival); waited >= budget {
@@ -452,7 +452,7 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 			serverapi.KeyBudget, f.BudgetMs, serverapi.KeyWaited, waited.Milliseconds())
 		s.free(j)
 		j.c.send(respond(f, proto.StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
-		return proto.Frame{}, false
+		return proto.Frame{}, false, false
 	}
 	fault, faulty := s.faults.take(f.Method, false)
 	if faulty {
@@ -463,24 +463,25 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 			s.counters.unavailable.Add(1)
 			s.free(j)
 			j.c.send(respond(f, proto.StatusUnavailable, fault.unavailableText()))
-			return proto.Frame{}, false
+			return proto.Frame{}, false, false
 		case FaultSleep:
 			if !s.pause(fault.Delay) {
 				s.free(j)
 				j.c.send(respond(f, proto.StatusUnavailable, "server closing"))
-				return proto.Frame{}, false
+				return proto.Frame{}, false, false
 			}
 		}
 	}
-	status, payload := s.h.Execute(req, scratch)
+	status, payload := s.h.Execute(req, (*scratch)[:0])
+	*scratch, lent = answerMemory(payload, *scratch, req.Payload)
 	if status == proto.StatusUnknown {
 		// The handler cannot say whether it executed: no answer is
 		// the true one.
-		return proto.Frame{}, false
+		return proto.Frame{}, false, false
 	}
-	rf := proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: status, Method: f.Method, Payload: payload}
+	rf = proto.Frame{Type: proto.TypeResponse, ID: f.ID, Status: status, Method: f.Method, Payload: payload}
 	if !faulty {
-		return rf, true
+		return rf, lent, true
 	}
 	out := encodeResponse(&rf)
 	s.free(j)
@@ -501,7 +502,31 @@ func (s *Server) serve(j *job, req *Request, scratch []byte) (proto.Frame, bool)
 	default:
 		j.c.send(out)
 	}
-	return proto.Frame{}, false
+	return proto.Frame{}, false, false
+}
+
+// answerMemory says whose memory a handler's answer payload is, given
+// the scratch buffer the transport lent it as dst and the request's
+// payload, and returns the scratch buffer for the next request. A
+// payload that starts where scratch does is scratch grown in place: the
+// caller copies it out before the next request and keeps it as scratch.
+// Any other payload is lent: r.Payload, memory of the handler's own, or
+// scratch moved by append, which the transport cannot tell apart, so it
+// only reads it; scratch stays, made large enough for such an answer
+// next time unless the answer was the request's own memory.
+func answerMemory(payload, scratch, reqPayload []byte) (next []byte, lent bool) {
+	switch {
+	case sameStart(payload, scratch):
+		return payload, false
+	case sameStart(payload, reqPayload) || len(payload) <= cap(scratch):
+		return scratch, true
+	}
+	return make([]byte, 0, len(payload)), true
+}
+
+// sameStart reports whether a and b begin at the same byte of memory.
+func sameStart(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
 // pause sleeps d and reports whether it did; it returns false early if
