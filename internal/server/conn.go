@@ -59,8 +59,8 @@ type conn struct {
 	// outBytes is len(out) plus the refs' payloads: what MaxOutBytes
 	// bounds.
 	outBytes  int
-	outFrames int // frames (whole or partial) in out
-	closing   bool       // close the connection once out is written
+	outFrames int  // frames (whole or partial) in out
+	closing   bool // close the connection once out is written
 	closed    bool
 	timers    map[*time.Timer]struct{} // pending late responses
 	// finQueued asks the writer, draining, to half-close the connection
