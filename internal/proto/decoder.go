@@ -9,6 +9,11 @@ import "encoding/binary"
 // memory is sized from it. After the first error the Decoder is dead: every
 // later Feed returns the same error and interprets nothing.
 type Decoder struct {
+	// Alloc, when set, supplies the memory of every payload of more than
+	// SmallPayload bytes: a slice of length n (its capacity may be
+	// larger) that nothing else uses. Nil: a fresh allocation each.
+	Alloc func(n int) []byte
+
 	buf []byte // unconsumed bytes; never holds a complete frame between calls
 	err error
 
@@ -29,6 +34,10 @@ type Decoder struct {
 // one allocation serves many frames, and a payload kept by a caller pins
 // at most this much.
 const payloadBlock = 4 << 10
+
+// SmallPayload is the largest payload carved from a shared block; a larger
+// one has memory of its own (Decoder.Alloc).
+const SmallPayload = payloadBlock / 4
 
 // firstPayloadBlock is the size of a Decoder's first block.
 const firstPayloadBlock = 256
@@ -114,8 +123,13 @@ func (d *Decoder) name(b []byte) string {
 
 // payload returns a copy of b in memory owned by the frame.
 func (d *Decoder) payload(b []byte) []byte {
-	if len(b) > payloadBlock/4 {
-		return append([]byte(nil), b...)
+	if len(b) > SmallPayload {
+		if d.Alloc == nil {
+			return append([]byte(nil), b...)
+		}
+		p := d.Alloc(len(b))
+		copy(p, b)
+		return p
 	}
 	if len(d.block) < len(b) {
 		d.blockSize = min(max(2*d.blockSize, firstPayloadBlock), payloadBlock)

@@ -47,6 +47,10 @@ func NewFrameReader(r io.Reader, want Type, size int) *FrameReader {
 	return &FrameReader{r: r, want: want, buf: make([]byte, min(size, firstReadSize)), size: size}
 }
 
+// SetAlloc sets the Decoder's Alloc: where payloads of more than
+// SmallPayload bytes get their memory. Call it before the first read.
+func (fr *FrameReader) SetAlloc(alloc func(n int) []byte) { fr.dec.Alloc = alloc }
+
 // ReadBatch makes one Read and returns the frames it completed, in order;
 // there may be none when the read ended inside a frame. err is the read's
 // error (io.EOF included) or a *ProtocolError; the frames completed before

@@ -57,7 +57,7 @@ func serveGet(tb testing.TB) func() {
 			tb.Fatal("serve sent the answer itself; want it returned to the reader")
 		}
 		c.rd.held = false
-		c.hold(&rf, lent)
+		c.hold(&rf, lent, nil)
 		if !c.rd.held {
 			tb.Fatal("the answer was not queued")
 		}

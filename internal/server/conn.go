@@ -74,10 +74,12 @@ type conn struct {
 }
 
 // outRef is a lent answer payload, written from its own memory after
-// the first at bytes of the output buffer.
+// the first at bytes of the output buffer. recycle: p is its request's
+// payload, whose memory goes back to the server's pool once written.
 type outRef struct {
-	at int
-	p  []byte
+	at      int
+	p       []byte
+	recycle bool
 }
 
 // writevMin is the smallest lent payload written from its own memory:
@@ -112,6 +114,7 @@ func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer c.close()
 	fr := proto.NewFrameReader(c.nc, proto.TypeRequest, 0)
+	fr.SetAlloc(c.s.payloads.get)
 	for {
 		frames, err := fr.ReadBatch()
 		if len(frames) > 0 {
@@ -214,7 +217,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 			rf, lent, ok := s.serve(&j, &c.rd.req, &c.rd.scratch)
 			s.queue.release()
 			if ok {
-				c.hold(&rf, lent)
+				c.hold(&rf, lent, j.f.Payload)
 			}
 			c.finished()
 			return
@@ -245,13 +248,13 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 
 // hold queues an answer the reader executed itself; flushHeld writes it
 // after the batch. In chunk mode answers always go through the writer.
-// lent is queueFrame's.
-func (c *conn) hold(f *proto.Frame, lent bool) {
+// lent and recycle are queueFrame's.
+func (c *conn) hold(f *proto.Frame, lent bool, recycle []byte) {
 	if c.rng != nil {
-		c.sendFrame(f, lent)
+		c.sendFrame(f, lent, recycle)
 		return
 	}
-	c.rd.held = c.queueFrame(f, lent) || c.rd.held
+	c.rd.held = c.queueFrame(f, lent, recycle) || c.rd.held
 }
 
 // send queues the encoded frame b for writing.
@@ -262,9 +265,9 @@ func (c *conn) send(b []byte) { c.enqueue(b, false) }
 func (c *conn) sendThenClose(b []byte) { c.enqueue(b, true) }
 
 // sendFrame encodes f straight into the output queue and wakes the
-// writer; lent is queueFrame's.
-func (c *conn) sendFrame(f *proto.Frame, lent bool) {
-	if c.queueFrame(f, lent) {
+// writer; lent and recycle are queueFrame's.
+func (c *conn) sendFrame(f *proto.Frame, lent bool, recycle []byte) {
+	if c.queueFrame(f, lent, recycle) {
 		c.signal()
 	}
 }
@@ -274,26 +277,35 @@ func (c *conn) sendFrame(f *proto.Frame, lent bool) {
 // says f.Payload stays unchanged until written (Handler.Execute's
 // contract): then, at writevMin bytes or more and outside chunk mode,
 // only the frame's head is copied and the payload is written from where
-// it lies.
-func (c *conn) queueFrame(f *proto.Frame, lent bool) bool {
+// it lies. recycle, when not nil, is the payload of the request f
+// answers, which the handler is done with: its memory goes back to the
+// server's pool as soon as f no longer needs it, now or once written.
+func (c *conn) queueFrame(f *proto.Frame, lent bool, recycle []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.closing || c.finSent {
+		c.s.payloads.put(recycle)
 		return false
 	}
 	n := len(c.out)
 	if lent && len(f.Payload) >= writevMin && c.rng == nil {
 		if out, err := proto.AppendFrameHead(c.out, f); err == nil {
+			later := sameStart(f.Payload, recycle)
 			c.out = out
-			c.refs = append(c.refs, outRef{at: len(out), p: f.Payload})
+			c.refs = append(c.refs, outRef{at: len(out), p: f.Payload, recycle: later})
 			c.outBytes += len(out) - n + len(f.Payload)
 			c.outFrames++
+			if !later {
+				c.s.payloads.put(recycle)
+			}
 			return true
 		}
 		// Too large a frame: appendResponse answers so.
 	}
 	var err error
-	if c.out, err = appendResponse(c.out, f); err != nil {
+	c.out, err = appendResponse(c.out, f)
+	c.s.payloads.put(recycle) // copied, or not sent at all
+	if err != nil {
 		return false
 	}
 	c.outBytes += len(c.out) - n
@@ -404,6 +416,11 @@ func (c *conn) flush() bool {
 		err = c.write(buf, c.rng)
 	} else {
 		err = c.writev(buf, refs)
+	}
+	for _, r := range refs {
+		if r.recycle {
+			c.s.payloads.put(r.p)
+		}
 	}
 	// Dropped, so that a spare does not keep lent payloads alive.
 	clear(refs)

@@ -111,7 +111,7 @@ func (c *conn) beginDrain() {
 		return
 	}
 	c.draining.Store(true)
-	c.sendFrame(&proto.Frame{Type: proto.TypeDrain, ID: c.lastTaken, Method: proto.DrainMethod}, false)
+	c.sendFrame(&proto.Frame{Type: proto.TypeDrain, ID: c.lastTaken, Method: proto.DrainMethod}, false, nil)
 	c.s.log.Info(serverapi.EventDrain, serverapi.KeyConn, c.id, serverapi.KeyID, c.lastTaken)
 	c.maybeFIN()
 }

@@ -15,7 +15,11 @@ type Request struct {
 	Method string
 	// Key is the idempotency key; empty when the request has none.
 	Key string
-	// Payload is owned by the request for good: a handler may keep it.
+	// Payload is the handler's to read until Execute returns, and no
+	// longer: the transport then recycles its memory for a later
+	// request's, unless the answer is Payload itself, which it recycles
+	// once written. A handler that needs any of it later copies it. It is
+	// never written to by anyone while lent.
 	Payload  []byte
 	BudgetMs uint32
 	// Expiry is when the request's budget ends: its arrival plus BudgetMs.

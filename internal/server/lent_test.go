@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/servertest"
@@ -88,4 +92,54 @@ func firstDiff(a, b []byte) string {
 		}
 	}
 	return "the end of the shorter"
+}
+
+// TestRecycledPayloadsUnderLoad: many echoes of sizes across the pool's
+// classes, from several clients at once, each answer compared with its
+// request byte for byte. A request payload's memory goes back to the
+// pool when its answer no longer needs it; were it recycled while its
+// answer still waited to be written, a later request decoded into it
+// would change that answer. Half the clients' connections run their
+// requests on the reader, half through the workers.
+func TestRecycledPayloadsUnderLoad(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		faults []string
+	}{
+		{"reader", nil},
+		{"workers", []string{"kind=unavailable method=debit count=1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, addr := servertest.Start(t, server.DefaultConfig(), tt.faults...)
+			const clients, goroutines, calls = 3, 8, 150
+			var wg sync.WaitGroup
+			errs := make(chan error, clients*goroutines)
+			for ci := range clients {
+				c := servertest.NewClient(t, addr, servertest.ClientConfig())
+				for g := range goroutines {
+					wg.Go(func() {
+						rng := rand.New(rand.NewPCG(uint64(ci), uint64(g)))
+						for i := range calls {
+							p := make([]byte, 1+rng.IntN(40000))
+							for k := range p {
+								p[k] = byte(rng.Uint32())
+							}
+							r := c.Do(context.Background(), client.Call{Method: bank.MethodEcho, Idempotent: true, Payload: p})
+							if r.Status != proto.StatusOK || !bytes.Equal(r.Payload, p) {
+								errs <- fmt.Errorf("client %d goroutine %d call %d: echo of %d bytes: got %v, %d bytes (differing at %s)",
+									ci, g, i, len(p), r.Status, len(r.Payload), firstDiff(r.Payload, p))
+								return
+							}
+						}
+					})
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
 }

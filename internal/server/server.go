@@ -30,7 +30,9 @@ type Server struct {
 	log     *slog.Logger
 	faults  faultTable
 	queue   *workQueue
-	done    chan struct{}  // closed by Close
+	// payloads recycles large request payloads' memory.
+	payloads *payloadPool
+	done     chan struct{}  // closed by Close
 	wg      sync.WaitGroup // workers, connection goroutines, Serve
 
 	connSeq atomic.Uint64 // numbers connections, from 1, for the log
@@ -112,6 +114,8 @@ func New(cfg Config, h Handler) (*Server, error) {
 		reqs:    make([]atomic.Int64, len(methods)),
 		log:     lg,
 		queue:   newWorkQueue(cfg.Workers, cfg.QueueSize),
+
+		payloads: newPayloadPool(),
 		done:    make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 
@@ -390,7 +394,7 @@ func (s *Server) worker() {
 		rf, lent, ok := s.serve(&j, &req, &scratch)
 		s.free(&j) // if serve has not, having sent nothing
 		if ok {
-			j.c.sendFrame(&rf, lent)
+			j.c.sendFrame(&rf, lent, j.f.Payload)
 			if answerSent != nil {
 				answerSent()
 			}
