@@ -33,7 +33,7 @@ type Server struct {
 	// payloads recycles large request payloads' memory.
 	payloads *payloadPool
 	done     chan struct{}  // closed by Close
-	wg      sync.WaitGroup // workers, connection goroutines, Serve
+	wg       sync.WaitGroup // workers, connection goroutines, Serve
 
 	connSeq atomic.Uint64 // numbers connections, from 1, for the log
 
@@ -116,8 +116,8 @@ func New(cfg Config, h Handler) (*Server, error) {
 		queue:   newWorkQueue(cfg.Workers, cfg.QueueSize),
 
 		payloads: newPayloadPool(),
-		done:    make(chan struct{}),
-		conns:   make(map[*conn]struct{}),
+		done:     make(chan struct{}),
+		conns:    make(map[*conn]struct{}),
 
 		connsChanged: make(chan struct{}, 1),
 	}
