@@ -25,13 +25,7 @@ import (
 func TestLentAnswersInOrder(t *testing.T) {
 	maxPayload := proto.MaxFrameLen - 23 - len(bank.MethodEcho)
 	sizes := []int{0, 10, 2047, 2048, 2049, 3000, 16 << 10, 40000, maxPayload}
-	for _, tt := range []struct {
-		name   string
-		faults []string
-	}{
-		{"reader", nil},
-		{"workers", []string{"kind=unavailable method=debit count=1"}},
-	} {
+	for _, tt := range paths {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, addr := servertest.Start(t, server.DefaultConfig(), tt.faults...)
@@ -85,6 +79,17 @@ func TestLentAnswersInOrder(t *testing.T) {
 	}
 }
 
+// paths are the two ways a business request is run: on its connection's
+// reader, and, when any fault rule is configured (here one for a method
+// never called), through the workers.
+var paths = []struct {
+	name   string
+	faults []string
+}{
+	{"reader", nil},
+	{"workers", []string{"kind=unavailable method=debit count=1"}},
+}
+
 func firstDiff(a, b []byte) string {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
@@ -102,13 +107,7 @@ func firstDiff(a, b []byte) string {
 // would change that answer. Half the clients' connections run their
 // requests on the reader, half through the workers.
 func TestRecycledPayloadsUnderLoad(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		faults []string
-	}{
-		{"reader", nil},
-		{"workers", []string{"kind=unavailable method=debit count=1"}},
-	} {
+	for _, tt := range paths {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, addr := servertest.Start(t, server.DefaultConfig(), tt.faults...)

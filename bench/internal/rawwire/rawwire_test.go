@@ -75,29 +75,20 @@ func TestCompleteLen(t *testing.T) {
 }
 
 func TestEchoConcurrent(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srv Server
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		srv.Close()
-		if err := <-served; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("Serve: got %v, want ErrServerClosed", err)
-		}
-	}()
+	callConcurrently(t, serve(t, &Server{}), 16, 200, func(req []byte) string { return string(req) })
+}
 
+// callConcurrently makes calls calls from each of goroutines goroutines
+// on one client of addr, each answer checked against want(request).
+func callConcurrently(t *testing.T, addr string, goroutines, calls int, want func(req []byte) string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, ln.Addr().String())
+	c, err := Dial(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-
-	const goroutines, calls = 16, 200
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
@@ -109,8 +100,8 @@ func TestEchoConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				if !bytes.Equal(got, req) {
-					errs <- fmt.Errorf("got %q, want %q", got, req)
+				if w := want(req); string(got) != w {
+					errs <- fmt.Errorf("got %q, want %q", got, w)
 					return
 				}
 			}
@@ -160,6 +151,8 @@ func serve(t *testing.T, srv *Server) string {
 	return ln.Addr().String()
 }
 
+// TestHandleAnswers: with a handler, each frame gets its own answer, of
+// another length than its request, when reads carry several frames.
 func TestHandleAnswers(t *testing.T) {
 	srv := &Server{NewHandler: func() func(dst, payload []byte) []byte {
 		return func(dst, payload []byte) []byte {
@@ -167,39 +160,7 @@ func TestHandleAnswers(t *testing.T) {
 			return append(dst, payload...)
 		}
 	}}
-	addr := serve(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// Several goroutines, so that reads carry several frames and each
-	// must get its own answer, of another length than its request.
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 100 {
-				req := fmt.Appendf(nil, "g=%d i=%d", g, i)
-				got, err := c.Call(ctx, req)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if want := "re:" + string(req); string(got) != want {
-					errs <- fmt.Errorf("got %q, want %q", got, want)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	callConcurrently(t, serve(t, srv), 8, 100, func(req []byte) string { return "re:" + string(req) })
 }
 
 func TestHandleAnswerTooLongClosesConn(t *testing.T) {
