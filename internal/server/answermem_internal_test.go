@@ -24,6 +24,8 @@ func TestAnswerMemory(t *testing.T) {
 		{"scratch grown in place", append(scratch, "answer"...), scratch, req, false, scratch, 64},
 		{"the request's payload", req, scratch, req, true, scratch, 64},
 		{"a slice of the request's payload", req[:7], scratch, req, true, scratch, 64},
+		{"the tail of the request's payload", req[8:], scratch, req, true, scratch, 64},
+		{"inside scratch, not at its start", append(scratch, "xxanswer"...)[2:], scratch, req, false, scratch, 64},
 		{"the handler's own memory, fitting", owned, scratch, req, true, scratch, 64},
 		{"the handler's own memory, larger", big, scratch, req, true, nil, 100},
 		{"a request payload larger than scratch", big, scratch, big, true, scratch, 64},

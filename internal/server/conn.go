@@ -118,10 +118,7 @@ func (c *conn) readLoop() {
 	for {
 		frames, err := fr.ReadBatch()
 		if len(frames) > 0 {
-			now := time.Now()
-			for i := range frames {
-				c.take(frames[i], now)
-			}
+			c.takeAll(frames, time.Now())
 			if !c.flushHeld() || !c.awaitRoom() {
 				return
 			}
@@ -152,32 +149,42 @@ func (c *conn) readLoop() {
 	}
 }
 
-// take is the reader's first step with each request, under rmu: once the
-// connection drains it drops every frame; otherwise a drain fault may fire
-// on a business request, which it then drops, or the request is taken
-// (its ID becomes the drain ID should a drain start next) and
-// dispatched.
-func (c *conn) take(f proto.Frame, arrival time.Time) {
+// takeAll takes the frames one read brought, in order, under rmu held
+// once for them all: a drain that starts meanwhile waits for the batch,
+// and then names its last request.
+func (c *conn) takeAll(frames []proto.Frame, arrival time.Time) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	for i := range frames {
+		c.take(&frames[i], arrival)
+	}
+}
+
+// take is the reader's first step with each request; the caller holds
+// rmu. Once the connection drains it drops every frame; otherwise a drain
+// fault may fire on a business request, which it then drops, or the
+// request is taken (its ID becomes the drain ID should a drain start
+// next) and dispatched.
+func (c *conn) take(f *proto.Frame, arrival time.Time) {
 	s := c.s
 	if c.draining.Load() {
-		c.dropDrained(&f)
+		c.dropDrained(f)
 		return
 	}
-	if s.method(f.Method) >= 0 {
+	m := s.method(f.Method)
+	if m >= 0 {
 		if _, ok := s.faults.take(f.Method, true); ok {
 			s.counters.faultsFired.Add(1)
 			s.log.Info(serverapi.EventFault, serverapi.KeyKind, FaultDrain.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
 			c.beginDrain()
 			go s.drainFor(s.cfg.DrainTimeout)
-			c.dropDrained(&f)
+			c.dropDrained(f)
 			return
 		}
 		c.lastTaken = f.ID
 		c.work.Add(1)
 	}
-	c.dispatch(f, arrival)
+	c.dispatch(f, m, arrival)
 }
 
 // dropDrained drops a frame read after the connection's drain frame.
@@ -191,26 +198,26 @@ func (c *conn) dropDrained(f *proto.Frame) {
 // configured, the handler says it cannot block and a slot is free, so
 // that the reader is back to reading at once; otherwise through the queue.
 // A business request is one take counted in work: dispatch marks it
-// finished unless a worker now holds it.
-func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
+// finished unless a worker now holds it. i is f's index among the
+// handler's methods, -1 for none.
+func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 	s := c.s
-	i := s.method(f.Method)
 	switch {
 	case i >= 0:
 		s.reqs[i].Add(1)
 	case serverapi.IsControl(f.Method):
 		s.counters.requestsCtl.Add(1)
-		c.send(s.control(c, &f))
+		c.send(s.control(c, f))
 		if f.Method == serverapi.MethodDrain {
 			go s.drainFor(s.cfg.DrainTimeout)
 		}
 		return
 	default:
 		s.counters.requestsOther.Add(1)
-		c.send(respond(&f, proto.StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)))
+		c.send(respond(f, proto.StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)))
 		return
 	}
-	j := job{c: c, f: f, arrival: arrival}
+	j := job{c: c, f: *f, arrival: arrival}
 	if s.faults.empty() {
 		c.rd.req = request(&j, s.done)
 		if !s.h.MayBlock(&c.rd.req) && s.queue.claim() {
@@ -230,7 +237,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 		s.counters.connQueueFull.Add(1)
 		s.counters.unavailable.Add(1)
 		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method, serverapi.KeyShare, true)
-		c.send(respond(&f, proto.StatusUnavailable, "connection's queue share full"))
+		c.send(respond(f, proto.StatusUnavailable, "connection's queue share full"))
 		c.finished()
 		return
 	}
@@ -241,7 +248,7 @@ func (c *conn) dispatch(f proto.Frame, arrival time.Time) {
 		s.counters.queueFull.Add(1)
 		s.counters.unavailable.Add(1)
 		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
-		c.send(respond(&f, proto.StatusUnavailable, "queue full"))
+		c.send(respond(f, proto.StatusUnavailable, "queue full"))
 		c.finished()
 	}
 }
@@ -290,7 +297,9 @@ func (c *conn) queueFrame(f *proto.Frame, lent bool, recycle []byte) bool {
 	n := len(c.out)
 	if lent && len(f.Payload) >= writevMin && c.rng == nil {
 		if out, err := proto.AppendFrameHead(c.out, f); err == nil {
-			later := sameStart(f.Payload, recycle)
+			// Any part of the request's memory: it goes back once
+			// written, not before.
+			later := overlaps(f.Payload, recycle)
 			c.out = out
 			c.refs = append(c.refs, outRef{at: len(out), p: f.Payload, recycle: later})
 			c.outBytes += len(out) - n + len(f.Payload)

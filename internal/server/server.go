@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -513,16 +514,20 @@ func (s *Server) serve(j *job, req *Request, scratch *[]byte) (rf proto.Frame, l
 // the scratch buffer the transport lent it as dst and the request's
 // payload, and returns the scratch buffer for the next request. A
 // payload that starts where scratch does is scratch grown in place: the
-// caller copies it out before the next request and keeps it as scratch.
-// Any other payload is lent: r.Payload, memory of the handler's own, or
-// scratch moved by append, which the transport cannot tell apart, so it
-// only reads it; scratch stays, made large enough for such an answer
-// next time unless the answer was the request's own memory.
+// caller copies it out before the next request and keeps it as scratch;
+// one elsewhere inside scratch is copied out too, scratch kept as it
+// was. Any other payload is lent: the request's memory, memory of the
+// handler's own, or scratch moved by append, which the transport cannot
+// tell apart, so it only reads it; scratch stays, made large enough for
+// such an answer next time unless the answer was in the request's own
+// memory.
 func answerMemory(payload, scratch, reqPayload []byte) (next []byte, lent bool) {
 	switch {
 	case sameStart(payload, scratch):
 		return payload, false
-	case sameStart(payload, reqPayload) || len(payload) <= cap(scratch):
+	case overlaps(payload, scratch):
+		return scratch, false
+	case overlaps(payload, reqPayload) || len(payload) <= cap(scratch):
 		return scratch, true
 	}
 	return make([]byte, 0, len(payload)), true
@@ -530,7 +535,17 @@ func answerMemory(payload, scratch, reqPayload []byte) (next []byte, lent bool) 
 
 // sameStart reports whether a and b begin at the same byte of memory.
 func sameStart(a, b []byte) bool {
-	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
+	return cap(a) > 0 && cap(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// overlaps reports whether the memory of a and b, to their capacities,
+// has a byte in common.
+func overlaps(a, b []byte) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a0 < b0+uintptr(cap(b)) && b0 < a0+uintptr(cap(a))
 }
 
 // pause sleeps d and reports whether it did; it returns false early if
