@@ -125,8 +125,8 @@ func (s *callState) record(i int, tk ticket, a *Attempt, r *reply, start, end ti
 	}
 }
 
-// finish ends the call for stop and returns its Result.
-func (s *callState) finish(stop Stop) Result {
+// finish ends the call for stop at end and returns its Result.
+func (s *callState) finish(stop Stop, end time.Time) Result {
 	res := &s.res
 	res.Stop, res.Attempts = stop, len(res.Log)
 	if tr := s.c.cfg.Trace; tr != nil {
@@ -147,6 +147,6 @@ func (s *callState) finish(stop Stop) Result {
 			}
 		}
 	}
-	res.Elapsed = time.Since(s.start)
+	res.Elapsed = end.Sub(s.start)
 	return *res
 }

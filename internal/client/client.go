@@ -527,13 +527,16 @@ func (c *Client) Do(ctx context.Context, call Call) Result {
 			return c.refuse(stop, s.start)
 		}
 		if stop != 0 {
-			return s.finish(stop)
+			return s.finish(stop, time.Now())
 		}
 		a, r := s.try(tk, now)
 		s.last = r
-		pause, stop := s.decide(situation{now: time.Now(), last: a, err: r.err})
+		// One clock read serves the decision and, if it ends the call,
+		// the call's Elapsed.
+		end := time.Now()
+		pause, stop := s.decide(situation{now: end, last: a, err: r.err})
 		if stop != 0 {
-			return s.finish(stop)
+			return s.finish(stop, end)
 		}
 		if a.Outcome == OutcomeDrained {
 			c.stats.drainedResent.Add(1)
