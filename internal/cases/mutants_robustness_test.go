@@ -47,8 +47,8 @@ var robustnessMutants = []mutant{
 		name: "inline_claim_ignores_queue",
 		bug:  "the reader's fast path claims a slot whenever one is free, queued requests or not: a get runs inline ahead of a debit queued before it and not yet taken by a worker",
 		file: "internal/server/queue.go",
-		old:  "if q.closed || len(q.jobs) > 0 || q.busy >= q.limit {",
-		new:  "if q.closed || q.busy >= q.limit {",
+		old:  "if q.closed.Load() || q.waiting.Load() > 0 {",
+		new:  "if q.closed.Load() {",
 		catch: map[string]string{
 			"inline_never_overtakes_queue": "rounds whose get executed before the debit queued ahead of it",
 		},
