@@ -52,3 +52,46 @@ func BenchmarkReaderBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReaderBatchParallel is BenchmarkReaderBatch on one
+// connection per goroutine, all of one server, as the 64-connection row
+// runs them: what the readers share (counters, the queue's slots, the
+// handler's state) is touched from every core at once.
+func BenchmarkReaderBatchParallel(b *testing.B) {
+	s, err := New(DefaultConfig(), getHandler{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const batch = 36
+	var wire []byte
+	for i := range batch {
+		f := proto.Frame{Type: proto.TypeRequest, ID: uint64(i + 1), BudgetMs: 5000, Method: "get", Payload: []byte("account=acct-17")}
+		wire, _ = proto.AppendFrame(wire, &f)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := newConn(s, discardConn{})
+		var dec proto.Decoder
+		var frames []proto.Frame
+		for {
+			var err error
+			frames, err = dec.FeedAppend(frames[:0], wire)
+			if err != nil || len(frames) != batch {
+				b.Errorf("decoded %d frames, %v", len(frames), err)
+				return
+			}
+			c.takeAll(frames, time.Now())
+			if !c.flushHeld() {
+				b.Error("flush failed")
+				return
+			}
+			for range batch {
+				if !pb.Next() {
+					return
+				}
+			}
+		}
+	})
+}

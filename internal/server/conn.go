@@ -74,12 +74,13 @@ type conn struct {
 }
 
 // outRef is a lent answer payload, written from its own memory after
-// the first at bytes of the output buffer. recycle: p is its request's
-// payload, whose memory goes back to the server's pool once written.
+// the first at bytes of the output buffer. recycle, when not nil, is the
+// request payload p lies in, whose memory goes back to the server's pool
+// once p is written.
 type outRef struct {
 	at      int
 	p       []byte
-	recycle bool
+	recycle []byte
 }
 
 // writevMin is the smallest lent payload written from its own memory:
@@ -300,8 +301,12 @@ func (c *conn) queueFrame(f *proto.Frame, lent bool, recycle []byte) bool {
 			// Any part of the request's memory: it goes back once
 			// written, not before.
 			later := overlaps(f.Payload, recycle)
+			ref := outRef{at: len(out), p: f.Payload}
+			if later {
+				ref.recycle = recycle
+			}
 			c.out = out
-			c.refs = append(c.refs, outRef{at: len(out), p: f.Payload, recycle: later})
+			c.refs = append(c.refs, ref)
 			c.outBytes += len(out) - n + len(f.Payload)
 			c.outFrames++
 			if !later {
@@ -427,9 +432,7 @@ func (c *conn) flush() bool {
 		err = c.writev(buf, refs)
 	}
 	for _, r := range refs {
-		if r.recycle {
-			c.s.payloads.put(r.p)
-		}
+		c.s.payloads.put(r.recycle)
 	}
 	// Dropped, so that a spare does not keep lent payloads alive.
 	clear(refs)
