@@ -27,7 +27,12 @@ type conn struct {
 	// queued counts this connection's requests in the queue or being
 	// executed by a worker.
 	queued atomic.Int32
-	nc     net.Conn
+	// reqs counts the business requests this connection's reader
+	// received, by index in the server's methods: a counter of its own,
+	// so that readers on several cores do not share one (Counters sums
+	// them).
+	reqs []atomic.Int64
+	nc   net.Conn
 
 	wake    chan struct{} // capacity 1: the writer has work
 	drained chan struct{} // capacity 1: the writer took the queued output
@@ -90,6 +95,12 @@ const writevMin = 2048
 // readerState is what the reader goroutine keeps across requests it
 // executes itself.
 type readerState struct {
+	// slot says the reader holds a worker slot (workQueue.claim) for
+	// the requests of the current batch it runs itself: claimed at the
+	// first, given back when the batch ends or a job waits, so that
+	// readers on several cores do not trade the queue's counter back
+	// and forth once per request.
+	slot    bool
 	scratch []byte  // payload buffer for the answers
 	req     Request // the request being executed, reused
 	held    bool    // answers are queued that nobody was woken for
@@ -99,6 +110,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:       s,
 		id:      s.connSeq.Add(1),
+		reqs:    make([]atomic.Int64, len(s.methods)),
 		nc:      nc,
 		wake:    make(chan struct{}, 1),
 		drained: make(chan struct{}, 1),
@@ -114,6 +126,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer c.close()
+	defer c.s.retire(c) // no request is counted after this
 	fr := proto.NewFrameReader(c.nc, proto.TypeRequest, 0)
 	fr.SetAlloc(c.s.payloads.get)
 	for {
@@ -158,6 +171,32 @@ func (c *conn) takeAll(frames []proto.Frame, arrival time.Time) {
 	defer c.rmu.Unlock()
 	for i := range frames {
 		c.take(&frames[i], arrival)
+	}
+	c.dropSlot()
+}
+
+// runSlot reports whether the reader may run a request itself now,
+// claiming a worker slot for the rest of the batch if it holds none. As
+// claim, it never lets the reader overtake a queued request: with a job
+// waiting it gives its slot back and says no.
+func (c *conn) runSlot() bool {
+	q := c.s.queue
+	if c.rd.slot {
+		if q.waiting.Load() == 0 {
+			return true
+		}
+		c.dropSlot()
+		return false
+	}
+	c.rd.slot = q.claim()
+	return c.rd.slot
+}
+
+// dropSlot gives back the reader's worker slot, if it holds one.
+func (c *conn) dropSlot() {
+	if c.rd.slot {
+		c.rd.slot = false
+		c.s.queue.release()
 	}
 }
 
@@ -205,7 +244,7 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 	s := c.s
 	switch {
 	case i >= 0:
-		s.reqs[i].Add(1)
+		c.reqs[i].Add(1)
 	case serverapi.IsControl(f.Method):
 		s.counters.requestsCtl.Add(1)
 		c.send(s.control(c, f))
@@ -221,9 +260,8 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 	j := job{c: c, f: *f, arrival: arrival}
 	if s.faults.empty() {
 		c.rd.req = request(&j, s.done)
-		if !s.h.MayBlock(&c.rd.req) && s.queue.claim() {
+		if !s.h.MayBlock(&c.rd.req) && c.runSlot() {
 			rf, lent, ok := s.serve(&j, &c.rd.req, &c.rd.scratch)
-			s.queue.release()
 			if ok {
 				c.hold(&rf, lent, j.f.Payload)
 			}

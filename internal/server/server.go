@@ -26,11 +26,14 @@ import (
 type Server struct {
 	cfg     Config
 	h       Handler
-	methods []string       // the handler's business methods
-	reqs    []atomic.Int64 // requests received, by index in methods
-	log     *slog.Logger
-	faults  faultTable
-	queue   *workQueue
+	methods []string // the handler's business methods
+	// reqs counts the requests received, by index in methods, on
+	// connections whose readers have ended; a running reader counts in
+	// its conn's own reqs (see Counters).
+	reqs   []atomic.Int64
+	log    *slog.Logger
+	faults faultTable
+	queue  *workQueue
 	// payloads recycles large request payloads' memory.
 	payloads *payloadPool
 	done     chan struct{}  // closed by Close
@@ -38,10 +41,15 @@ type Server struct {
 
 	connSeq atomic.Uint64 // numbers connections, from 1, for the log
 
-	mu     sync.Mutex // guards conns, ln, closed, drain
-	conns  map[*conn]struct{}
-	ln     net.Listener
-	closed bool
+	mu    sync.Mutex // guards conns, counting, ln, closed, drain
+	conns map[*conn]struct{}
+	// counting holds the connections whose readers still run, and so
+	// may still count requests: a connection leaves conns when it
+	// closes, but counting only once its reader has folded its counts
+	// into reqs, so that Counters never misses a request.
+	counting map[*conn]struct{}
+	ln       net.Listener
+	closed   bool
 	// drain is closed when the server's drain has ended, the server
 	// closed; nil until a drain starts. Once set, Serve accepts no more.
 	drain chan struct{}
@@ -119,6 +127,7 @@ func New(cfg Config, h Handler) (*Server, error) {
 		payloads: newPayloadPool(),
 		done:     make(chan struct{}),
 		conns:    make(map[*conn]struct{}),
+		counting: make(map[*conn]struct{}),
 
 		connsChanged: make(chan struct{}, 1),
 	}
@@ -232,6 +241,7 @@ func (s *Server) open(nc net.Conn) bool {
 		s.log.Warn(serverapi.EventSockoptError, serverapi.KeyConn, c.id, serverapi.KeyErr, err.Error())
 	}
 	s.conns[c] = struct{}{}
+	s.counting[c] = struct{}{}
 	s.wg.Add(2)
 	if s.drain != nil {
 		c.drain()
@@ -270,6 +280,17 @@ func (s *Server) openConns() int {
 	return len(s.conns)
 }
 
+// retire folds the request counts of c, whose reader has ended, into
+// the server's.
+func (s *Server) retire(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.reqs {
+		s.reqs[i].Add(c.reqs[i].Load())
+	}
+	delete(s.counting, c)
+}
+
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -287,9 +308,15 @@ func (s *Server) Counters() serverapi.Fields {
 	c := &s.counters
 	fs := serverapi.Fields{}
 	add := func(name string, v int64) { fs[name] = strconv.FormatInt(v, 10) }
+	s.mu.Lock()
 	for i, m := range s.methods {
-		add("requests."+m, s.reqs[i].Load())
+		n := s.reqs[i].Load()
+		for c := range s.counting {
+			n += c.reqs[i].Load()
+		}
+		add("requests."+m, n)
 	}
+	s.mu.Unlock()
 	add("requests.ctl", c.requestsCtl.Load())
 	add("requests.other", c.requestsOther.Load())
 	add("expired", c.expired.Load())
