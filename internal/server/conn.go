@@ -336,20 +336,18 @@ func (c *conn) queueFrame(f *proto.Frame, lent bool, recycle []byte) bool {
 	n := len(c.out)
 	if lent && len(f.Payload) >= writevMin && c.rng == nil {
 		if out, err := proto.AppendFrameHead(c.out, f); err == nil {
-			// Any part of the request's memory: it goes back once
-			// written, not before.
-			later := overlaps(f.Payload, recycle)
 			ref := outRef{at: len(out), p: f.Payload}
-			if later {
+			if overlaps(f.Payload, recycle) {
+				// An answer in the request's memory: that memory goes
+				// back once written, not before.
 				ref.recycle = recycle
+			} else {
+				c.s.payloads.put(recycle)
 			}
 			c.out = out
 			c.refs = append(c.refs, ref)
 			c.outBytes += len(out) - n + len(f.Payload)
 			c.outFrames++
-			if !later {
-				c.s.payloads.put(recycle)
-			}
 			return true
 		}
 		// Too large a frame: appendResponse answers so.
@@ -572,7 +570,7 @@ func (c *conn) writev(buf []byte, refs []outRef) error {
 	}
 	c.iov = iov
 	// WriteTo consumes its receiver: a copy of the slice, so that c.iov
-	// keeps its backing array; it clears the entries it wrote.
+	// keeps its backing array.
 	w := iov
 	_, err := w.WriteTo(c.nc)
 	clear(iov)

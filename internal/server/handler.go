@@ -17,8 +17,8 @@ type Request struct {
 	Key string
 	// Payload is the handler's to read until Execute returns, and no
 	// longer: the transport then recycles its memory for a later
-	// request's, unless the answer is Payload itself, which it recycles
-	// once written. A handler that needs any of it later copies it. It is
+	// request's, unless the answer lies in Payload (an echo), when it
+	// recycles it once the answer is written. A handler that needs any of it later copies it. It is
 	// never written to by anyone while lent.
 	Payload  []byte
 	BudgetMs uint32

@@ -10,10 +10,10 @@ import (
 // a worker, or a connection's reader for a request that cannot block.
 //
 // A reader claims and releases a slot without the lock, with atomics
-// only: on the path of every request it runs itself, the lock was two
-// of its five lock round trips. The lock still orders everything a
-// waiting pop depends on: jobs change under it, and a release that may
-// free a slot for a waiting job signals under it.
+// only, once per batch of requests it runs itself (conn.runSlot). The
+// lock still orders everything a waiting pop depends on: jobs change
+// under it, and a release that may free a slot for a waiting job
+// signals under it.
 type workQueue struct {
 	mu   sync.Mutex // guards jobs; closed and waiting change under it
 	cond sync.Cond  // signalled when a job or a slot may have become available

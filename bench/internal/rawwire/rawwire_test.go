@@ -78,17 +78,25 @@ func TestEchoConcurrent(t *testing.T) {
 	callConcurrently(t, serve(t, &Server{}), 16, 200, func(req []byte) string { return string(req) })
 }
 
-// callConcurrently makes calls calls from each of goroutines goroutines
-// on one client of addr, each answer checked against want(request).
-func callConcurrently(t *testing.T, addr string, goroutines, calls int, want func(req []byte) string) {
+// dial connects a client to addr, closed when the test ends, and
+// returns it with a context that bounds the test's calls.
+func dial(t *testing.T, addr string) (context.Context, *Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	c, err := Dial(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return ctx, c
+}
+
+// callConcurrently makes calls calls from each of goroutines goroutines
+// on one client of addr, each answer checked against want(request).
+func callConcurrently(t *testing.T, addr string, goroutines, calls int, want func(req []byte) string) {
+	t.Helper()
+	ctx, c := dial(t, addr)
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
@@ -167,14 +175,7 @@ func TestHandleAnswerTooLongClosesConn(t *testing.T) {
 	srv := &Server{NewHandler: func() func(dst, payload []byte) []byte {
 		return func(dst, payload []byte) []byte { return append(dst, make([]byte, MaxPayload+1)...) }
 	}}
-	addr := serve(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := dial(t, serve(t, srv))
 	if got, err := c.Call(ctx, []byte("x")); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %d bytes, %v; want the connection closed", len(got), err)
 	}
