@@ -488,3 +488,47 @@ func TestNoServerRunsWithoutBinary(t *testing.T) {
 		t.Errorf("ran %v, want [model]", got)
 	}
 }
+
+// TestExitByVerdict: a run exits 0 when every observation agreed with its
+// pins (passes, findings, n/a) and 1 when a scenario failed or ended in
+// ERROR; the findings and n/a are counted apart from the passes and named
+// above the summary.
+func TestExitByVerdict(t *testing.T) {
+	tests := []struct {
+		verdict  report.Verdict
+		wantCode int
+		wantSum  string
+		wantNote string
+	}{
+		{report.Pass, exitOK, "2 passed, 0 failed", ""},
+		{report.Finding, exitOK, "1 passed, 0 failed, 1 finding", "rpcbench: 1 finding, pinned violations of the stacks under test, not failures: grpc_x (grpcgo_retry)"},
+		{report.NotApplicable, exitOK, "1 passed, 0 failed, 1 n/a", "rpcbench: 1 n/a, configurations the stacks lack, not run: 1 connect-go lacks retry_policy"},
+		{report.Error, exitFailed, "1 passed, 0 failed, 1 error", ""},
+		{report.Fail, exitFailed, "1 passed, 1 failed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.verdict.String(), func(t *testing.T) {
+			line := report.Line{Name: "grpc_x_grpcgo_retry", Verdict: tt.verdict, Fields: []report.Field{{Key: report.ScenarioKey, Value: "grpc_x"}}}
+			if tt.verdict == report.NotApplicable {
+				line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: "connect-go lacks retry_policy"})
+			}
+			a, stdout, stderr := testApp(t,
+				cases.Fake("one", cases.GroupEvidence, "proves one", func(context.Context, cases.Env) report.Line {
+					return report.Line{Name: "one", Verdict: report.Pass}
+				}),
+				cases.Fake(line.Name, cases.GroupEvidence, "judges a stack", func(context.Context, cases.Env) report.Line { return line }),
+			)
+			err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Evidence: ""})
+			code, errText := outcome(err, stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d (err %v)", code, tt.wantCode, err)
+			}
+			if !strings.HasSuffix(stdout.String(), "\n"+tt.wantSum+"\n") {
+				t.Errorf("stdout ends %q, want the summary %q", stdout.String(), tt.wantSum)
+			}
+			if tt.wantNote != "" && !strings.Contains(errText, tt.wantNote+"\n") {
+				t.Errorf("stderr %q lacks the note %q", errText, tt.wantNote)
+			}
+		})
+	}
+}

@@ -73,9 +73,9 @@ const maxRuns = 1_000_000
 // interrupted one leaves it as it was and says where its partial output
 // went. The error wraps errInterrupted when ctx was cancelled (the lines
 // so far are still printed and summarized), is errFailed when a scenario
-// failed in any pass, and is another error when output could not be
-// written or the run could not be set up. Skipped scenarios alone leave
-// the error nil.
+// failed or ended in ERROR in any pass, and is another error when output
+// could not be written or the run could not be set up. Findings, n/a and
+// skipped scenarios leave the error nil.
 func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	status := b.Status
 	if status == nil {
@@ -237,6 +237,12 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			evErr = errors.Join(evErr, ev.AddCounts())
 		}
 	}
+	// The findings and n/a are named on lines of their own above the
+	// summary, on the status stream: a reader of stdout's CASE lines
+	// has them there already.
+	for _, n := range report.Notes(lines) {
+		fmt.Fprintln(status, "rpcbench: "+n)
+	}
 	_, err = fmt.Fprintln(out, report.Summary(lines))
 	writeErr = errors.Join(writeErr, err)
 	if short && ev == nil && len(lines) > 0 {
@@ -299,9 +305,10 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			errInterrupted, context.Cause(ctx), where, count*per-len(lines), plural(count*per, "scenario"))
 	case writeErr != nil:
 		return lines, writeErr
-	case totals.Failed > 0:
-		// Skipped scenarios do not fail a run; interrupted ones end it
-		// above.
+	case totals.Failures() > 0:
+		// An ERROR fails a run as a FAIL does: rpcbench could not
+		// establish what happened. Findings, n/a and skipped scenarios do
+		// not fail it; interrupted ones end it above.
 		return lines, errFailed
 	}
 	return lines, nil

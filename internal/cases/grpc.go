@@ -22,6 +22,7 @@ const grpcDeadline = 2 * time.Second
 // column has no equivalent of the scenario's fault.
 func (g *grpcT) unsupported(why string, invs ...string) {
 	g.Field("unsupported", why)
+	g.lacks = why
 	for _, inv := range invs {
 		g.observe(inv, pins.Unsupported)
 	}

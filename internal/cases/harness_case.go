@@ -123,8 +123,17 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 		return Stopped(ctx, c.Name, t.fields, t.failures)
 	}
 	line := report.Line{Name: c.Name, Verdict: report.PassIf(len(t.failures) == 0), Fields: t.fields}
-	if len(t.errors) > 0 {
+	switch {
+	case len(t.errors) > 0:
 		line.Verdict = report.Error
+	case !line.Passed():
+	case t.na != "":
+		line.Verdict = report.NotApplicable
+		line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: t.na})
+		return line
+	case t.finding:
+		line.Verdict = report.Finding
+		return line
 	}
 	if !line.Passed() {
 		line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: strings.Join(append(slices.Clone(t.errors), t.failures...), "; ")})
@@ -184,6 +193,12 @@ type T struct {
 	cleanups []func()
 	servers  int
 	trace    tracer
+	// finding and na are what the pins judged (judge): a scenario whose
+	// checks all held is a FINDING when the stack showed a pinned
+	// violation, N/A, saying why, when it supported none of the
+	// invariants.
+	finding bool
+	na      string
 }
 
 // abort unwinds a scenario after Fatalf.

@@ -1,6 +1,7 @@
 package cases
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
@@ -272,6 +274,8 @@ type grpcT struct {
 	obs     []pins.Observation
 	pins    pins.Pins // the stack's
 	calls   int
+	// lacks is why the column is unsupported, when it is.
+	lacks string
 	// opts are the server's options before start adds the wire and the
 	// fault: a scenario sets what it needs (Workers) first.
 	opts serverOpts
@@ -306,9 +310,20 @@ func runGRPC(t *T, sc grpcScenario, col column) {
 		sc.run(g)
 	}
 	g.observedAll()
-	j := p.Judge(col.config, sc.name, g.obs)
+	t.judge(p.Judge(col.config, sc.name, g.obs), g.lacks)
+}
+
+// judge acts on the pins' judgement: each disagreement fails the
+// scenario; agreeing, it is a FINDING when a pinned violation was
+// observed, and N/A (lacks saying why) when the stack supported none of
+// its invariants.
+func (t *T) judge(j pins.Judgement, lacks string) {
 	for _, d := range j.Disagreements {
 		t.Check(false, "%s", d)
+	}
+	t.finding = len(j.Findings) > 0
+	if j.AllUnsupported {
+		t.na = cmp.Or(lacks, "the stack supports none of the scenario's invariants")
 	}
 }
 
@@ -388,12 +403,17 @@ func (g *grpcT) observe(inv string, o pins.Outcome) {
 // returns it as an observation. A violation pinned as happening
 // sometimes is recorded as "sometimes", and this run's outcome as the
 // volatile field INV_this_run: either may be seen.
+//
+// The field is asserted (INV==violated): the scenario failed unless the
+// outcome agreed with the stack's pins.
 func (t *T) record(p pins.Pins, k pins.Key, o pins.Outcome) pins.Observation {
+	v := o.String()
 	if p.Sometimes(k) && (o == pins.Holds || o == pins.Violated) {
-		t.Field(k.Invariant, outcomeSometimes)
+		v = outcomeSometimes
+	}
+	t.fields = append(t.fields, report.Field{Key: k.Invariant, Value: v, Kind: report.Asserted})
+	if v == outcomeSometimes {
 		t.Volatile(k.Invariant+"_this_run", o)
-	} else {
-		t.Field(k.Invariant, o)
 	}
 	return pins.Observation{Invariant: k.Invariant, Outcome: o}
 }

@@ -141,10 +141,7 @@ func runSrv(t *T, sc srvScenario, stack string) {
 	g.logMatchesBank()
 	g.checkRecord()
 	g.observedAll()
-	j := p.Judge(configServer, sc.name, g.obs)
-	for _, d := range j.Disagreements {
-		t.Check(false, "%s", d)
-	}
+	t.judge(p.Judge(configServer, sc.name, g.obs), "")
 }
 
 // start starts the column's server: rpcserver's gRPC side, or the

@@ -177,10 +177,16 @@ type Observation struct {
 
 // Judgement is a scenario's verdict on one (stack, configuration): Agree
 // when every observation matches the pins, else the disagreements, each
-// one sentence; AllUnsupported when the stack supported none of the
-// invariants, so that the scenario is a SKIP.
+// one sentence; Findings, the invariants whose observation agreed with a
+// pinned violation; AllUnsupported when the stack supported none of the
+// invariants, so that the scenario is N/A.
 type Judgement struct {
-	Disagreements  []string
+	Disagreements []string
+	// Findings names each invariant observed as its pin says: violated,
+	// or either way for a pin marked sometimes. It depends on the pins and
+	// not on this run's luck, so that a sometimes-pinned race is a finding
+	// in every run and two runs' verdicts compare equal.
+	Findings       []string
 	AllUnsupported bool
 }
 
@@ -206,7 +212,9 @@ func (p Pins) Judge(config, scenario string, obs []Observation) Judgement {
 		switch {
 		case o.Outcome == Violated && !pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s violated %s, and %s pins no such violation", o.Invariant, p.Stack, o.Invariant, p.Path))
-		case pin.Sometimes && (o.Outcome == Holds || o.Outcome == Violated):
+		case pin.Sometimes && (o.Outcome == Holds || o.Outcome == Violated),
+			o.Outcome == Violated && pinned:
+			j.Findings = append(j.Findings, o.Invariant)
 		case o.Outcome == Holds && pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d says %s violates it (%s), but it held", o.Invariant, p.Path, pin.Line, p.Stack, pin.Reason))
 		case o.Outcome == Unsupported && pinned:

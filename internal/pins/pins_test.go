@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,29 +97,35 @@ func TestJudge(t *testing.T) {
 		obs          []Observation
 		want         []string // substrings, one per disagreement
 		unsupported  bool
+		findings     []string
 	}{
-		{"pinned violation", "retry", obs("no_double_exec", Violated, "within_deadline", Holds), nil, false},
-		{"holds, no pin", "default", obs("no_double_exec", Holds), nil, false},
+		{"pinned violation", "retry", obs("no_double_exec", Violated, "within_deadline", Holds), nil, false, []string{"no_double_exec"}},
+		{"holds, no pin", "default", obs("no_double_exec", Holds), nil, false, nil},
 		{"unpinned violation", "default", obs("no_double_exec", Violated),
-			[]string{"no_double_exec: grpc-go violated no_double_exec, and grpc-go.txt pins no such violation"}, false},
+			[]string{"no_double_exec: grpc-go violated no_double_exec, and grpc-go.txt pins no such violation"}, false, nil},
 		{"stale pin", "retry", obs("no_double_exec", Holds),
-			[]string{"no_double_exec: stale pin: grpc-go.txt:2 says grpc-go violates it (trailers-only UNAVAILABLE is retried by the policy), but it held"}, false},
+			[]string{"no_double_exec: stale pin: grpc-go.txt:2 says grpc-go violates it (trailers-only UNAVAILABLE is retried by the policy), but it held"}, false, nil},
 		{"pinned but unsupported", "retry", obs("no_double_exec", Unsupported),
-			[]string{"grpc-go.txt:2 pins a violation, but grpc-go declares it unsupported"}, true},
+			[]string{"grpc-go.txt:2 pins a violation, but grpc-go declares it unsupported"}, true, nil},
 		{"pin never checked", "throttled", obs("within_deadline", Holds),
-			[]string{"no_double_exec: stale pin: grpc-go.txt:4 pins it, but grpc_unavailable_after_exec does not check it"}, false},
-		{"sometimes pin, violated", "keepalive", obs("no_double_exec", Violated), nil, false},
-		{"sometimes pin, held", "keepalive", obs("no_double_exec", Holds), nil, false},
+			[]string{"no_double_exec: stale pin: grpc-go.txt:4 pins it, but grpc_unavailable_after_exec does not check it"}, false, nil},
+		// A sometimes pin is a finding in every run, whichever way this
+		// run went, so that two runs' verdicts agree.
+		{"sometimes pin, violated", "keepalive", obs("no_double_exec", Violated), nil, false, []string{"no_double_exec"}},
+		{"sometimes pin, held", "keepalive", obs("no_double_exec", Holds), nil, false, []string{"no_double_exec"}},
 		{"sometimes pin, unsupported", "keepalive", obs("no_double_exec", Unsupported),
-			[]string{"grpc-go.txt:5 pins a violation, but grpc-go declares it unsupported"}, true},
-		{"all unsupported", "default", obs("hedge_tail", Unsupported, "hedge_extra", Unsupported), nil, true},
-		{"an unknown outcome", "default", obs("no_double_exec", Outcome(0)), []string{"no_double_exec: observed unknown_outcome_0"}, false},
+			[]string{"grpc-go.txt:5 pins a violation, but grpc-go declares it unsupported"}, true, nil},
+		{"all unsupported", "default", obs("hedge_tail", Unsupported, "hedge_extra", Unsupported), nil, true, nil},
+		{"an unknown outcome", "default", obs("no_double_exec", Outcome(0)), []string{"no_double_exec: observed unknown_outcome_0"}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := p.Judge(tt.config, sc, tt.obs)
 			if len(j.Disagreements) != len(tt.want) || j.Agree() != (len(tt.want) == 0) || j.AllUnsupported != tt.unsupported {
 				t.Fatalf("got %q (all unsupported %v), want %d disagreements %q (all unsupported %v)", j.Disagreements, j.AllUnsupported, len(tt.want), tt.want, tt.unsupported)
+			}
+			if !slices.Equal(j.Findings, tt.findings) {
+				t.Errorf("findings %q, want %q", j.Findings, tt.findings)
 			}
 			for i, w := range tt.want {
 				if !strings.Contains(j.Disagreements[i], w) {

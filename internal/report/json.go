@@ -15,8 +15,13 @@ import (
 // one (text keeps the text). Version 2 later gained, by addition only, the
 // verdict "skip", the count skipped and per case skipped_runs: a reader
 // written before them still reads every document correctly, except that
-// it does not know the verdict "skip" (whose pass is false).
-const SchemaVersion = 2
+// it does not know the verdict "skip" (whose pass is false). Version 3
+// added the verdicts "finding" (a stack's pinned violation: not a
+// failure, and pass is false, since pass means every invariant held) and
+// "n/a" (the stack lacks what the configuration needs), the counts
+// findings and not_applicable, and counts a per_case entry's finding and
+// n/a runs in its passed, as runs that went as pinned.
+const SchemaVersion = 3
 
 // Result is one scenario run: its line and what the machine-readable
 // outputs add to it.
@@ -33,7 +38,7 @@ type Result struct {
 }
 
 // Status is the result's verdict as the machine-readable outputs write
-// it: pass, fail, error, interrupted, skip or timeout.
+// it: pass, finding, n/a, fail, error, interrupted, skip or timeout.
 func (r Result) Status() string {
 	switch {
 	case r.TimedOut:
@@ -46,6 +51,10 @@ func (r Result) Status() string {
 		return "skip"
 	case r.Verdict == Error:
 		return "error"
+	case r.Verdict == Finding:
+		return "finding"
+	case r.Verdict == NotApplicable:
+		return "n/a"
 	}
 	return "fail"
 }
@@ -72,6 +81,8 @@ type (
 		Errors        int         `json:"errors"`
 		Interrupted   int         `json:"interrupted"`
 		Skipped       int         `json:"skipped"`
+		Findings      int         `json:"findings"`
+		NotApplicable int         `json:"not_applicable"`
 		Summary       string      `json:"summary"`
 		PerCase       []jsonCount `json:"per_case"`
 	}
@@ -137,19 +148,22 @@ func stamp(t time.Time) string {
 // WriteJSON writes a run's results as one indented JSON object, schema
 // SchemaVersion (README, "Machine-readable results", documents it):
 //
-//	{"schema_version": 2,
+//	{"schema_version": 3,
 //	 "run": {"command": [...], "version": ..., "start": ..., "end": ..., "duration_ms": N},
 //	 "cases": [{"name": ..., "group": ..., "start": ..., "duration_ms": N, "pass_index": K,
-//	            "verdict": "pass|fail|interrupted|skip|timeout", "pass": true, "why": ...,
+//	            "verdict": "pass|finding|n/a|fail|error|interrupted|skip|timeout", "pass": true, "why": ...,
 //	            "fields": [{"key": ..., "value": 990 | true | "text", "text": "990",
 //	                        "kind": "asserted", "volatile": false}]}],
-//	 "passed": N, "failed": M, "interrupted": K, "skipped": J, "summary": "N passed, M failed",
+//	 "passed": N, "failed": M, "errors": E, "interrupted": K, "skipped": J, "findings": F,
+//	 "not_applicable": A, "summary": "N passed, M failed, F findings, A n/a",
 //	 "per_case": [{"name": ..., "runs": R, "passed": P, "failed_runs": [...], "interrupted_runs": [...],
 //	               "skipped_runs": [...]}]}
 //
 // kind is Kind.String(). The why field is left out of fields and given
-// as why; a skipped case's why says what is missing. pass is true for
-// pass only: skip, like interrupted, is neither pass nor a failure.
+// as why; a skipped case's why says what is missing, an n/a one's what
+// the stack lacks. pass is true for pass only: a finding agrees with its
+// pins but is a violation, and skip, n/a and interrupted are neither pass
+// nor a failure.
 // per_case is CountByCase: one entry per case name, in order of first
 // appearance, whose failed_runs, interrupted_runs and skipped_runs are the
 // 1-based occurrences of that case that failed, were interrupted or were
@@ -172,6 +186,7 @@ func WriteJSON(w io.Writer, info RunInfo, results []Result) error {
 	}
 	t := Tally(lines)
 	r.Passed, r.Failed, r.Errors, r.Interrupted, r.Skipped = t.Passed, t.Failed, t.Errors, t.Interrupted, t.Skipped
+	r.Findings, r.NotApplicable = t.Findings, t.NotApplicable
 	for i, res := range results {
 		c := jsonCase{Name: res.Name, Group: res.Group, Start: stamp(res.Start), DurationMs: ms(res.Duration), PassIndex: res.PassIndex,
 			Verdict: res.Status(), Pass: res.Passed(), Why: res.Why(), Fields: []jsonField{}}

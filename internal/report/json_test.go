@@ -21,6 +21,10 @@ func TestWriteJSON(t *testing.T) {
 		{Line: Skip("c", "nethost: test hosts unavailable: not running as root"), Group: "network", Start: t0, PassIndex: 1},
 		{Line: Line{Name: "d", Verdict: Error, Fields: []Field{{Key: "why", Value: "adapter grpc-go did not answer init"}}},
 			Group: "grpc", Start: t0, PassIndex: 1},
+		{Line: Line{Name: "e", Verdict: Finding, Fields: []Field{{Key: "executions", Value: "2"}, {Key: "exec_at_most_once", Value: "violated"}}},
+			Group: "grpc", Start: t0, PassIndex: 1},
+		{Line: Line{Name: "f", Verdict: NotApplicable, Fields: []Field{{Key: "why", Value: "connect-go lacks retry_policy"}}},
+			Group: "grpc", Start: t0, PassIndex: 1},
 	}
 	info := RunInfo{Command: []string{"rpcbench", "all"}, Version: "v commit c go", Start: t0, End: t0.Add(2 * time.Second)}
 	var b strings.Builder
@@ -33,7 +37,7 @@ func TestWriteJSON(t *testing.T) {
 	}
 	start := "2026-12-01T03:04:05Z"
 	want := map[string]any{
-		"schema_version": 2.0,
+		"schema_version": 3.0,
 		"run": map[string]any{"command": []any{"rpcbench", "all"}, "version": "v commit c go", "start": start,
 			"end": "2026-12-01T03:04:07Z", "duration_ms": 2000.0},
 		"cases": []any{
@@ -53,18 +57,29 @@ func TestWriteJSON(t *testing.T) {
 				"verdict": "skip", "pass": false, "why": "nethost: test hosts unavailable: not running as root", "fields": []any{}},
 			map[string]any{"name": "d", "group": "grpc", "start": start, "duration_ms": 0.0, "pass_index": 1.0,
 				"verdict": "error", "pass": false, "why": "adapter grpc-go did not answer init", "fields": []any{}},
+			map[string]any{"name": "e", "group": "grpc", "start": start, "duration_ms": 0.0, "pass_index": 1.0,
+				"verdict": "finding", "pass": false, "fields": []any{
+					map[string]any{"key": "executions", "value": 2.0, "text": "2", "kind": "recorded", "volatile": false},
+					map[string]any{"key": "exec_at_most_once", "value": "violated", "text": "violated", "kind": "recorded", "volatile": false},
+				}},
+			map[string]any{"name": "f", "group": "grpc", "start": start, "duration_ms": 0.0, "pass_index": 1.0,
+				"verdict": "n/a", "pass": false, "why": "connect-go lacks retry_policy", "fields": []any{}},
 		},
-		"passed":      1.0,
-		"failed":      1.0,
-		"errors":      1.0,
-		"interrupted": 1.0,
-		"skipped":     1.0,
-		"summary":     "1 passed, 1 failed, 1 error, 1 interrupted, 1 skipped",
+		"passed":         1.0,
+		"failed":         1.0,
+		"errors":         1.0,
+		"interrupted":    1.0,
+		"skipped":        1.0,
+		"findings":       1.0,
+		"not_applicable": 1.0,
+		"summary":        "1 passed, 1 failed, 1 error, 1 interrupted, 1 skipped, 1 finding, 1 n/a",
 		"per_case": []any{
 			map[string]any{"name": "a", "runs": 2.0, "passed": 1.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{2.0}, "skipped_runs": []any{}},
 			map[string]any{"name": "b", "runs": 1.0, "passed": 0.0, "failed_runs": []any{1.0}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
 			map[string]any{"name": "c", "runs": 1.0, "passed": 0.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{1.0}},
 			map[string]any{"name": "d", "runs": 1.0, "passed": 0.0, "failed_runs": []any{}, "error_runs": []any{1.0}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
+			map[string]any{"name": "e", "runs": 1.0, "passed": 1.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
+			map[string]any{"name": "f", "runs": 1.0, "passed": 1.0, "failed_runs": []any{}, "error_runs": []any{}, "interrupted_runs": []any{}, "skipped_runs": []any{}},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

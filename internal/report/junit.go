@@ -211,6 +211,8 @@ func junitOf(info RunInfo, results []Result) JUnit {
 				c.Error = &JUnitMessage{Message: r.Why(), Type: r.Status(), Text: Format(r.Line)}
 			case "interrupted", "skip":
 				c.Skipped = &JUnitMessage{Message: r.Why()}
+			case "n/a":
+				c.Skipped = &JUnitMessage{Message: "n/a: " + r.Why()}
 			}
 			if s.Timestamp.IsZero() {
 				s.Timestamp = r.Start

@@ -217,3 +217,59 @@ func TestWriteJUnitError(t *testing.T) {
 		t.Errorf("case e: %+v, want an <error> of type error with the why, and no <failure>\n%s", c, b.String())
 	}
 }
+
+// TestEventActions: each verdict a CASE line may carry becomes the go
+// test action a CI reader acts on. An ERROR is a fail (rpcbench could not
+// establish what happened), a FINDING a pass whose output says FINDING,
+// an N/A a skip; a package fails only when a test failed, ended in ERROR
+// or was interrupted.
+func TestEventActions(t *testing.T) {
+	tests := []struct {
+		verdict Verdict
+		test    string
+		pkg     string
+	}{
+		{Pass, "pass", "pass"},
+		{Finding, "pass", "pass"},
+		{NotApplicable, "skip", "pass"},
+		{Skipped, "skip", "pass"},
+		{Interrupted, "skip", "fail"},
+		{Fail, "fail", "fail"},
+		{Error, "fail", "fail"},
+	}
+	t0 := time.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)
+	for _, tt := range tests {
+		t.Run(tt.verdict.String(), func(t *testing.T) {
+			var b bytes.Buffer
+			s := NewEventStream(&b)
+			r := Result{Line: Line{Name: "c", Verdict: tt.verdict}, Group: "grpc", Start: t0}
+			s.Begin(r.Group, r.Name, r.Start)
+			s.End(r)
+			if err := s.Close(t0.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			var test, pkg, out string
+			dec := json.NewDecoder(&b)
+			for dec.More() {
+				var e TestEvent
+				if err := dec.Decode(&e); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case e.Action == "output" && e.Test == "c":
+					out = e.Output
+				case e.Action != "output" && e.Action != "run" && e.Action != "start" && e.Test == "c":
+					test = e.Action
+				case e.Action != "output" && e.Action != "start" && e.Test == "":
+					pkg = e.Action
+				}
+			}
+			if test != tt.test || pkg != tt.pkg {
+				t.Errorf("test action %q, package action %q; want %q, %q", test, pkg, tt.test, tt.pkg)
+			}
+			if !strings.Contains(out, " "+tt.verdict.String()) {
+				t.Errorf("output %q does not carry the verdict %s", out, tt.verdict)
+			}
+		})
+	}
+}

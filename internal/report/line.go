@@ -5,14 +5,17 @@
 // completed, then a summary line:
 //
 //	CASE <name> <verdict> <field> <field> ...
-//	N passed, M failed[, K interrupted][, J skipped]
+//	N passed, M failed[, E errors][, K interrupted][, J skipped][, F findings][, A n/a]
 //
-// The verdict is PASS, FAIL, INTERRUPTED or SKIP: a scenario stopped by a
-// signal is neither passed nor failed, and so is one that was not run
-// because a prerequisite (PostgreSQL, test hosts) is missing on this
-// machine; a SKIP line's why field says which and how to get it. The
-// summary counts the CASE lines above it, and names interrupted and
-// skipped ones only when there are some. Each field is a
+// The verdict is PASS, FINDING, N/A, FAIL, ERROR, INTERRUPTED or SKIP
+// (see Verdict): a FINDING is a stack's pinned violation, shown apart
+// from PASS and not a failure; a stack that lacks what a configuration
+// needs is N/A; a scenario stopped by a signal is neither passed nor
+// failed, and so is one that was not run because a prerequisite
+// (PostgreSQL, test hosts) is missing on this machine; a SKIP line's why
+// field says which and how to get it. The summary counts the CASE lines
+// above it, and names errors, interrupted, skipped, findings and n/a
+// ones only when there are some. Each field is a
 // key, an operator that gives the field's Kind, and a value:
 //
 //	key=value   Recorded: stable, compared by Diff, not asserted
@@ -128,11 +131,11 @@ func (l Line) Passed() bool { return l.Verdict == Pass }
 
 // Failed reports whether the line counts as failed: its verdict is FAIL,
 // ERROR, or one this package does not know, so that a line nobody judged
-// never passes for a good one. PASS, INTERRUPTED and SKIP are not
-// failures. Tally counts ERROR apart.
+// never passes for a good one. PASS, FINDING, N/A, INTERRUPTED and SKIP
+// are not failures. Tally counts ERROR apart.
 func (l Line) Failed() bool {
 	switch l.Verdict {
-	case Pass, Interrupted, Skipped:
+	case Pass, Finding, NotApplicable, Interrupted, Skipped:
 		return false
 	}
 	return true

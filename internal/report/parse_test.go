@@ -110,7 +110,10 @@ func TestKindVerdictString(t *testing.T) {
 		{Interrupted, "INTERRUPTED"},
 		{Skipped, "SKIP"},
 		{Unknown, "UNKNOWN"},
-		{Verdict(7), "UNKNOWN_VERDICT_7"},
+		{Error, "ERROR"},
+		{Finding, "FINDING"},
+		{NotApplicable, "N/A"},
+		{Verdict(42), "UNKNOWN_VERDICT_42"},
 		{Verdict(-1), "UNKNOWN_VERDICT_-1"},
 	}
 	for _, tt := range tests {
@@ -236,7 +239,7 @@ func TestParseErrors(t *testing.T) {
 		{"CASE a pass", `verdict "pass", want PASS, FAIL, INTERRUPTED or SKIP`},
 		{"CASE a SKIPPED", `verdict "SKIPPED", want PASS, FAIL, INTERRUPTED or SKIP`},
 		{"CASE a skip", `verdict "skip"`},
-		{"CASE a UNKNOWN_VERDICT_7", `verdict "UNKNOWN_VERDICT_7"`},
+		{"CASE a UNKNOWN_VERDICT_42", `verdict "UNKNOWN_VERDICT_42"`},
 		// UNKNOWN is a verdict of CHECK and CHAOS lines, never of a CASE line.
 		{"CASE a UNKNOWN", `verdict "UNKNOWN", want PASS, FAIL, INTERRUPTED or SKIP`},
 		{"CASE a PASS novalue", `field "novalue" has no '='`},
@@ -315,10 +318,14 @@ func TestSummary(t *testing.T) {
 		{nil, "0 passed, 0 failed"},
 		{[]Line{{Verdict: Pass}, {Verdict: Pass}, {Verdict: Fail}}, "2 passed, 1 failed"},
 		{[]Line{{Verdict: Pass}, {Verdict: Interrupted}}, "1 passed, 0 failed, 1 interrupted"},
-		{[]Line{{Verdict: Verdict(7)}}, "0 passed, 1 failed"},
+		{[]Line{{Verdict: Verdict(42)}}, "0 passed, 1 failed"},
 		{[]Line{{Verdict: Pass}, {Verdict: Skipped}, {Verdict: Fail}}, "1 passed, 1 failed, 1 skipped"},
 		{[]Line{{Verdict: Skipped}, {Verdict: Interrupted}, {Verdict: Skipped}}, "0 passed, 0 failed, 1 interrupted, 2 skipped"},
 		{[]Line{{Verdict: Error}, {Verdict: Fail}, {Verdict: Error}, {Verdict: Skipped}}, "0 passed, 1 failed, 2 errors, 1 skipped"},
+		// A finding is not a pass: the closing line never counts a
+		// violation among the passed.
+		{[]Line{{Verdict: Pass}, {Verdict: Finding}}, "1 passed, 0 failed, 1 finding"},
+		{[]Line{{Verdict: Finding}, {Verdict: NotApplicable}, {Verdict: Finding}, {Verdict: Skipped}}, "0 passed, 0 failed, 1 skipped, 2 findings, 1 n/a"},
 	}
 	for _, tt := range tests {
 		if got := Summary(tt.lines); got != tt.want {
@@ -333,8 +340,9 @@ func TestSummary(t *testing.T) {
 // TestTally: SKIP, like INTERRUPTED and ERROR, is counted apart from
 // passed and failed; a verdict nobody knows counts as failed.
 func TestTally(t *testing.T) {
-	lines := []Line{{Verdict: Pass}, {Verdict: Fail}, {Verdict: Interrupted}, Skip("s", "why"), Skip("t", "why"), {Verdict: Verdict(9)}, {Verdict: Error}}
-	want := Totals{Passed: 1, Failed: 2, Errors: 1, Interrupted: 1, Skipped: 2}
+	lines := []Line{{Verdict: Pass}, {Verdict: Fail}, {Verdict: Interrupted}, Skip("s", "why"), Skip("t", "why"), {Verdict: Verdict(9)}, {Verdict: Error},
+		{Verdict: Finding}, {Verdict: NotApplicable}, {Verdict: Finding}}
+	want := Totals{Passed: 1, Failed: 2, Errors: 1, Interrupted: 1, Skipped: 2, Findings: 2, NotApplicable: 1}
 	if diff := cmp.Diff(want, Tally(lines)); diff != "" {
 		t.Errorf("Tally mismatch (-want +got):\n%s", diff)
 	}
@@ -351,7 +359,9 @@ func TestPassedFailed(t *testing.T) {
 		{Interrupted, false, false},
 		{Skipped, false, false},
 		{Error, false, true},
-		{Verdict(7), false, true},
+		{Finding, false, false},
+		{NotApplicable, false, false},
+		{Verdict(42), false, true},
 	}
 	for _, tt := range tests {
 		l := Line{Name: "c", Verdict: tt.verdict}

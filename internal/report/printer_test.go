@@ -32,7 +32,7 @@ func TestPrinter(t *testing.T) {
 	pass := Line{Name: "a", Verdict: Pass, Fields: []Field{{Key: "why", Value: "PASS FAIL"}}}
 	fail := Line{Name: "b", Verdict: Fail}
 	interrupted := Line{Name: "c", Verdict: Interrupted, Fields: []Field{{Key: "t", Value: "1ms", Kind: Volatile}}}
-	unknown := Line{Name: "d", Verdict: Verdict(7)}
+	unknown := Line{Name: "d", Verdict: Verdict(42)}
 	skipped := Skip("e", "no root")
 	tests := []struct {
 		name    string
@@ -80,7 +80,7 @@ func TestPrinter(t *testing.T) {
 			want := "CASE a " + esc + "32mPASS" + esc + "0m why=[PASS FAIL]\n" +
 				"CASE b " + esc + "31mFAIL" + esc + "0m\n" +
 				"CASE c " + esc + "33mINTERRUPTED" + esc + "0m t~=1ms\n" +
-				"CASE d UNKNOWN_VERDICT_7\n" +
+				"CASE d UNKNOWN_VERDICT_42\n" +
 				"CASE e " + esc + "33;2mSKIP" + esc + "0;22m why=[no root]\n"
 			if got != want {
 				t.Errorf("printed %q, want %q", got, want)

@@ -18,15 +18,28 @@ func TestShort(t *testing.T) {
 		{Key: "balance", Kind: Asserted, Value: "980"},
 		{Key: WhyKey, Value: "balance=980, want 990"},
 	}}
+	finding := Line{Name: "grpc_x_go_retry", Verdict: Finding, Fields: []Field{
+		{Key: ScenarioKey, Value: "grpc_x"}, {Key: "stack", Value: "grpc-go"}, {Key: "config", Value: "retry"}, {Key: "version", Value: "1.85.0"},
+		{Key: "code", Value: "OK"}, {Key: "executions", Value: "2"}, {Key: "elapsed", Kind: Volatile, Value: "22ms"},
+		{Key: "exec_at_most_once", Kind: Asserted, Value: "violated"}, {Key: "ok_only_if_executed", Kind: Asserted, Value: "holds"},
+	}}
+	na := Line{Name: "grpc_x_connect_retry", Verdict: NotApplicable, Fields: []Field{
+		{Key: "unsupported", Value: "connect-go lacks retry_policy"}, {Key: WhyKey, Value: "connect-go lacks retry_policy"},
+	}}
 	tests := []struct {
 		name  string
 		l     Line
 		width int
 		want  string
 	}{
-		{"checked fields only", pass, 200, "PASS late     0.21s  A==DEADLINE_EXCEEDED  budget<=2000ms  lateDropped==1"},
-		{"cut to the width", pass, 50, "PASS late     0.21s  A==DEADLINE_EXCEEDED  …"},
-		{"a failure shows why", fail, 200, "FAIL debit    0.21s\n    balance=980, want 990"},
+		{"checked fields, then observed ones", pass, 200, "PASS    late     0.21s  A==DEADLINE_EXCEEDED  budget<=2000ms  lateDropped==1  B=[OK account=acct-B]"},
+		{"cut to the width", pass, 50, "PASS    late     0.21s  A==DEADLINE_EXCEEDED  …"},
+		{"a failure shows why", fail, 200, "FAIL    debit    0.21s\n    balance=980, want 990"},
+		// The double execution a person runs the scenario to see is on
+		// the line: the invariants, then what decided them.
+		{"a finding shows its invariants and observations", finding, 200,
+			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once==violated  ok_only_if_executed==holds  code=OK  executions=2"},
+		{"n/a says what the stack lacks", na, 200, "N/A     grpc_x_connect_retry   0.21s\n    connect-go lacks retry_policy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -79,3 +79,33 @@ func TestWriteCounts(t *testing.T) {
 		t.Errorf("ReadOutput over the table = %v, %v; want the one CASE line", lines, err)
 	}
 }
+
+// TestNotes: findings are named by scenario with their columns, n/a
+// counted by what the stacks lack; a run of passes has no notes.
+func TestNotes(t *testing.T) {
+	finding := func(name, sc string) Line {
+		return Line{Name: name, Verdict: Finding, Fields: []Field{{Key: ScenarioKey, Value: sc}, {Key: "executions", Value: "2"}}}
+	}
+	na := func(name, why string) Line {
+		return Line{Name: name, Verdict: NotApplicable, Fields: []Field{{Key: WhyKey, Value: why}}}
+	}
+	lines := []Line{
+		{Name: "a", Verdict: Pass},
+		finding("grpc_close_after_exec_grpcgo_retry", "grpc_close_after_exec"),
+		finding("grpc_close_after_exec_grpcjs_retry", "grpc_close_after_exec"),
+		na("grpc_close_after_exec_connectgo_retry", "connect-go lacks retry_policy"),
+		finding("negative_control_x", ""),
+		na("grpc_close_after_exec_connectgo_throttled", "connect-go lacks retry_policy, throttling"),
+		na("grpc_x_connectgo_retry", "connect-go lacks retry_policy"),
+	}
+	want := []string{
+		"3 findings, pinned violations of the stacks under test, not failures: grpc_close_after_exec (grpcgo_retry, grpcjs_retry); negative_control_x",
+		"3 n/a, configurations the stacks lack, not run: 2 connect-go lacks retry_policy; 1 connect-go lacks retry_policy, throttling",
+	}
+	if diff := cmp.Diff(want, Notes(lines)); diff != "" {
+		t.Errorf("Notes (-want +got):\n%s", diff)
+	}
+	if got := Notes(lines[:1]); len(got) != 0 {
+		t.Errorf("Notes of a pass = %q, want none", got)
+	}
+}

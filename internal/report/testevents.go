@@ -57,8 +57,9 @@ func (s *EventStream) Begin(group, name string, at time.Time) {
 	s.emit(TestEvent{Time: at, Action: "run", Package: pkg, Test: name})
 }
 
-// End reports a scenario's result: its CASE line as output, then pass,
-// fail, or skip (for SKIP, and for INTERRUPTED, which go test has no
+// End reports a scenario's result: its CASE line as output, then pass
+// (PASS, and FINDING, whose line says FINDING), fail (FAIL and ERROR), or
+// skip (for SKIP and N/A, and for INTERRUPTED, which go test has no
 // action for).
 func (s *EventStream) End(r Result) {
 	pkg := EventPackage(r.Group)
@@ -66,9 +67,9 @@ func (s *EventStream) End(r Result) {
 	s.emit(TestEvent{Time: at, Action: "output", Package: pkg, Test: r.Name, Output: Format(r.Line) + "\n"})
 	action := "pass"
 	switch r.Status() {
-	case "fail", "timeout":
+	case "fail", "timeout", "error":
 		action = "fail"
-	case "interrupted", "skip":
+	case "interrupted", "skip", "n/a":
 		action = "skip"
 	}
 	s.emit(TestEvent{Time: at, Action: action, Package: pkg, Test: r.Name, Elapsed: r.Duration.Seconds()})
@@ -76,7 +77,8 @@ func (s *EventStream) End(r Result) {
 }
 
 // Close ends every package that started: its summary as output, then
-// fail when any of its scenarios failed or was interrupted, else pass (as
+// fail when any of its scenarios failed, ended in ERROR or was
+// interrupted, else pass (findings and n/a included) (as
 // go test passes a package whose tests skipped), and returns the first
 // write error.
 func (s *EventStream) Close(at time.Time) error {
@@ -86,7 +88,7 @@ func (s *EventStream) Close(at time.Time) error {
 		failed := false
 		for i, r := range rs {
 			lines[i] = r.Line
-			failed = failed || !r.Passed() && r.Verdict != Skipped
+			failed = failed || r.Failed() || r.Verdict == Interrupted
 		}
 		pkg := EventPackage(g)
 		s.emit(TestEvent{Time: at, Action: "output", Package: pkg, Output: Summary(lines) + "\n"})

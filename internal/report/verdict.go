@@ -45,6 +45,18 @@ const (
 	// a finding about the stack under test, and it is counted apart from
 	// FAIL; like FAIL it is not a pass.
 	Error
+	// Finding: the stack under test violated an invariant, the evidence
+	// shows it, and the stack's expectations file pins that violation
+	// with its reason. Every check of rpcbench's own held; the line is
+	// what the stack does, not a failure, and it is counted apart from
+	// PASS so that a violation never reads as "safe".
+	Finding
+	// NotApplicable, written N/A: the configuration needs a capability
+	// the stack under test declares it lacks, so nothing was run. Like
+	// SKIP it is neither passed nor failed; unlike SKIP, no prerequisite
+	// of this machine is missing, and running it elsewhere changes
+	// nothing. Its why field names what the stack lacks.
+	NotApplicable
 )
 
 // verdicts is indexed by Verdict.
@@ -54,17 +66,19 @@ var verdicts = [...]struct {
 	// onCase: a CASE line may carry the verdict, so Parse accepts it.
 	onCase bool
 }{
-	Fail:        {"FAIL", []color.Attribute{color.FgRed}, true},
-	Pass:        {"PASS", []color.Attribute{color.FgGreen}, true},
-	Interrupted: {"INTERRUPTED", []color.Attribute{color.FgYellow}, true},
-	Skipped:     {"SKIP", []color.Attribute{color.FgYellow, color.Faint}, true},
-	Unknown:     {"UNKNOWN", []color.Attribute{color.FgYellow}, false},
-	Error:       {"ERROR", []color.Attribute{color.FgMagenta}, true},
+	Fail:          {"FAIL", []color.Attribute{color.FgRed}, true},
+	Pass:          {"PASS", []color.Attribute{color.FgGreen}, true},
+	Interrupted:   {"INTERRUPTED", []color.Attribute{color.FgYellow}, true},
+	Skipped:       {"SKIP", []color.Attribute{color.FgYellow, color.Faint}, true},
+	Unknown:       {"UNKNOWN", []color.Attribute{color.FgYellow}, false},
+	Error:         {"ERROR", []color.Attribute{color.FgMagenta}, true},
+	Finding:       {"FINDING", []color.Attribute{color.FgHiRed, color.Bold}, true},
+	NotApplicable: {"N/A", []color.Attribute{color.Faint}, true},
 }
 
 // String returns the verdict as a line writes it: "PASS", "FAIL",
-// "INTERRUPTED", "SKIP", "UNKNOWN" or "ERROR", and UNKNOWN_VERDICT_<n>
-// for any other value.
+// "INTERRUPTED", "SKIP", "UNKNOWN", "ERROR", "FINDING" or "N/A", and
+// UNKNOWN_VERDICT_<n> for any other value.
 func (v Verdict) String() string {
 	if v.known() {
 		return verdicts[v].word
@@ -85,6 +99,11 @@ func parseCaseVerdict(s string) (Verdict, bool) {
 	return 0, false
 }
 
+// Agrees reports whether a scenario of this verdict ran as its pins say,
+// so that it needs nobody's attention: PASS, FINDING and N/A. SKIP and
+// INTERRUPTED do not fail, but the scenario did not run to the end.
+func (v Verdict) Agrees() bool { return v == Pass || v == Finding || v == NotApplicable }
+
 // PassIf returns Pass when ok and Fail otherwise.
 func PassIf(ok bool) Verdict {
 	if ok {
@@ -94,8 +113,9 @@ func PassIf(ok bool) Verdict {
 }
 
 // VerdictPainter returns a function that writes a verdict's word for w
-// under m: coloured (PASS green, FAIL red, INTERRUPTED and UNKNOWN
-// yellow, SKIP faint yellow, ERROR magenta) when UseColor(w, m) says so, as decided
+// under m: coloured (PASS green, FAIL red, FINDING bold bright red,
+// INTERRUPTED and UNKNOWN yellow, SKIP faint yellow, N/A faint, ERROR
+// magenta) when UseColor(w, m) says so, as decided
 // once, now; an unknown verdict is never coloured. Printer colours CASE
 // lines with it, and chaos and conform their CHECK and CHAOS lines.
 func VerdictPainter(w io.Writer, m ColorMode) func(Verdict) string {

@@ -77,7 +77,7 @@ func Build(lines []report.Line) (Card, error) {
 		var invs []string
 		for _, fl := range l.Fields {
 			f[fl.Key] = fl.Value
-			if fl.Kind == report.Recorded && slices.Contains(outcomes, fl.Value) {
+			if fl.Kind == report.Asserted && slices.Contains(outcomes, fl.Value) {
 				invs = append(invs, fl.Key)
 			}
 		}

@@ -9,10 +9,10 @@ import (
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
-const sample = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client code=OK exec_at_most_once=holds recovers=holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 code=UNAVAILABLE exec_at_most_once=holds recovers=violated
-CASE b_rpcbench PASS scenario=b stack=rpcbench config=client unsupported=[no such fault] exec_at_most_once=unsupported
-CASE b_grpcgo_default FAIL scenario=b stack=grpc-go config=default version=1.85.0 exec_at_most_once=violated why=[unpinned]
+const sample = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client code=OK exec_at_most_once==holds recovers==holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 code=UNAVAILABLE exec_at_most_once==holds recovers==violated
+CASE b_rpcbench PASS scenario=b stack=rpcbench config=client unsupported=[no such fault] exec_at_most_once==unsupported
+CASE b_grpcgo_default FAIL scenario=b stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated why=[unpinned]
 CASE c_grpcgo_default ERROR scenario=c stack=grpc-go config=default why=[adapter grpc-go exited]
 CASE late_response_dropped_by_id PASS A==DEADLINE_EXCEEDED
 4 passed, 1 failed, 1 error
@@ -94,12 +94,12 @@ func TestBuildNothing(t *testing.T) {
 // TestByStack: each stack beside the reference columns, a column of n/a
 // cells named instead of shown, rows the stack has no cell in dropped.
 func TestByStack(t *testing.T) {
-	const two = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once=holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once=violated
-CASE a_connectgo_default PASS scenario=a stack=connect-go config=default version=1.21.1 exec_at_most_once=holds
-CASE a_connectgo_retry PASS scenario=a stack=connect-go config=retry version=1.21.1 unsupported=[connect-go lacks retry_policy] exec_at_most_once=unsupported
-CASE k_rpcbench PASS scenario=k stack=rpcbench config=client dead_peer_detected=unsupported
-CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1.85.0 dead_peer_detected=holds
+	const two = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated
+CASE a_connectgo_default PASS scenario=a stack=connect-go config=default version=1.21.1 exec_at_most_once==holds
+CASE a_connectgo_retry PASS scenario=a stack=connect-go config=retry version=1.21.1 unsupported=[connect-go lacks retry_policy] exec_at_most_once==unsupported
+CASE k_rpcbench PASS scenario=k stack=rpcbench config=client dead_peer_detected==unsupported
+CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1.85.0 dead_peer_detected==holds
 `
 	var b strings.Builder
 	if err := buildFrom(t, two).WriteMarkdownByStack(&b, ""); err != nil {
@@ -121,10 +121,10 @@ CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1
 // table after the client stacks', never a stack card of their own, and
 // their rows are left out of the client tables.
 func TestServersSection(t *testing.T) {
-	const mixed = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once=holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once=holds
-CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed=holds log_matches_bank=holds
-CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed=violated log_matches_bank=sometimes log_matches_bank_this_run~=holds
+	const mixed = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once==holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed==holds log_matches_bank==holds
+CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed==violated log_matches_bank==sometimes log_matches_bank_this_run~=holds
 `
 	var b strings.Builder
 	if err := buildFrom(t, mixed).WriteMarkdownByStack(&b, ""); err != nil {

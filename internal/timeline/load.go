@@ -76,7 +76,7 @@ func Load(dir string, o Options) (*Page, error) {
 		for _, pr := range s.Problems {
 			p.Warnings = append(p.Warnings, s.Name+": "+pr)
 		}
-		if s.Verdict != report.Pass.String() {
+		if !l.Verdict.Agrees() {
 			p.Failing++
 		}
 		p.Scenarios = append(p.Scenarios, s)
@@ -86,11 +86,16 @@ func Load(dir string, o Options) (*Page, error) {
 }
 
 // verdictRank orders failing scenarios (FAIL and ERROR) first, then
-// interrupted, then skipped ones (which did not pass either), then those
-// that passed.
+// interrupted, then skipped ones (which did not pass either), then the
+// findings (the violations a reader came for), then n/a, then those that
+// passed.
 func verdictRank(v string) int {
 	switch v {
 	case report.Pass.String():
+		return 5
+	case report.NotApplicable.String():
+		return 4
+	case report.Finding.String():
 		return 3
 	case report.Skipped.String():
 		return 2

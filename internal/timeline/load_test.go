@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 // writeTree creates files (path relative to dir: content) under dir.
@@ -167,5 +168,19 @@ func TestLoadErrors(t *testing.T) {
 	p, err := Load(filepath.Join(dir, "nologs"), Options{})
 	if err != nil || len(p.Scenarios) != 1 || p.Scenarios[0].Timeline != nil || len(p.Warnings) != 0 {
 		t.Errorf("nologs: %v, %+v", err, p)
+	}
+}
+
+// TestVerdictOrder: failures first, the findings before n/a and passes,
+// so that a reader meets a stack's violations before its passes.
+func TestVerdictOrder(t *testing.T) {
+	order := []report.Verdict{report.Fail, report.Interrupted, report.Skipped, report.Finding, report.NotApplicable, report.Pass}
+	for i := 1; i < len(order); i++ {
+		if a, b := verdictRank(order[i-1].String()), verdictRank(order[i].String()); a >= b {
+			t.Errorf("%v ranks %d, %v ranks %d: want %v first", order[i-1], a, order[i], b, order[i-1])
+		}
+	}
+	if verdictRank(report.Error.String()) != verdictRank(report.Fail.String()) {
+		t.Errorf("ERROR and FAIL rank apart")
 	}
 }

@@ -59,11 +59,12 @@ type Page struct {
 	// Summary is "N passed, M failed[, K interrupted][, J skipped]" over
 	// every scenario.
 	Summary string
-	// Failing counts the scenarios that did not pass, skipped ones
-	// included.
+	// Failing counts the scenarios that did not run as their pins say
+	// (not PASS, FINDING or N/A), skipped ones included.
 	Failing int
 	// Scenarios are those that did not pass first (FAIL and ERROR, then
-	// INTERRUPTED, then SKIP), then those that passed; within each, in
+	// INTERRUPTED, then SKIP), then the findings, then n/a, then those
+	// that passed; within each, in
 	// output.txt's order.
 	Scenarios []Scenario
 	// Warnings name what could not be read (a log, a trace) and so is
@@ -88,7 +89,8 @@ func (p *Page) Timelines() int {
 // Scenario is one CASE line and what its logs show.
 type Scenario struct {
 	Name string
-	// Verdict is "PASS", "FAIL", "ERROR", "INTERRUPTED" or "SKIP".
+	// Verdict is "PASS", "FINDING", "N/A", "FAIL", "ERROR",
+	// "INTERRUPTED" or "SKIP".
 	Verdict string
 	// Anchor is the page-unique HTML id of the scenario's section.
 	Anchor string
