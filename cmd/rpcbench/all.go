@@ -87,7 +87,9 @@ failed_runs. Any failure in any pass exits 1.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Group, "group", cases.GroupEvidence, `scenario group to run, or "all"`)
 	f.Var(countFlag{&o.Count}, "count", "run the group this many times over")
-	f.StringVar(&o.Evidence, "evidence", "evidence", `evidence directory to write ("" for none; default evidence/GROUP for groups other than evidence)`)
+	// The default depends on --group (defaultEvidence): RunE sets it, so
+	// that --help states it once.
+	f.StringVar(&o.Evidence, "evidence", "", `evidence directory to write ("" for none); default evidence/ for the evidence group, evidence/GROUP for the others, none for all`)
 	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
 	o.control.flags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
@@ -128,7 +130,7 @@ func runAll(ctx context.Context, o *allOptions) error {
 			return usageErrorf("", "--count %d would replace %s/ with %d runs; name the directory with --evidence DIR, or --evidence \"\" to write none",
 				count, o.Evidence, count)
 		case len(list) < len(group):
-			return usageErrorf("", "--run/--skip select %s of the %d in group %s, which would replace %s/ with part of it; name the directory with --evidence DIR, or --evidence \"\" to write none",
+			return usageErrorf("", "--run/--skip/--stack/--config select %s of the %d in group %s, which would replace %s/ with part of it; name the directory with --evidence DIR, or --evidence \"\" to write none",
 				plural(len(list), "scenario"), len(group), o.Group, o.Evidence)
 		}
 	}

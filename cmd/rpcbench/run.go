@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/internal/report"
 )
 
 type runOptions struct {
@@ -88,7 +91,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = runBatch(ctx, batch{
+	lines, err := runBatch(ctx, batch{
 		Scenarios: list,
 		Count:     o.Count,
 		ServerBin: bin,
@@ -103,5 +106,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 		JUnit:     o.JUnit,
 		Events:    o.Events,
 	})
+	if err == nil && len(lines) > 0 && report.Tally(lines).Skipped == len(lines) {
+		// What was asked for by name proved nothing here: a SKIP is never
+		// a pass, and a command that ran nothing must not exit 0.
+		fmt.Fprintf(o.Err, "rpcbench: none of the %s selected could run on this machine (each SKIP above says what it lacks)\n", plural(len(lines), "scenario"))
+		return errFailed
+	}
 	return err
 }

@@ -47,7 +47,7 @@ func TestRunRun(t *testing.T) {
 			name:     "unknown names",
 			names:    []string{"alpha", "nope", "nada"},
 			wantCode: exitError,
-			wantErr:  "rpcbench: unknown scenario nope, nada\nvalid scenarios:\n  alpha\n  broken\n  gamma\n",
+			wantErr:  "rpcbench: unknown scenario nope, nada\n'rpcbench list' shows every scenario\n",
 		},
 	}
 	for _, tt := range tests {
@@ -142,5 +142,33 @@ func TestRunRunCount(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir("."); len(entries) != 0 {
 		t.Errorf("run wrote %v without --evidence or --json", entries)
+	}
+}
+
+// TestRunOnlySkipped: naming scenarios that all SKIP here exits 1 with a
+// line saying nothing ran, where one that ran beside them keeps the run's
+// own status.
+func TestRunOnlySkipped(t *testing.T) {
+	skip := cases.Fake("needs_pg", "durability", "needs PostgreSQL", func(context.Context, cases.Env) report.Line {
+		return report.Skip("needs_pg", "no PostgreSQL: install Debian's postgresql")
+	})
+	pass := cases.Fake("alpha", "g1", "passes", func(context.Context, cases.Env) report.Line {
+		return report.Line{Name: "alpha", Verdict: report.Pass}
+	})
+	for _, tt := range []struct {
+		names    []string
+		wantCode int
+	}{
+		{[]string{"needs_pg"}, exitFailed},
+		{[]string{"needs_pg", "alpha"}, exitOK},
+	} {
+		a, _, stderr := testApp(t, skip, pass)
+		code, errText := outcome(runRun(context.Background(), &runOptions{app: a, Names: tt.names}), stderr)
+		if code != tt.wantCode {
+			t.Errorf("run %v: exit %d, want %d; stderr:\n%s", tt.names, code, tt.wantCode, errText)
+		}
+		if said := strings.Contains(errText, "could run on this machine"); said != (tt.wantCode == exitFailed) {
+			t.Errorf("run %v: stderr says nothing ran: %v; stderr:\n%s", tt.names, said, errText)
+		}
 	}
 }

@@ -28,26 +28,35 @@ func selectGroup(r cases.Registry, g string) (cases.Registry, error) {
 func selectNames(r cases.Registry, names []string) (cases.Registry, error) {
 	var out cases.Registry
 	var unknown []string
+	add := func(c cases.Case) {
+		if !slices.ContainsFunc(out, func(o cases.Case) bool { return o.Name == c.Name }) {
+			out = append(out, c)
+		}
+	}
 	for _, n := range names {
 		c, ok := r.Lookup(n)
+		cols := r.Scenario(n)
 		switch {
-		case !ok:
+		case ok:
+			add(c)
+		case len(cols) > 0:
+			// A judging scenario's own name runs it in every column.
+			for _, c := range cols {
+				add(c)
+			}
+		default:
 			unknown = append(unknown, n)
-		case !slices.ContainsFunc(out, func(o cases.Case) bool { return o.Name == n }):
-			out = append(out, c)
 		}
 	}
 	if len(unknown) > 0 {
 		msg := fmt.Sprintf("unknown scenario %s", strings.Join(unknown, ", "))
-		choices := validScenarios(r)
 		if s := suggest(r, unknown[0]); len(s) > 0 {
 			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s[:min(len(s), 3)], " or "))
-			choices = listHint
 		}
 		if strings.ContainsAny(strings.Join(unknown, ""), `.*+?^$[]()|\`) {
 			msg += " (to select by pattern, use --run REGEX)"
 		}
-		return nil, usageErrorf(choices, "%s", msg)
+		return nil, usageErrorf(listHint, "%s", msg)
 	}
 	return out, nil
 }

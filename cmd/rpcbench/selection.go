@@ -16,11 +16,14 @@ import (
 // they run.
 type control struct {
 	Run, Skip string
-	Timeout   time.Duration
-	FailFast  bool
-	Verbose   bool
-	JUnit     string
-	Events    string
+	// Stacks and Configs keep only the judging scenarios' columns of
+	// these stacks and configurations; empty keeps every one.
+	Stacks, Configs []string
+	Timeout         time.Duration
+	FailFast        bool
+	Verbose         bool
+	JUnit           string
+	Events          string
 }
 
 // DefaultTimeout is --timeout's default, as go test's.
@@ -30,6 +33,8 @@ func (c *control) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.Run, "run", "", "run only the scenarios whose names match this regular expression (as go test -run, unanchored)")
 	f.StringVar(&c.Skip, "skip", "", "leave out the scenarios whose names match this regular expression")
+	f.StringSliceVar(&c.Stacks, "stack", nil, "run only the columns of this stack under test (repeat or comma-separate; e.g. grpc-go,rpcbench): scenarios that judge no stack are left out")
+	f.StringSliceVar(&c.Configs, "config", nil, "run only the columns of this configuration (repeat or comma-separate; e.g. retry): scenarios that judge no stack are left out")
 	f.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound on each scenario: past it the scenario FAILs naming the timeout, its servers are stopped and the run goes on (0: none)")
 	f.BoolVar(&c.FailFast, "failfast", false, "stop after the first scenario that does not pass")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "print under each CASE line its attempt logs and the events its servers logged")
@@ -58,6 +63,10 @@ func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, 
 	if err != nil {
 		return nil, err
 	}
+	r, err = c.columns(r, all)
+	if err != nil {
+		return nil, err
+	}
 	matched := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool { return run != nil && !run.MatchString(s.Name) })
 	out := slices.DeleteFunc(slices.Clone(matched), func(s cases.Case) bool { return skip != nil && skip.MatchString(s.Name) })
 	switch {
@@ -66,7 +75,7 @@ func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, 
 		if s := suggest(all, c.Run); len(s) > 0 {
 			return nil, usageErrorf(listHint, "%s; did you mean %s?", msg, strings.Join(s[:min(len(s), 3)], " or "))
 		}
-		return nil, usageErrorf(validScenarios(all), "%s", msg)
+		return nil, usageErrorf(listHint, "%s", msg)
 	case len(out) == 0 && c.Run != "":
 		return nil, usageErrorf(listHint, "--run %q selects %s and --skip %q leaves none of them", c.Run, plural(len(matched), "scenario"), c.Skip)
 	case len(out) == 0:
@@ -75,25 +84,59 @@ func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, 
 	return out, nil
 }
 
+// columns applies --stack and --config to r: a name that no scenario of
+// all runs is a usage error listing those that are, and so is a
+// selection they leave empty.
+func (c *control) columns(r, all cases.Registry) (cases.Registry, error) {
+	check := func(flag string, got, valid []string) error {
+		for _, v := range got {
+			if !slices.Contains(valid, v) {
+				return usageErrorf("valid "+flag+"s: "+strings.Join(valid, ", "), "--%s %q: no scenario runs it", flag, v)
+			}
+		}
+		return nil
+	}
+	if err := check("stack", c.Stacks, all.Stacks()); err != nil {
+		return nil, err
+	}
+	if err := check("config", c.Configs, all.Configs()); err != nil {
+		return nil, err
+	}
+	if len(c.Stacks) == 0 && len(c.Configs) == 0 {
+		return r, nil
+	}
+	out := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool {
+		return (len(c.Stacks) > 0 && !slices.Contains(c.Stacks, s.Column.Stack)) ||
+			(len(c.Configs) > 0 && !slices.Contains(c.Configs, s.Column.Config))
+	})
+	if len(out) == 0 {
+		return nil, usageErrorf(listHint, "--stack %s --config %s: none of the %s selected runs in such a column",
+			strings.Join(c.Stacks, ","), strings.Join(c.Configs, ","), plural(len(r), "scenario"))
+	}
+	return out, nil
+}
+
 // listHint points to the full list where a message has already named
 // what was probably meant.
 const listHint = "'rpcbench list' shows every scenario"
 
-// validScenarios lists every scenario's name, for a usage error that
-// could suggest none.
-func validScenarios(r cases.Registry) string {
-	return "valid scenarios:\n  " + strings.Join(r.Names(), "\n  ")
-}
-
 // suggest returns the scenario names close to name: those it is a part
-// of, and those within an edit distance of 2, nearest first.
+// of, and those within an edit distance of 2, nearest first. A judging
+// scenario's own name (which runs every column) is a candidate as well
+// as each column's case.
 func suggest(r cases.Registry, name string) []string {
 	type cand struct {
 		name string
 		d    int
 	}
 	var cs []cand
-	for _, n := range r.Names() {
+	names := r.Names()
+	for _, c := range r {
+		if sc := c.Column.Scenario; sc != "" && !slices.Contains(names, sc) {
+			names = append(names, sc)
+		}
+	}
+	for _, n := range names {
 		d := editDistance(name, n)
 		if d <= 2 || (len(name) >= 4 && strings.Contains(n, name)) {
 			cs = append(cs, cand{n, d})

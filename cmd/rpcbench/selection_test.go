@@ -42,7 +42,7 @@ func TestRunAndSkip(t *testing.T) {
 		{"all with skip", []string{"all", "--evidence", "", "--skip", "^late"}, []string{"normal_multiplex"}, exitOK, nil},
 		{"all with run", []string{"all", "--evidence", "", "--group", "robustness", "--run", "slow"}, []string{"hostile_slow_sender"}, exitOK, nil},
 		{"bad expression", []string{"run", "--run", "late_("}, nil, exitError, []string{"--run: error parsing regexp"}},
-		{"nothing matches", []string{"run", "--run", "^nope"}, nil, exitError, []string{`no scenario matches --run "^nope"`, "valid scenarios:", "normal_multiplex"}},
+		{"nothing matches", []string{"run", "--run", "^nope"}, nil, exitError, []string{`no scenario matches --run "^nope"` + "\n'rpcbench list' shows every scenario\n"}},
 		{"skip leaves none", []string{"all", "--evidence", "", "--skip", "."}, nil, exitError, []string{`--skip "." leaves none of the 3 scenarios`}},
 		{"run and skip cancel out", []string{"run", "--run", "late", "--skip", "late"}, nil, exitError, []string{`--run "late" selects 2 scenarios and --skip "late" leaves none of them`}},
 		{"typo in --run", []string{"run", "--run", "normal_multiplx"}, nil, exitError, []string{`no scenario matches --run "normal_multiplx"; did you mean normal_multiplex?`}},
@@ -70,6 +70,78 @@ func TestRunAndSkip(t *testing.T) {
 				if !strings.Contains(errText, w) {
 					t.Errorf("stderr does not say %q:\n%s", w, errText)
 				}
+			}
+		})
+	}
+}
+
+// TestSelectColumns: a judging scenario's own name runs it in every
+// column, --stack and --config keep the columns named, and a stack or
+// configuration no scenario runs is a usage error naming the valid ones;
+// no error prints the whole catalogue.
+func TestSelectColumns(t *testing.T) {
+	var runs fakeRuns
+	col := func(sc, stack, config, slug string) cases.Case {
+		c := runs.fake(sc+"_"+slug, "grpc", true)
+		c.Column = cases.Column{Scenario: sc, Stack: stack, Config: config}
+		return c
+	}
+	list := []cases.Case{
+		runs.fake("normal_multiplex", "evidence", true),
+		col("grpc_close_after_exec", "rpcbench", "client", "rpcbench"),
+		col("grpc_close_after_exec", "grpc-go", "default", "grpcgo_default"),
+		col("grpc_close_after_exec", "grpc-go", "retry", "grpcgo_retry"),
+		col("grpc_close_after_exec", "grpc-js", "retry", "grpcjs_retry"),
+		col("grpc_refused_stream", "grpc-go", "retry", "grpcgo_retry"),
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantRuns []string
+		wantCode int
+		wantErr  []string
+	}{
+		{"a scenario's own name", []string{"run", "grpc_close_after_exec"},
+			[]string{"grpc_close_after_exec_rpcbench", "grpc_close_after_exec_grpcgo_default", "grpc_close_after_exec_grpcgo_retry", "grpc_close_after_exec_grpcjs_retry"}, exitOK, nil},
+		{"with a stack", []string{"run", "grpc_close_after_exec", "--stack", "grpc-go"},
+			[]string{"grpc_close_after_exec_grpcgo_default", "grpc_close_after_exec_grpcgo_retry"}, exitOK, nil},
+		{"stacks and a config", []string{"run", "--run", "grpc_", "--stack", "grpc-go,grpc-js", "--config", "retry"},
+			[]string{"grpc_close_after_exec_grpcgo_retry", "grpc_close_after_exec_grpcjs_retry", "grpc_refused_stream_grpcgo_retry"}, exitOK, nil},
+		{"all with a config", []string{"all", "--group", "grpc", "--evidence", "", "--config", "default"},
+			[]string{"grpc_close_after_exec_grpcgo_default"}, exitOK, nil},
+		{"all with a stack would replace the group's evidence", []string{"all", "--group", "grpc", "--stack", "grpc-go"},
+			nil, exitError, []string{"would replace evidence/grpc/ with part of it"}},
+		{"an unknown stack", []string{"run", "grpc_close_after_exec", "--stack", "grpc-java"},
+			nil, exitError, []string{`--stack "grpc-java": no scenario runs it`, "valid stacks: rpcbench, grpc-go, grpc-js\n"}},
+		{"an unknown config", []string{"run", "--run", "grpc_", "--config", "hedge"},
+			nil, exitError, []string{`--config "hedge": no scenario runs it`, "valid configs: client, default, retry\n"}},
+		{"columns none of the names has", []string{"run", "normal_multiplex", "--stack", "grpc-go"},
+			nil, exitError, []string{"none of the 1 scenario selected runs in such a column"}},
+		{"a near miss of a scenario's name", []string{"run", "grpc_close_after_exc"},
+			nil, exitError, []string{"unknown scenario grpc_close_after_exc; did you mean grpc_close_after_exec?\n'rpcbench list' shows every scenario\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs.runs = nil
+			a, _, stderr := testApp(t, list...)
+			root := newRootCmd(a)
+			root.SetArgs(tt.args)
+			root.SetOut(a.Out)
+			root.SetErr(a.Err)
+			code, errText := outcome(root.ExecuteContext(context.Background()), stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, errText)
+			}
+			if diff := cmp.Diff(tt.wantRuns, runs.names()); diff != "" {
+				t.Errorf("scenarios run (-want +got):\n%s", diff)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(errText, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, errText)
+				}
+			}
+			if strings.Count(errText, "\n") > 4 {
+				t.Errorf("stderr runs to %d lines:\n%s", strings.Count(errText, "\n"), errText)
 			}
 		})
 	}

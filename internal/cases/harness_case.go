@@ -40,9 +40,22 @@ type Case struct {
 	// in-process, or against an address nothing listens on), so that it
 	// runs without the binary. TestNoServerScenarios holds it to that.
 	NoServer bool
-	run      func(t *T)
+	// Column, for a scenario that judges a stack, names the scenario it
+	// runs and the column it runs in: grpc_close_after_exec_grpcgo_retry
+	// is grpc_close_after_exec in grpc-go's retry configuration. Zero for
+	// the others. rpcbench selects by it (run SCENARIO, --stack,
+	// --config).
+	Column Column
+	run    func(t *T)
 	// fake, when set, is what Run does instead (see Fake).
 	fake func(ctx context.Context, env Env) report.Line
+}
+
+// Column is where a judging scenario runs: the scenario's own name, the
+// stack under test and its configuration ("client" and "server" for
+// rpcbench's own client and the server section).
+type Column struct {
+	Scenario, Stack, Config string
 }
 
 // Requires reports whether need is one of c's Needs.

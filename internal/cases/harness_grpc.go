@@ -247,7 +247,8 @@ func grpcCases(scs []grpcScenario) []Case {
 	for _, sc := range scs {
 		for _, col := range sc.columns() {
 			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
-				Doc: sc.doc + " (" + col.stack + ", " + col.config + ")"}
+				Doc:    sc.doc + " (" + col.stack + ", " + col.config + ")",
+				Column: Column{Scenario: sc.name, Stack: col.stack, Config: col.config}}
 			if col.stack != StackRPCBench {
 				c.Needs = []string{NeedsAdapter(col.stack)}
 			}

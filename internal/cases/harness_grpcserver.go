@@ -90,7 +90,8 @@ func srvCases(scs []srvScenario) []Case {
 	for _, sc := range scs {
 		for _, stack := range serverStacks() {
 			c := Case{Name: sc.name + "_" + strings.ReplaceAll(stack, "-", ""), Group: GroupGRPC,
-				Doc: sc.doc + " (" + stack + " server)"}
+				Doc:    sc.doc + " (" + stack + " server)",
+				Column: Column{Scenario: sc.name, Stack: stack, Config: configServer}}
 			if stack != StackRPCServer {
 				c.Needs = []string{NeedsAdapter(stack)}
 				c.NoServer = true

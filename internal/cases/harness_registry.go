@@ -54,3 +54,40 @@ func (r Registry) Names() []string {
 	}
 	return out
 }
+
+// Scenario returns the cases that run the judging scenario called name
+// in each of its columns, in run order; nil when no case's Column names
+// it.
+func (r Registry) Scenario(name string) Registry {
+	var out Registry
+	for _, c := range r {
+		if c.Column.Scenario == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Stacks returns the stacks the judging scenarios run, in the order they
+// first appear.
+func (r Registry) Stacks() []string {
+	var out []string
+	for _, c := range r {
+		if c.Column.Stack != "" && !slices.Contains(out, c.Column.Stack) {
+			out = append(out, c.Column.Stack)
+		}
+	}
+	return out
+}
+
+// Configs returns the configurations the judging scenarios run in, in
+// the order they first appear.
+func (r Registry) Configs() []string {
+	var out []string
+	for _, c := range r {
+		if c.Column.Config != "" && !slices.Contains(out, c.Column.Config) {
+			out = append(out, c.Column.Config)
+		}
+	}
+	return out
+}

@@ -14,8 +14,9 @@ import (
 // invariants, and bounds), then its other stable fields (what was
 // observed: executions=2, code=OK), as far as width columns allow, cut
 // with "…". The fields that only name the column (ColumnKeys) are left
-// out: the name says them. A line that did not pass and is not a FINDING
-// shows its why instead, whole, on the lines below. Format's CASE line
+// out: the name says them. A FINDING's fields are never cut: those that
+// do not fit go on indented lines below. A line that did not pass and is
+// not a FINDING shows its why instead, whole, on the lines below. Format's CASE line
 // stays the record: files and pipes get that.
 func Short(l Line, d time.Duration, nameWidth, width int) string {
 	head := fmt.Sprintf("%-7s %-*s %7s", l.Verdict, nameWidth, l.Name, formatElapsed(d))
@@ -39,6 +40,13 @@ func Short(l Line, d time.Duration, nameWidth, width int) string {
 	for _, f := range shown {
 		s := FormatField(f)
 		n := utf8.RuneCountInString(s)
+		if col+2+n > width && l.Verdict == Finding && col > 4 {
+			// A finding is what a person runs the scenario to see: its
+			// fields go on below, indented, rather than behind a "…".
+			b.WriteString("\n    " + s)
+			col = 4 + n
+			continue
+		}
 		if col+2+n > width {
 			if col+3 <= width {
 				b.WriteString("  …")

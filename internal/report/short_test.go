@@ -39,6 +39,8 @@ func TestShort(t *testing.T) {
 		// the line: the invariants, then what decided them.
 		{"a finding shows its invariants and observations", finding, 200,
 			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once==violated  ok_only_if_executed==holds  code=OK  executions=2"},
+		{"a finding is wrapped, never cut", finding, 60,
+			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once==violated\n    ok_only_if_executed==holds  code=OK  executions=2"},
 		{"n/a says what the stack lacks", na, 200, "N/A     grpc_x_connect_retry   0.21s\n    connect-go lacks retry_policy"},
 	}
 	for _, tt := range tests {
@@ -47,7 +49,7 @@ func TestShort(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
-			for _, line := range strings.Split(got, "\n")[:1] {
+			for _, line := range strings.Split(got, "\n") {
 				if n := len([]rune(line)); n > tt.width {
 					t.Errorf("%d columns, want at most %d", n, tt.width)
 				}
