@@ -12,30 +12,37 @@ import (
 
 const readme = "../../README.md"
 
-// TestReadmeExitCodes: the README's exit code table is exit.go's, the
-// one place exit codes are decided.
+// cliDoc and scorecardDoc are the docs pages that hold, between their
+// markers, the exit code table and the gRPC scorecard.
+const (
+	cliDoc       = "../../docs/cli.md"
+	scorecardDoc = "../../docs/scorecard.md"
+)
+
+// TestReadmeExitCodes: the exit code table of docs/cli.md is exit.go's,
+// the one place exit codes are decided.
 func TestReadmeExitCodes(t *testing.T) {
 	const begin, end = "<!-- exit codes: from cmd/rpcbench/exit.go -->\n", "<!-- end of exit codes -->\n"
-	b, err := os.ReadFile(readme)
+	b, err := os.ReadFile(cliDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i, j := strings.Index(text, begin), strings.Index(text, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no table between %q and %q", begin, end)
+		t.Fatalf("docs/cli.md has no table between %q and %q", begin, end)
 	}
 	got, want := text[i+len(begin):j], exitCodeTable()
 	if got == want {
 		return
 	}
 	if *update {
-		if err := os.WriteFile(readme, []byte(text[:i+len(begin)]+want+text[j:]), 0o644); err != nil {
+		if err := os.WriteFile(cliDoc, []byte(text[:i+len(begin)]+want+text[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's exit code table differs from exit.go's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeExitCodes -update", cmp.Diff(want, got))
+	t.Errorf("docs/cli.md's exit code table differs from exit.go's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeExitCodes -update", cmp.Diff(want, got))
 }
 
 // TestExitCodesTable: every exit code exitCode can return is in the
@@ -59,19 +66,19 @@ func TestExitCodesTable(t *testing.T) {
 	}
 }
 
-// TestReadmeScorecard: the README's gRPC scorecard is the one rpcbench
-// scorecard makes of the committed evidence/grpc, never a table edited
+// TestReadmeScorecard: the gRPC scorecard of docs/scorecard.md is the one
+// rpcbench scorecard makes of the committed evidence/grpc, never a table edited
 // by hand.
 func TestReadmeScorecard(t *testing.T) {
 	const begin, end = "<!-- scorecard: rpcbench scorecard --markdown of evidence/grpc -->\n", "<!-- end of scorecard -->\n"
-	b, err := os.ReadFile(readme)
+	b, err := os.ReadFile(scorecardDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i, j := strings.Index(text, begin), strings.Index(text, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no table between %q and %q", begin, end)
+		t.Fatalf("docs/scorecard.md has no table between %q and %q", begin, end)
 	}
 	_, lines, err := readOutputFile(filepath.Join("..", "..", "evidence", "grpc"))
 	if err != nil {
@@ -90,10 +97,10 @@ func TestReadmeScorecard(t *testing.T) {
 		return
 	}
 	if *update {
-		if err := os.WriteFile(readme, []byte(text[:i+len(begin)]+want.String()+text[j:]), 0o644); err != nil {
+		if err := os.WriteFile(scorecardDoc, []byte(text[:i+len(begin)]+want.String()+text[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's scorecard differs from evidence/grpc's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeScorecard -update", cmp.Diff(want.String(), got))
+	t.Errorf("docs/scorecard.md's scorecard differs from evidence/grpc's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeScorecard -update", cmp.Diff(want.String(), got))
 }

@@ -9,7 +9,7 @@ import (
 	"gotest.tools/gotestsum/testjson"
 )
 
-// TestGotestsumPipeline runs the README's pipeline as written,
+// TestGotestsumPipeline runs the pipeline of docs/cli.md as written,
 // `gotestsum --raw-command -- bin/rpcbench all --json-events -`, on the
 // real binaries: gotestsum reads the command's stdout as the event
 // stream and counts every line of its stderr as an error, so a green run
