@@ -141,3 +141,53 @@ CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_exp
 		t.Errorf("markdown with servers (-want +got):\n%s", diff)
 	}
 }
+
+// TestCellText: a cell whose verdict agrees with its pins (PASS,
+// FINDING, N/A) shows its outcome alone; any other verdict is added.
+func TestCellText(t *testing.T) {
+	tests := []struct {
+		cell Cell
+		want string
+	}{
+		{Cell{"holds", "a", "PASS"}, "holds"},
+		{Cell{"violated", "a", "FINDING"}, "VIOLATED"},
+		{Cell{"sometimes", "a", "FINDING"}, "VIOLATED sometimes"},
+		{Cell{"unsupported", "a", "N/A"}, "n/a"},
+		{Cell{"violated", "a", "FAIL"}, "VIOLATED (FAIL)"},
+		{Cell{"", "a", "ERROR"}, "- (ERROR)"},
+		{Cell{}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cell.Outcome+"/"+tt.cell.Verdict, func(t *testing.T) {
+			if got := tt.cell.Text(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestByStackAgreeingVerdicts: a column of n/a cells whose cases agree
+// with their pins (PASS or N/A) is named as unrun; one whose case did
+// not (FAIL) is shown, to be looked at.
+func TestByStackAgreeingVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		verdict string
+		unrun   bool
+	}{{"PASS", true}, {"N/A", true}, {"FINDING", true}, {"FAIL", false}, {"ERROR", false}} {
+		t.Run(tt.verdict, func(t *testing.T) {
+			c := Card{
+				Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpcio", Config: "default"}, {Stack: "grpcio", Config: "hedged"}},
+				Rows: []Row{{"a", "exec_at_most_once", []Cell{
+					{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcio_default", "FINDING"}, {"unsupported", "a_grpcio_hedged", tt.verdict},
+				}}},
+			}
+			sc := c.ByStack()
+			if len(sc) != 1 {
+				t.Fatalf("got %d stack cards, want 1", len(sc))
+			}
+			if got := len(sc[0].Unrun) == 1; got != tt.unrun {
+				t.Errorf("hedged named as unrun: got %t, want %t (Unrun %q)", got, tt.unrun, sc[0].Unrun)
+			}
+		})
+	}
+}
