@@ -88,7 +88,7 @@ failed_runs. Any failure in any pass exits 1.`,
 	f.StringVar(&o.Group, "group", cases.GroupEvidence, `scenario group to run, or "all"`)
 	f.Var(countFlag{&o.Count}, "count", "run the group this many times over")
 	f.StringVar(&o.Evidence, "evidence", "evidence", `evidence directory to write ("" for none; default evidence/GROUP for groups other than evidence)`)
-	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	f.StringVar(&o.JSON, "json", "", `also write the results as JSON to this file ("-": stdout, the CASE lines then go to stderr)`)
 	o.control.flags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
 	_ = cmd.MarkFlagDirname("evidence")

@@ -15,7 +15,7 @@ type scorecardOptions struct {
 	// output.txt.
 	Evidence string
 	// JSON and Markdown are files to write the card to as well; "" for
-	// none.
+	// none, "-" for stdout in place of the table.
 	JSON, Markdown string
 	// Page is the report page the Markdown cells link to; "" for none.
 	Page string
@@ -54,29 +54,34 @@ read or holds no grpc case.`,
 			return runScorecard(o)
 		},
 	}
-	cmd.Flags().StringVar(&o.JSON, "json", "", "also write the card as JSON to this file")
-	cmd.Flags().StringVar(&o.Markdown, "markdown", "", "also write the card as a Markdown table to this file")
+	cmd.Flags().StringVar(&o.JSON, "json", "", `also write the card as JSON to this file ("-": stdout, in place of the table)`)
+	cmd.Flags().StringVar(&o.Markdown, "markdown", "", `also write the card as Markdown tables to this file ("-": stdout, in place of the table)`)
 	cmd.Flags().StringVar(&o.Page, "page", "report.html", `report page the Markdown cells link to ("" links nothing)`)
 	return cmd
 }
 
 func runScorecard(o *scorecardOptions) error {
-	if o.JSON != "" && o.Markdown != "" && outfile.Same(o.JSON, o.Markdown) {
+	switch {
+	case o.JSON == stdoutPath && o.Markdown == stdoutPath:
+		return usageErrorf("", "--json - and --markdown - would both write to stdout; name a file for one of them")
+	case o.JSON != "" && o.Markdown != "" && o.JSON != stdoutPath && o.Markdown != stdoutPath && outfile.Same(o.JSON, o.Markdown):
 		return usageErrorf("", "--json and --markdown both name %s", o.JSON)
 	}
-	var files []*outfile.File
-	for _, p := range []struct{ flag, path string }{{"--json", o.JSON}, {"--markdown", o.Markdown}} {
+	// Opened before the evidence is read: a path that cannot be written
+	// is said at once.
+	var outs [2]*output
+	for i, p := range []struct{ flag, path string }{{"--json", o.JSON}, {"--markdown", o.Markdown}} {
 		if p.path == "" {
-			files = append(files, nil)
 			continue
 		}
-		f, err := outfile.Create(p.path)
+		out, err := openOutput(p.flag, p.path, o.Out)
 		if err != nil {
-			return usageErrorf("", "%s %v", p.flag, err)
+			return err
 		}
-		defer f.Abort()
-		files = append(files, f)
+		defer out.abort()
+		outs[i] = out
 	}
+	jsonOut, mdOut := outs[0], outs[1]
 	_, lines, err := readOutputFile(o.Evidence)
 	if err != nil {
 		return err
@@ -85,23 +90,26 @@ func runScorecard(o *scorecardOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Evidence, err)
 	}
-	if err := card.WriteText(o.Out); err != nil {
-		return err
+	// The table is for a person; an output on stdout takes its place.
+	if (jsonOut == nil || !jsonOut.stdout()) && (mdOut == nil || !mdOut.stdout()) {
+		if err := card.WriteText(o.Out); err != nil {
+			return err
+		}
 	}
-	if f := files[0]; f != nil {
-		if err := card.WriteJSON(f); err != nil {
+	if jsonOut != nil {
+		if err := card.WriteJSON(jsonOut.w); err != nil {
 			return fmt.Errorf("--json %s: %w", o.JSON, err)
 		}
-		if err := f.Commit(); err != nil {
-			return fmt.Errorf("--json %w", err)
+		if err := jsonOut.commit(); err != nil {
+			return err
 		}
 	}
-	if f := files[1]; f != nil {
-		if err := card.WriteMarkdownByStack(f, o.Page); err != nil {
+	if mdOut != nil {
+		if err := card.WriteMarkdownByStack(mdOut.w, o.Page); err != nil {
 			return fmt.Errorf("--markdown %s: %w", o.Markdown, err)
 		}
-		if err := f.Commit(); err != nil {
-			return fmt.Errorf("--markdown %w", err)
+		if err := mdOut.commit(); err != nil {
+			return err
 		}
 	}
 	return nil
