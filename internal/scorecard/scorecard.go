@@ -11,7 +11,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rpcbench/rpcbench/internal/report"
 )
@@ -164,24 +163,6 @@ func (cl Cell) Text() string {
 		s += " (" + cl.Verdict + ")"
 	}
 	return s
-}
-
-// WriteText writes the card as an aligned table.
-func (c Card) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"scenario", "invariant"}
-	for _, col := range c.Columns {
-		head = append(head, col.Stack+"/"+col.Config)
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, r := range c.Rows {
-		cells := []string{r.Scenario, r.Invariant}
-		for _, cl := range r.Cells {
-			cells = append(cells, cl.Text())
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	return tw.Flush()
 }
 
 // WriteMarkdown writes the card as a GitHub Markdown table, each cell
