@@ -90,7 +90,7 @@ failed_runs. Any failure in any pass exits 1.`,
 	// The default depends on --group (defaultEvidence): RunE sets it, so
 	// that --help states it once.
 	f.StringVar(&o.Evidence, "evidence", "", `evidence directory to write ("" for none); default evidence/ for the evidence group, evidence/GROUP for the others, none for all`)
-	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	f.StringVar(&o.JSON, "json", "", `also write the results as JSON to this file ("-": stdout, the CASE lines then go to stderr)`)
 	o.control.flags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
 	_ = cmd.MarkFlagDirname("evidence")

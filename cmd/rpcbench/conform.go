@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/internal/conform"
-	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -51,7 +50,8 @@ that stops answering fails checks instead of hanging the run. The checks:
 
 ` + checkList() + `
 --junit FILE also writes the results as JUnit XML: one testsuite "conform",
-one testcase per check, a failed check's detail as its failure message.
+one testcase per check, a failed check's detail as its failure message;
+--junit - writes it to stdout, and the CHECK lines to stderr.
 
 Exit status: 0 every check passed, 1 a check failed, 2 usage error, ctl.ping
 not answered OK or the JUnit file not writable, 130/143 interrupted.`,
@@ -67,7 +67,7 @@ not answered OK or the JUnit file not writable, 130/143 interrupted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
+	f.StringVar(&o.JUnit, "junit", "", `also write the results as JUnit XML to this file ("-": stdout, the CHECK lines then go to stderr)`)
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on each check: dials, answers, waits for a close")
 	f.BoolVar(&o.Drain, "drain", false, "run drain_finishes_taken last: it sends ctl.drain, which stops the server")
 	return cmd
@@ -117,21 +117,27 @@ func runConform(ctx context.Context, o *conformOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErrorf("", "--timeout %v, ADDR %q: %v", o.Timeout, o.Addr, err)
 	}
-	var junit *outfile.File
+	// human receives the CHECK lines and the summary: stdout, or stderr
+	// when the JUnit XML takes stdout.
+	human := o.Out
+	var junit *output
 	if o.JUnit != "" {
 		// Opened before the first check, so that an unwritable path is an
 		// error up front rather than after the run.
 		var err error
-		if junit, err = outfile.Create(o.JUnit); err != nil {
-			return usageErrorf("", "--junit %v", err)
+		if junit, err = openOutput("--junit", o.JUnit, o.Out); err != nil {
+			return err
 		}
-		defer junit.Abort()
+		defer junit.abort()
+		if junit.stdout() {
+			human = o.Err
+		}
 	}
-	verdict := report.VerdictPainter(o.Out, o.Color)
+	verdict := report.VerdictPainter(human, o.Color)
 	res, err := conform.Run(ctx, cfg, func(c conform.Check) {
 		// Line starts "CHECK <name> <verdict>"; colour only the verdict.
 		line, head := c.Line(), len("CHECK ")+len(c.Name)+1
-		fmt.Fprintln(o.Out, line[:head]+verdict(c.Verdict)+line[head+len(c.Verdict.String()):])
+		fmt.Fprintln(human, line[:head]+verdict(c.Verdict)+line[head+len(c.Verdict.String()):])
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -140,16 +146,18 @@ func runConform(ctx context.Context, o *conformOptions) error {
 		// A *conform.PingError above all: no check ran.
 		return err
 	}
-	fmt.Fprintln(o.Out, res.Summary())
+	fmt.Fprintln(human, res.Summary())
 	fmt.Fprintf(o.Err, "conform: checked %s; the run's accounts and keys start with %s-\n", res.Addr, res.Tag)
 	if junit != nil {
-		if err := conform.WriteJUnit(junit, res); err != nil {
+		if err := conform.WriteJUnit(junit.w, res); err != nil {
 			return fmt.Errorf("--junit %s: %w", o.JUnit, err)
 		}
-		if err := junit.Commit(); err != nil {
-			return fmt.Errorf("--junit %w", err)
+		if err := junit.commit(); err != nil {
+			return err
 		}
-		fmt.Fprintf(o.Err, "conform: wrote %s\n", o.JUnit)
+		if !junit.stdout() {
+			fmt.Fprintf(o.Err, "conform: wrote %s\n", o.JUnit)
+		}
 	}
 	if res.Failed() > 0 {
 		return errFailed

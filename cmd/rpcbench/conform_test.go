@@ -305,3 +305,30 @@ func TestConformColor(t *testing.T) {
 		})
 	}
 }
+
+// TestConformJUnitStdout: --junit - writes the JUnit XML to stdout, alone,
+// and the CHECK lines and summary to stderr; no file named - appears.
+func TestConformJUnitStdout(t *testing.T) {
+	noLeaks(t)
+	_, addr := servertest.Start(t, server.DefaultConfig())
+	t.Chdir(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	code := execute(context.Background(), []string{"conform", addr, "--junit", "-"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, stdout.String(), stderr.String())
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Errorf("wrote a file named -")
+	}
+	var r junitReport
+	if err := xml.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not JUnit XML: %v\n%s", err, stdout.String())
+	}
+	n := len(conform.Checks()) - 1 // drain_finishes_taken runs with --drain only
+	if len(r.Suites) != 1 || len(r.Suites[0].Cases) != n {
+		t.Errorf("stdout holds %d suites, want 1 of %d cases:\n%s", len(r.Suites), n, stdout.String())
+	}
+	if got := strings.Count(stderr.String(), "CHECK "); got != n || !strings.Contains(stderr.String(), "11 passed, 0 failed") {
+		t.Errorf("stderr holds %d CHECK lines, want %d and the summary:\n%s", got, n, stderr.String())
+	}
+}

@@ -78,3 +78,55 @@ func TestReportOutputIsADirectory(t *testing.T) {
 		t.Errorf("left behind %v", left)
 	}
 }
+
+// TestOutputDashIsStdout: "-" names stdout for every flag that takes an
+// output file: what the flag asks for is written there, and no file
+// named "-" appears.
+func TestOutputDashIsStdout(t *testing.T) {
+	const card = "CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once=holds\n" +
+		"CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once=violated\n" +
+		"2 passed, 0 failed\n"
+	tests := []struct {
+		name string
+		args []string
+		// want starts stdout.
+		want string
+	}{
+		{"run --json", []string{"run", "one", "--json", "-"}, "{"},
+		{"run --junit", []string{"run", "one", "--junit", "-"}, "<?xml"},
+		{"run --json-events", []string{"run", "one", "--json-events", "-"}, `{"Time":`},
+		{"all --json", []string{"all", "--evidence", "", "--json", "-"}, "{"},
+		{"report -o", []string{"report", "-o", "-"}, "<!DOCTYPE html>"},
+		{"scorecard --json", []string{"scorecard", "--json", "-"}, "{\n  \"columns\""},
+		{"scorecard --markdown", []string{"scorecard", "--markdown", "-"}, "**grpc-go 1.85.0**\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r fakeRuns
+			a, stdout, _ := testApp(t, r.fake("one", cases.GroupEvidence, true))
+			writeTree(t, map[string]string{"evidence/output.txt": "CASE one PASS\n1 passed, 0 failed\n", "evidence/grpc/output.txt": card})
+			if code, errText := command(a, tt.args...); code != exitOK {
+				t.Fatalf("exit code %d, want %d; stderr %s", code, exitOK, errText)
+			}
+			if _, err := os.Stat("-"); err == nil {
+				t.Errorf("wrote a file named -")
+			}
+			if got := stdout.String(); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("stdout starts %q, want %q", got[:min(len(got), 80)], tt.want)
+			}
+		})
+	}
+}
+
+// TestScorecardBothOnStdout: --json - and --markdown - together is a
+// usage error, before anything is written.
+func TestScorecardBothOnStdout(t *testing.T) {
+	a, stdout, _ := testApp(t)
+	code, errText := command(a, "scorecard", "--json", "-", "--markdown", "-")
+	if code != exitError || !strings.Contains(errText, "would both write to stdout") {
+		t.Errorf("exit %d, stderr %q; want %d and 'would both write to stdout'", code, errText, exitError)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+}

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	stdhtml "html"
 	"image"
 	"image/color"
 	"image/png"
@@ -163,4 +166,92 @@ func colours(img image.Image, limit int) int {
 		}
 	}
 	return len(seen)
+}
+
+// scorecardEvidence writes an evidence directory whose output.txt is a
+// grpc group run of rows scenarios in the reference column and every
+// configuration of four stacks: a scorecard wider than any window and
+// taller than one.
+func scorecardEvidence(t *testing.T, rows int) string {
+	t.Helper()
+	var b strings.Builder
+	n := 0
+	for i := range rows {
+		sc := fmt.Sprintf("grpc_scenario_with_a_long_name_%02d", i)
+		fmt.Fprintf(&b, "CASE %s_rpcbench PASS scenario=%s stack=rpcbench config=client exec_at_most_once=holds\n", sc, sc)
+		n++
+		for _, st := range []string{"grpc-go", "grpc-js", "grpcio", "connect-go"} {
+			for _, cfg := range []string{"default", "retry", "retry+key", "throttled"} {
+				fmt.Fprintf(&b, "CASE %s_%s_%s PASS scenario=%s stack=%s config=%s version=1.2.3 exec_at_most_once=violated\n",
+					sc, strings.ReplaceAll(st, "-", ""), strings.ReplaceAll(cfg, "+", "_"), sc, st, cfg)
+				n++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "%d passed, 0 failed\n", n)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "output.txt"), b.String())
+	return dir
+}
+
+// TestReportScorecardReachable: in a 1280x900 window, the scorecard of
+// more columns than fit scrolls sideways in a box no taller than the
+// window, so that its scrollbar is in sight once the box is, not below
+// hundreds of rows; its last column lies within what the box scrolls
+// to.
+func TestReportScorecardReachable(t *testing.T) {
+	bin := requireChromium(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	var stderr bytes.Buffer
+	if err := runReport(&reportOptions{app: &app{Out: &stderr, Err: &stderr}, Evidence: scorecardEvidence(t, 60), Output: page}); err != nil {
+		t.Fatalf("report: %v\n%s", err, stderr.String())
+	}
+	// The probe measures the laid-out page and writes what it found on
+	// <body>, for --dump-dom; it is added to this test's copy only.
+	const probe = `<script>
+(function () {
+  var table = document.querySelector('.scorecard table');
+  var box = table.parentElement;
+  while (box && box !== document.body && !/^(auto|scroll)$/.test(getComputedStyle(box).overflowX)) box = box.parentElement;
+  var r = {};
+  if (!box || box === document.body) { r.box = 'none'; } else {
+    var th = table.querySelectorAll('thead th'), last = th[th.length - 1];
+    var br = box.getBoundingClientRect();
+    r.box = box.tagName + '.' + box.className;
+    r.scrolls = box.scrollWidth > box.clientWidth;
+    r.lastRight = Math.round(last.getBoundingClientRect().right - br.left + box.scrollLeft);
+    r.scrollWidth = box.scrollWidth;
+    r.height = Math.round(br.height);
+    r.innerHeight = window.innerHeight;
+  }
+  document.body.setAttribute('data-probe', JSON.stringify(r));
+})();
+</script></body>`
+	html := strings.Replace(readFile(t, page), "</body>", probe, 1)
+	writeFile(t, page, html)
+	dom := string(runChromium(t, bin, page, "--dump-dom", "--window-size=1280,900"))
+	m := regexp.MustCompile(`data-probe="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatal("the probe did not run: no data-probe on <body>")
+	}
+	var got struct {
+		Box                    string
+		Scrolls                bool
+		LastRight, ScrollWidth int
+		Height, InnerHeight    int
+	}
+	if err := json.Unmarshal([]byte(stdhtml.UnescapeString(m[1])), &got); err != nil {
+		t.Fatalf("probe %q: %v", m[1], err)
+	}
+	switch {
+	case got.Box == "none":
+		t.Fatalf("no box around the scorecard scrolls sideways (overflow-x auto or scroll)")
+	case !got.Scrolls:
+		t.Errorf("%s does not scroll: the fixture's table should be wider than the window", got.Box)
+	case got.LastRight > got.ScrollWidth:
+		t.Errorf("the last column ends at %d px, past what %s scrolls to (%d px)", got.LastRight, got.Box, got.ScrollWidth)
+	}
+	if got.Height > got.InnerHeight {
+		t.Errorf("%s is %d px tall, more than the %d px window: its scrollbar is out of reach until the table's last row", got.Box, got.Height, got.InnerHeight)
+	}
 }

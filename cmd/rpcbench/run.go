@@ -69,7 +69,7 @@ line. --evidence gets the same; --json gets every line and, under
 	f := cmd.Flags()
 	f.Var(countFlag{&o.Count}, "count", "run the scenarios this many times over")
 	f.StringVar(&o.Evidence, "evidence", "", "also write an evidence directory here (output.txt, env.txt, logs/)")
-	f.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	f.StringVar(&o.JSON, "json", "", `also write the results as JSON to this file ("-": stdout, the CASE lines then go to stderr)`)
 	o.control.flags(cmd)
 	_ = cmd.MarkFlagDirname("evidence")
 	return cmd

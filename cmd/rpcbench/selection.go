@@ -38,7 +38,7 @@ func (c *control) flags(cmd *cobra.Command) {
 	f.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound on each scenario: past it the scenario FAILs naming the timeout, its servers are stopped and the run goes on (0: none)")
 	f.BoolVar(&c.FailFast, "failfast", false, "stop after the first scenario that does not pass")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "print under each CASE line its attempt logs and the events its servers logged")
-	f.StringVar(&c.JUnit, "junit", "", "also write JUnit XML to this file: one testsuite per group, one testcase per scenario and pass")
+	f.StringVar(&c.JUnit, "junit", "", `also write JUnit XML to this file: one testsuite per group, one testcase per scenario and pass ("-": stdout, the CASE lines then go to stderr)`)
 	f.StringVar(&c.Events, "json-events", "", `also write a go test -json event stream to this file ("-": stdout, the CASE lines then go to stderr), for gotestsum, tparse, go-junit-report`)
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +92,61 @@ func TestTerminalOutput(t *testing.T) {
 	out, err := os.ReadFile(dir + "/ev/output.txt")
 	if err != nil || !strings.Contains(string(out), "CASE late_response_dropped_by_id PASS A==DEADLINE_EXCEEDED aElapsed~=") {
 		t.Errorf("evidence: %v, %q; want the whole CASE lines", err, out)
+	}
+}
+
+// TestScorecardOnTerminal: on a 120-column terminal the scorecard is
+// coloured and no line is wider than the terminal; with NO_COLOR set, or
+// piped, it is plain.
+func TestScorecardOnTerminal(t *testing.T) {
+	evidence, err := filepath.Abs("../../evidence/grpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		noColor string
+		tty     bool
+		colour  bool
+	}{{"terminal", "", true, true}, {"NO_COLOR", "1", true, false}, {"piped", "", false, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("TERM", "xterm")
+			t.Setenv("NO_COLOR", tt.noColor)
+			var got bytes.Buffer
+			a := &app{Err: io.Discard}
+			done := make(chan struct{})
+			if tt.tty {
+				master, tty := openPTY(t)
+				a.Out = tty
+				go func() { io.Copy(&got, master); close(done) }()
+			} else {
+				a.Out = &got
+				close(done)
+			}
+			if err := runScorecard(&scorecardOptions{app: a, Evidence: evidence}); err != nil {
+				t.Fatal(err)
+			}
+			if f, ok := a.Out.(*os.File); ok {
+				f.Close() // the copy ends once the terminal is closed
+			}
+			<-done
+			text := got.String()
+			if has := strings.Contains(text, "\x1b[31;1mVIOLATED"); has != tt.colour {
+				t.Errorf("coloured VIOLATED: got %t, want %t", has, tt.colour)
+			}
+			width := 100 // report.TerminalWidth's when not a terminal
+			if tt.tty {
+				width = 120
+			}
+			plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(strings.ReplaceAll(text, "\r\n", "\n"), "")
+			for _, l := range strings.Split(plain, "\n") {
+				if n := len([]rune(l)); n > width {
+					t.Errorf("%d columns, wider than %d: %q", n, width, l)
+				}
+			}
+			if !strings.Contains(plain, "grpc-go 1.85.0") || !strings.Contains(plain, "connect-go 1.21.1") {
+				t.Errorf("no table per stack:\n%s", plain)
+			}
+		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rpcbench/rpcbench/internal/report"
 )
@@ -40,10 +39,21 @@ type Cell struct {
 	Outcome string `json:"outcome"`
 	// Case is the CASE line's name, for a link to its timeline.
 	Case string `json:"case"`
-	// Verdict is the case's verdict; anything but PASS means the cell is
-	// not to be trusted as it stands.
+	// Verdict is the case's verdict; one that does not agree with the
+	// stack's pins (Agrees) means the cell is not to be trusted as it
+	// stands.
 	Verdict string `json:"verdict"`
 }
+
+// agreeing are the verdicts of a case whose outcome agrees with the
+// stack's pins: PASS; FINDING, a violation the pins name; N/A, a case
+// the stack lacks the capability for and that did not run. They are
+// compared as words, as CASE lines write them.
+var agreeing = []string{"PASS", "FINDING", "N/A"}
+
+// Agrees reports whether the cell's case ended in a verdict that agrees
+// with the stack's pins, so that its outcome stands as shown.
+func (cl Cell) Agrees() bool { return slices.Contains(agreeing, cl.Verdict) }
 
 // Row is one (scenario, invariant).
 type Row struct {
@@ -149,28 +159,10 @@ func (cl Cell) Text() string {
 	default:
 		s = cl.Outcome
 	}
-	if cl.Verdict != "" && cl.Verdict != report.Pass.String() {
+	if cl.Verdict != "" && !cl.Agrees() {
 		s += " (" + cl.Verdict + ")"
 	}
 	return s
-}
-
-// WriteText writes the card as an aligned table.
-func (c Card) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"scenario", "invariant"}
-	for _, col := range c.Columns {
-		head = append(head, col.Stack+"/"+col.Config)
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, r := range c.Rows {
-		cells := []string{r.Scenario, r.Invariant}
-		for _, cl := range r.Cells {
-			cells = append(cells, cl.Text())
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	return tw.Flush()
 }
 
 // WriteMarkdown writes the card as a GitHub Markdown table, each cell
@@ -263,11 +255,12 @@ func (c Card) ByStack() []StackCard {
 }
 
 // runs reports whether column i has a cell that is neither n/a nor
-// missing, or belongs to a case that did not pass.
+// missing, or belongs to a case whose verdict does not agree with its
+// pins.
 func (c Card) runs(i int) bool {
 	for _, r := range c.Rows {
 		cl := r.Cells[i]
-		if cl.Case != "" && (cl.Outcome != "unsupported" || cl.Verdict != report.Pass.String()) {
+		if cl.Case != "" && (cl.Outcome != "unsupported" || !cl.Agrees()) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package scorecard
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,18 +54,171 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestWriteText: a table per stack beside the reference, each scenario
+// on a line of its own with its invariants beneath, plain without
+// colour.
 func TestWriteText(t *testing.T) {
 	var b strings.Builder
-	if err := build(t).WriteText(&b); err != nil {
+	if err := build(t).WriteText(&b, TextOptions{Width: 80}); err != nil {
 		t.Fatal(err)
 	}
-	want := "scenario  invariant          rpcbench/client  grpc-go/default\n" +
-		"a         exec_at_most_once  holds            holds\n" +
-		"a         recovers           holds            VIOLATED\n" +
-		"b         exec_at_most_once  n/a              VIOLATED (FAIL)\n" +
-		"c         -                  -                - (ERROR)\n"
+	want := "grpc-go 1.85.0\n" +
+		"\n" +
+		"                     rpcbench  grpc-go\n" +
+		"                     client    default\n" +
+		"a\n" +
+		"  exec_at_most_once  holds     holds\n" +
+		"  recovers           holds     VIOLATED\n" +
+		"b\n" +
+		"  exec_at_most_once  n/a       VIOLATED (FAIL)\n" +
+		"\n" +
+		"                     grpc-go\n" +
+		"                     default\n" +
+		"c\n" +
+		"  -                  - (ERROR)\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("text (-want +got):\n%s", diff)
+	}
+}
+
+// wide is a run of the reference and two stacks in every configuration,
+// and their servers.
+const wide = `CASE a_rpcbench PASS scenario=a_scenario_with_a_long_name stack=rpcbench config=client exec_at_most_once==holds
+CASE a_grpcgo_default PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated
+CASE a_grpcgo_retry PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=retry version=1.85.0 exec_at_most_once==sometimes
+CASE a_grpcgo_retry_key PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=retry+key version=1.85.0 exec_at_most_once==holds
+CASE a_grpcgo_throttled PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=throttled version=1.85.0 exec_at_most_once==holds
+CASE a_connectgo_default PASS scenario=a_scenario_with_a_long_name stack=connect-go config=default version=1.21.1 exec_at_most_once==holds
+CASE a_connectgo_retry PASS scenario=a_scenario_with_a_long_name stack=connect-go config=retry version=1.21.1 exec_at_most_once==unsupported
+CASE h_rpcbench PASS scenario=h stack=rpcbench config=hedged hedges_bounded==holds
+CASE h_grpcgo_default PASS scenario=h stack=grpc-go config=default version=1.85.0 hedges_bounded==holds
+CASE h_grpcgo_hedged PASS scenario=h stack=grpc-go config=hedged version=1.85.0 hedges_bounded==violated
+CASE h_connectgo_default PASS scenario=h stack=connect-go config=default version=1.21.1 hedges_bounded==holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed==holds
+CASE s_grpcgo PASS scenario=s stack=grpc-go config=server version=1.85.0 srv_expired_not_executed==holds
+CASE s_connectgo PASS scenario=s stack=connect-go config=server version=1.21.1 srv_expired_not_executed==violated
+`
+
+// TestWriteTextFits: every line fits the width, at any width that
+// leaves room beside the row names for the widest cell, and every column
+// is still shown: a block too wide is cut into parts, each repeating the
+// row names.
+func TestWriteTextFits(t *testing.T) {
+	c := buildFrom(t, wide)
+	for _, width := range []int{50, 60, 80, 100} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			var b strings.Builder
+			if err := c.WriteText(&b, TextOptions{Width: width}); err != nil {
+				t.Fatal(err)
+			}
+			text := b.String()
+			for _, l := range strings.Split(text, "\n") {
+				if len(l) > width {
+					t.Errorf("%d columns at width %d: %q", len(l), width, l)
+				}
+			}
+			for _, cfg := range []string{"client", "default", "retry", "retry+key", "throttled", "hedged", "server"} {
+				if !strings.Contains(text, " "+cfg+"\n") && !strings.Contains(text, " "+cfg+" ") {
+					t.Errorf("no column of configuration %s at width %d:\n%s", cfg, width, text)
+				}
+			}
+			if !strings.Contains(text, "VIOLATED sometimes") {
+				t.Errorf("no VIOLATED sometimes cell at width %d:\n%s", width, text)
+			}
+		})
+	}
+}
+
+// TestWriteTextColor: with colour, holds is green, VIOLATED red,
+// VIOLATED sometimes yellow, n/a and missing cells faint, and a verdict
+// that does not agree with the pins stands apart; without, no escape.
+func TestWriteTextColor(t *testing.T) {
+	c := Card{
+		Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpc-go", Config: "default"}, {Stack: "grpc-go", Config: "retry"}},
+		Rows: []Row{
+			{"a", "one", []Cell{{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcgo_default", "FINDING"}, {"sometimes", "a_grpcgo_retry", "PASS"}}},
+			{"a", "two", []Cell{{"unsupported", "a_rpcbench", "N/A"}, {"holds", "a_grpcgo_default", "FAIL"}, {}}},
+		},
+	}
+	var on, off strings.Builder
+	if err := c.WriteText(&on, TextOptions{Width: 100, Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteText(&off, TextOptions{Width: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\x1b[32mholds", "\x1b[31;1mVIOLATED\x1b", "\x1b[33mVIOLATED sometimes", "\x1b[2mn/a", "\x1b[2m-\x1b", "\x1b[1;7m(FAIL)"} {
+		if !strings.Contains(on.String(), want) {
+			t.Errorf("coloured text lacks %q:\n%q", want, on.String())
+		}
+	}
+	if strings.Contains(off.String(), "\x1b") {
+		t.Errorf("text without colour holds an escape:\n%q", off.String())
+	}
+	if !strings.Contains(off.String(), "  two  n/a       holds (FAIL)  -\n") {
+		t.Errorf("text without colour:\n%s", off.String())
+	}
+}
+
+// TestFilter: the named stacks and configurations beside the reference
+// columns; rows without a judged cell left, and reference columns left
+// without a cell, go.
+func TestFilter(t *testing.T) {
+	c := buildFrom(t, wide)
+	if diff := cmp.Diff([]string{"rpcbench", "rpcserver"}, c.References()); diff != "" {
+		t.Errorf("references (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"grpc-go", "connect-go"}, c.Stacks()); diff != "" {
+		t.Errorf("stacks (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"default", "retry", "retry+key", "throttled", "hedged", "server"}, c.Configs()); diff != "" {
+		t.Errorf("configs (-want +got):\n%s", diff)
+	}
+	cols := func(c Card) []string {
+		var out []string
+		for _, col := range c.Columns {
+			out = append(out, col.Stack+"/"+col.Config)
+		}
+		return out
+	}
+	rows := func(c Card) []string {
+		var out []string
+		for _, r := range c.Rows {
+			out = append(out, r.Scenario)
+		}
+		return out
+	}
+	tests := []struct {
+		name             string
+		stacks, configs  []string
+		wantCols, wantRs []string
+	}{
+		{"none", nil, nil, cols(c), rows(c)},
+		{"grpc-go", []string{"grpc-go"}, nil,
+			[]string{"rpcbench/client", "grpc-go/default", "grpc-go/retry", "grpc-go/retry+key", "grpc-go/throttled", "rpcbench/hedged", "grpc-go/hedged", "rpcserver/server", "grpc-go/server"},
+			[]string{"a_scenario_with_a_long_name", "h", "s"}},
+		{"retry", nil, []string{"retry"},
+			[]string{"rpcbench/client", "grpc-go/retry", "connect-go/retry"}, []string{"a_scenario_with_a_long_name"}},
+		{"connect-go servers", []string{"connect-go"}, []string{"server"},
+			[]string{"rpcserver/server", "connect-go/server"}, []string{"s"}},
+		{"hedged", nil, []string{"hedged"},
+			[]string{"rpcbench/hedged", "grpc-go/hedged"}, []string{"h"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := c.Filter(tt.stacks, tt.configs)
+			if diff := cmp.Diff(tt.wantCols, cols(f)); diff != "" {
+				t.Errorf("columns (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantRs, rows(f)); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+			for _, r := range f.Rows {
+				if len(r.Cells) != len(f.Columns) {
+					t.Errorf("row %s has %d cells for %d columns", r.Scenario, len(r.Cells), len(f.Columns))
+				}
+			}
+		})
 	}
 }
 
@@ -139,5 +293,55 @@ CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_exp
 		"| `s` | `log_matches_bank` | holds | **VIOLATED sometimes** |\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("markdown with servers (-want +got):\n%s", diff)
+	}
+}
+
+// TestCellText: a cell whose verdict agrees with its pins (PASS,
+// FINDING, N/A) shows its outcome alone; any other verdict is added.
+func TestCellText(t *testing.T) {
+	tests := []struct {
+		cell Cell
+		want string
+	}{
+		{Cell{"holds", "a", "PASS"}, "holds"},
+		{Cell{"violated", "a", "FINDING"}, "VIOLATED"},
+		{Cell{"sometimes", "a", "FINDING"}, "VIOLATED sometimes"},
+		{Cell{"unsupported", "a", "N/A"}, "n/a"},
+		{Cell{"violated", "a", "FAIL"}, "VIOLATED (FAIL)"},
+		{Cell{"", "a", "ERROR"}, "- (ERROR)"},
+		{Cell{}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cell.Outcome+"/"+tt.cell.Verdict, func(t *testing.T) {
+			if got := tt.cell.Text(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestByStackAgreeingVerdicts: a column of n/a cells whose cases agree
+// with their pins (PASS or N/A) is named as unrun; one whose case did
+// not (FAIL) is shown, to be looked at.
+func TestByStackAgreeingVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		verdict string
+		unrun   bool
+	}{{"PASS", true}, {"N/A", true}, {"FINDING", true}, {"FAIL", false}, {"ERROR", false}} {
+		t.Run(tt.verdict, func(t *testing.T) {
+			c := Card{
+				Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpcio", Config: "default"}, {Stack: "grpcio", Config: "hedged"}},
+				Rows: []Row{{"a", "exec_at_most_once", []Cell{
+					{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcio_default", "FINDING"}, {"unsupported", "a_grpcio_hedged", tt.verdict},
+				}}},
+			}
+			sc := c.ByStack()
+			if len(sc) != 1 {
+				t.Fatalf("got %d stack cards, want 1", len(sc))
+			}
+			if got := len(sc[0].Unrun) == 1; got != tt.unrun {
+				t.Errorf("hedged named as unrun: got %t, want %t (Unrun %q)", got, tt.unrun, sc[0].Unrun)
+			}
+		})
 	}
 }
