@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Builds rpcbench, rpcserver and the client adapters into bin/ (build.sh,
 # which says what it builds) and runs every group, one `rpcbench all
-# --group G` after the other: the scenarios of the evidence group into
-# evidence/, then robustness, durability, chaos, governance, network, grpc
-# and deploy into evidence/GROUP. Extra arguments go to each `rpcbench
-# all`, e.g. ./run.sh --color never.
+# --group G` after the other, each announced as "== group 3 of 8:
+# durability": the scenarios of the evidence group into evidence/, then
+# robustness, durability, chaos, governance, network, grpc and deploy into
+# evidence/GROUP. Extra arguments go to each `rpcbench all`, e.g.
+# ./run.sh --color never. It ends with one line on stdout summing the
+# groups' summary lines, "== total over 8 groups: N passed, M failed, ...",
+# each read from the output.txt its group's run has just written (in the
+# evidence directory, or in the .rpcbench-run-* directory a run that
+# skipped scenarios or was interrupted leaves there); a group whose run
+# left none is named and not counted.
 #
 # A selection (--run or --skip) is one run over every group instead,
 # writing no evidence unless --evidence DIR is given: part of a group
@@ -63,10 +69,16 @@ stop_if_caught() {
 }
 
 selection=
+evidence_given= evidence_arg= prev=
 for arg in "$@"; do
   case "$arg" in
     --run | --run=* | --skip | --skip=*) selection=1 ;;
+    --evidence=*) evidence_given=1 evidence_arg=${arg#--evidence=} ;;
   esac
+  if [ "$prev" = --evidence ]; then
+    evidence_given=1 evidence_arg=$arg
+  fi
+  prev=$arg
 done
 
 # The children do not get the lock's descriptor (9>&-): a process that
@@ -85,13 +97,125 @@ if [ -n "$selection" ]; then
   exit "$status"
 fi
 
+# evidence_dir GROUP: where `rpcbench all --group GROUP "$@"` writes; ""
+# for nowhere.
+evidence_dir() {
+  if [ -n "$evidence_given" ]; then
+    echo "$evidence_arg"
+  elif [ "$1" = evidence ]; then
+    echo evidence
+  else
+    echo "evidence/$1"
+  fi
+}
+
+# state DIR: what of DIR tells a run's output from an earlier one's: the
+# inode of its output.txt (a run that completes renames a new one into
+# place) and the .rpcbench-run-* directories there.
+state() {
+  if [ -z "$1" ]; then
+    return
+  fi
+  stat -c 'inode %i' "$1/output.txt" 2>/dev/null || echo "inode none"
+  local r
+  for r in "$1"/.rpcbench-run-*; do
+    if [ -d "$r" ]; then echo "$r"; fi
+  done
+}
+
+# summary_of DIR BEFORE: the last line of the output.txt a run has just
+# left in DIR, BEFORE being DIR's state before it ran; fails if it left
+# none (it stopped before its first scenario, or wrote no evidence).
+summary_of() {
+  local dir=$1 before=$2 r
+  if [ -z "$dir" ]; then
+    return 1
+  fi
+  # A run that did not complete keeps its output in a .rpcbench-run-*
+  # directory and removes earlier ones; a new one is this run's.
+  for r in "$dir"/.rpcbench-run-*; do
+    if [ -f "$r/output.txt" ] && ! grep -qxF -- "$r" <<<"$before"; then
+      tail -n 1 "$r/output.txt"
+      return
+    fi
+  done
+  if [ -f "$dir/output.txt" ] && [ "$(state "$dir" | head -n 1)" != "$(head -n 1 <<<"$before")" ]; then
+    tail -n 1 "$dir/output.txt"
+    return
+  fi
+  return 1
+}
+
+# The totals, by label as a summary line has them ("error" counted under
+# "errors", "finding" under "findings"), and the labels in the order met.
+declare -A sum=()
+labels=()
+summary_line='^[0-9]+ passed, [0-9]+ failed(, [0-9]+ [a-z][a-z/ -]*)*$'
+
+# add_summary LINE: adds the counts of an rpcbench summary line, "N
+# passed, M failed" and then any ", K label" parts, to the totals; fails
+# leaving them as they were if LINE is not one.
+add_summary() {
+  if ! [[ $1 =~ $summary_line ]]; then
+    return 1
+  fi
+  local parts part n label
+  IFS=, read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    part=${part# }
+    n=${part%% *} label=${part#* }
+    case "$label" in
+      error) label=errors ;;
+      finding) label=findings ;;
+    esac
+    if [ -z "${sum[$label]+set}" ]; then
+      labels+=("$label")
+    fi
+    sum[$label]=$((${sum[$label]:-0} + 10#$n))
+  done
+}
+
+# total: the totals as rpcbench writes a summary line: passed and failed
+# always, the others when not zero, in rpcbench's order and then any
+# label it does not have yet.
+total() {
+  local out="${sum[passed]:-0} passed, ${sum[failed]:-0} failed" label n seen=" passed failed "
+  for label in errors interrupted skipped findings n/a "${labels[@]}"; do
+    case "$seen" in *" $label "*) continue ;; esac
+    seen+="$label "
+    n=${sum[$label]:-0}
+    if [ "$n" = 0 ]; then
+      continue
+    fi
+    case "$label:$n" in
+      errors:1) out+=", 1 error" ;;
+      findings:1) out+=", 1 finding" ;;
+      *) out+=", $n $label" ;;
+    esac
+  done
+  echo "$out"
+}
+
 status=0
-for group in "${groups[@]}"; do
+counted=0
+for i in "${!groups[@]}"; do
   stop_if_caught
+  group=${groups[$i]}
+  echo "== group $((i + 1)) of ${#groups[@]}: $group" >&2
+  dir=$(evidence_dir "$group")
+  before=$(state "$dir")
   code=0
   bin/rpcbench all --group "$group" "$@" 9>&- || code=$?
+  if line=$(summary_of "$dir" "$before") && add_summary "$line"; then
+    counted=$((counted + 1))
+  elif [ -z "$dir" ]; then
+    echo "run.sh: group $group wrote no evidence (--evidence \"\"): not counted in the total" >&2
+  else
+    echo "run.sh: group $group left no summary line in $dir: not counted in the total" >&2
+  fi
   if [ -n "$caught" ] || [ "$code" -gt 128 ]; then
-    echo "run.sh: stopped in group $group${caught:+ by SIG$caught}" >&2
+    echo "run.sh: stopped in group $((i + 1)) of ${#groups[@]} ($group)${caught:+ by SIG$caught}" >&2
+    echo "== total over $counted of ${#groups[@]} groups: $(total)"
     stop_if_caught
     exit "$code"
   fi
@@ -99,4 +223,9 @@ for group in "${groups[@]}"; do
     status=$code
   fi
 done
+if [ "$counted" = "${#groups[@]}" ]; then
+  echo "== total over $counted groups: $(total)"
+else
+  echo "== total over $counted of ${#groups[@]} groups: $(total)"
+fi
 exit "$status"

@@ -223,6 +223,7 @@ func (c *runshClone) awaitStarted(t *testing.T, r *runshRun, group string) {
 // TestRunShStopsOnSignal: one Ctrl-C (SIGINT to run.sh's process group)
 // while the first group runs ends the whole run, exiting 130, with the
 // next group never started and no process left; likewise SIGTERM, 143.
+// The total counts the interrupted group's summary.
 func TestRunShStopsOnSignal(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -246,6 +247,10 @@ func TestRunShStopsOnSignal(t *testing.T) {
 			}
 			if got, want := c.lines("runs.log"), []string{"all --group evidence"}; !slices.Equal(got, want) {
 				t.Errorf("fake rpcbench ran %q, want %q: the run went on after the signal\n%s", got, want, r.output())
+			}
+			out := readFile(t, r.stdout.Name())
+			if want := "== total over 1 of 8 groups: 3 passed, 0 failed, 1 interrupted\n"; out != want {
+				t.Errorf("stdout %q, want %q\n%s", out, want, r.output())
 			}
 		})
 	}
@@ -335,8 +340,111 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
+// TestRunShTotal: run.sh says "== group I of 8: GROUP" before each
+// group and ends with the sum of the summary lines the groups' runs left,
+// read from output.txt or from the .rpcbench-run-* directory a run that
+// did not complete leaves; a group whose run left none is not counted,
+// whatever earlier runs left there. The status is the last failing
+// group's.
+func TestRunShTotal(t *testing.T) {
+	type spec struct {
+		summary, mode string
+		code          int
+	}
+	tests := []struct {
+		name string
+		// specs by group; a group without one passes 1 scenario.
+		specs map[string]spec
+		// stale are files earlier runs left, relative to the clone.
+		stale     map[string]string
+		wantTotal string
+		wantCode  int
+		wantErr   string
+	}{
+		{
+			name: "every kind of count",
+			specs: map[string]spec{
+				"evidence":   {"26 passed, 0 failed", "commit", 0},
+				"robustness": {"11 passed, 0 failed, 1 finding", "commit", 0},
+				"durability": {"17 passed, 0 failed, 3 skipped", "abandon", 0},
+				"chaos":      {"4 passed, 1 failed, 1 error", "commit", 1},
+				"governance": {"11 passed, 0 failed, 2 errors, 4 findings, 2 n/a", "commit", 1},
+				"network":    {"", "none", 2},
+				"grpc":       {"482 passed, 0 failed, 9 skipped, 140 findings, 38 n/a", "abandon", 0},
+				"deploy":     {"12 passed, 0 failed", "commit", 0},
+			},
+			stale: map[string]string{
+				"evidence/network/output.txt":                      "9 passed, 0 failed\n",
+				"evidence/network/.rpcbench-run-old/output.txt":    "7 passed, 0 failed\n",
+				"evidence/durability/output.txt":                   "5 passed, 0 failed\n",
+				"evidence/durability/.rpcbench-run-old/output.txt": "6 passed, 0 failed\n",
+			},
+			wantTotal: "== total over 7 of 8 groups: 563 passed, 1 failed, 3 errors, 12 skipped, 145 findings, 40 n/a",
+			wantCode:  2,
+			wantErr:   "run.sh: group network left no summary line in evidence/network: not counted in the total",
+		},
+		{
+			name: "singular, interrupted, a count rpcbench does not print yet",
+			specs: map[string]spec{
+				"chaos":   {"0 passed, 0 failed, 1 error, 2 interrupted", "commit", 0},
+				"network": {"0 passed, 0 failed, 1 finding, 1 n/a, 2 timed out", "commit", 0},
+			},
+			wantTotal: "== total over 8 groups: 6 passed, 0 failed, 1 error, 2 interrupted, 1 finding, 1 n/a, 2 timed out",
+		},
+		{
+			name:      "all passed",
+			wantTotal: "== total over 8 groups: 8 passed, 0 failed",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRunshClone(t)
+			for g, s := range tt.specs {
+				c.spec(t, g, s.summary, s.mode, s.code)
+			}
+			for path, content := range tt.stale {
+				path = filepath.Join(c.dir, path)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := c.start(t, "--color", "never")
+			if got := r.wait(t); got != tt.wantCode {
+				t.Errorf("exit code %d, want %d\n%s", got, tt.wantCode, r.output())
+			}
+			var wantRuns, wantProgress []string
+			for i, g := range runshGroups {
+				wantRuns = append(wantRuns, "all --group "+g+" --color never")
+				wantProgress = append(wantProgress, fmt.Sprintf("== group %d of 8: %s", i+1, g))
+			}
+			if got := c.lines("runs.log"); !slices.Equal(got, wantRuns) {
+				t.Errorf("fake rpcbench ran\n%q\nwant\n%q", got, wantRuns)
+			}
+			stderr := readFile(t, r.stderr.Name())
+			var progress []string
+			for _, l := range strings.Split(stderr, "\n") {
+				if strings.HasPrefix(l, "== group ") {
+					progress = append(progress, l)
+				}
+			}
+			if !slices.Equal(progress, wantProgress) {
+				t.Errorf("progress lines\n%q\nwant\n%q", progress, wantProgress)
+			}
+			if tt.wantErr != "" && !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("stderr does not say %q\n%s", tt.wantErr, r.output())
+			}
+			if got, want := readFile(t, r.stdout.Name()), tt.wantTotal+"\n"; got != want {
+				t.Errorf("stdout %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestRunShSelection: --run makes run.sh one rpcbench all over every
-// group, writing no evidence.
+// group, writing no evidence, without the per-group progress or total.
 func TestRunShSelection(t *testing.T) {
 	c := newRunshClone(t)
 	r := c.start(t, "--run", "^late_")
@@ -345,5 +453,8 @@ func TestRunShSelection(t *testing.T) {
 	}
 	if got, want := c.lines("runs.log"), []string{"all --group all --evidence  --run ^late_"}; !slices.Equal(got, want) {
 		t.Errorf("fake rpcbench ran %q, want %q", got, want)
+	}
+	if out := r.output(); strings.Contains(out, "== ") {
+		t.Errorf("progress or total in a selection's run:\n%s", out)
 	}
 }
