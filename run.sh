@@ -12,14 +12,16 @@
 # skipped scenarios or was interrupted leaves there); a group whose run
 # left none is named and not counted.
 #
-# A selection (--run or --skip) is one run over every group instead,
+# A selection (--run, --skip, --stack or --config) is one run over every
+# group instead,
 # writing no evidence unless --evidence DIR is given: part of a group
 # must not replace its evidence, and a name matches in one group only.
 #
 # Scenarios whose prerequisite is missing here (PostgreSQL; root and
 # iproute2 for network; a client adapter that could not be built or
 # started) print SKIP with the reason; it exits 0 unless a group failed,
-# and then with the status of the last group that did.
+# and then with the status of the last group that did. A usage error
+# (status 2: a mistyped flag) stops the run at the first group.
 #
 # One Ctrl-C stops the run: the running rpcbench gets it from the
 # terminal as well, stops its scenario and cleans up, and run.sh then
@@ -72,7 +74,7 @@ selection=
 evidence_given= evidence_arg= prev=
 for arg in "$@"; do
   case "$arg" in
-    --run | --run=* | --skip | --skip=*) selection=1 ;;
+    --run | --run=* | --skip | --skip=* | --stack | --stack=* | --config | --config=*) selection=1 ;;
     --evidence=*) evidence_given=1 evidence_arg=${arg#--evidence=} ;;
   esac
   if [ "$prev" = --evidence ]; then
@@ -212,6 +214,12 @@ for i in "${!groups[@]}"; do
     echo "run.sh: group $group wrote no evidence (--evidence \"\"): not counted in the total" >&2
   else
     echo "run.sh: group $group left no summary line in $dir: not counted in the total" >&2
+  fi
+  if [ "$code" = 2 ]; then
+    # A usage error (a mistyped flag) is the same in every group: said
+    # once, it ends the run.
+    echo "run.sh: group $group refused its arguments (status 2): stopping" >&2
+    exit 2
   fi
   if [ -n "$caught" ] || [ "$code" -gt 128 ]; then
     echo "run.sh: stopped in group $((i + 1)) of ${#groups[@]} ($group)${caught:+ by SIG$caught}" >&2
