@@ -149,6 +149,7 @@ func runAll(ctx context.Context, o *allOptions) error {
 		JSON:      o.JSON,
 		Timeout:   o.Timeout,
 		FailFast:  o.FailFast,
+		Fresh:     o.Fresh,
 		Verbose:   o.Verbose,
 		JUnit:     o.JUnit,
 		Events:    o.Events,

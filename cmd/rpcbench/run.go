@@ -102,6 +102,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		JSON:      o.JSON,
 		Timeout:   o.Timeout,
 		FailFast:  o.FailFast,
+		Fresh:     o.Fresh,
 		Verbose:   o.Verbose,
 		JUnit:     o.JUnit,
 		Events:    o.Events,

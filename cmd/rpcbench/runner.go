@@ -40,6 +40,8 @@ type batch struct {
 	// the timeout, its servers are stopped, and the run goes on. Zero
 	// means no bound.
 	Timeout time.Duration
+	// Fresh: see report.Evidence.Fresh.
+	Fresh bool
 	// FailFast stops the run after the first scenario that fails; one
 	// that is skipped does not stop it.
 	FailFast bool
@@ -106,6 +108,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		if ev, err = report.CreateEvidence(b.Evidence, report.CollectEnv(ctx)); err != nil {
 			return nil, evidenceError(b.Evidence, err)
 		}
+		ev.Fresh = b.Fresh
 		logDir = ev.LogDir()
 		defer ev.Discard() // a no-op once committed or abandoned
 	} else {

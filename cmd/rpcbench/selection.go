@@ -20,10 +20,13 @@ type control struct {
 	// these stacks and configurations; empty keeps every one.
 	Stacks, Configs []string
 	Timeout         time.Duration
-	FailFast        bool
-	Verbose         bool
-	JUnit           string
-	Events          string
+	// Fresh writes every case of the evidence from this run, keeping
+	// none that reproduced the evidence it replaces.
+	Fresh    bool
+	FailFast bool
+	Verbose  bool
+	JUnit    string
+	Events   string
 }
 
 // DefaultTimeout is --timeout's default, as go test's.
@@ -36,6 +39,7 @@ func (c *control) flags(cmd *cobra.Command) {
 	f.StringSliceVar(&c.Stacks, "stack", nil, "run only the columns of this stack under test (repeat or comma-separate; e.g. grpc-go,rpcbench): scenarios that judge no stack are left out")
 	f.StringSliceVar(&c.Configs, "config", nil, "run only the columns of this configuration (repeat or comma-separate; e.g. retry): scenarios that judge no stack are left out")
 	f.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound on each scenario: past it the scenario FAILs naming the timeout, its servers are stopped and the run goes on (0: none)")
+	f.BoolVar(&c.Fresh, "fresh", false, "with an evidence directory, write every case from this run; by default a case whose verdict and stable fields this run reproduced keeps its earlier line and logs, so that a re-run changes only what changed")
 	f.BoolVar(&c.FailFast, "failfast", false, "stop after the first scenario that does not pass")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "print under each CASE line its attempt logs and the events its servers logged")
 	f.StringVar(&c.JUnit, "junit", "", `also write JUnit XML to this file: one testsuite per group, one testcase per scenario and pass ("-": stdout, the CASE lines then go to stderr)`)

@@ -289,7 +289,7 @@ func (t *T) runCleanups() {
 func (t *T) noServerNote() {
 	p := filepath.Join(t.env.LogDir, report.NoServerNote(t.name))
 	msg := t.name + " starts no rpcserver: it runs in-process or against an address nothing listens on, so it has no server log.\n"
-	if rec := "sut-" + t.name + ".jsonl"; fileExists(filepath.Join(t.env.LogDir, rec)) {
+	if rec := report.SUTRecord(t.name); fileExists(filepath.Join(t.env.LogDir, rec)) {
 		msg = t.name + " starts no rpcserver: it judges a server adapter, whose own record is " + rec + ".\n"
 	}
 	if err := os.WriteFile(p, []byte(msg), 0o644); err != nil {

@@ -514,7 +514,7 @@ func (g *grpcT) startAdapter(stack string) *cut.Adapter {
 	if bin == "" {
 		g.Errored("no adapter binary for %s: build it with ./build.sh", stack)
 	}
-	logf, err := os.Create(filepath.Join(g.env.LogDir, "adapter-"+g.name+".log"))
+	logf, err := os.Create(filepath.Join(g.env.LogDir, report.AdapterLog(g.name)))
 	if err != nil {
 		g.Fatalf("adapter log: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scorecard"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/sut"
@@ -158,8 +159,8 @@ func (g *srvT) start() {
 	if bin == "" {
 		g.Errored("no adapter binary for %s: build it with ./build.sh", g.stack)
 	}
-	logf := g.logFile("sut-" + g.name + ".log")
-	lines := g.logFile("sut-" + g.name + ".jsonl")
+	logf := g.logFile(report.SUTLog(g.name))
+	lines := g.logFile(report.SUTRecord(g.name))
 	s, err := sut.Start(g.ctx, sut.Spec{Bin: bin, Scenario: g.name, Stderr: logf, Lines: lines})
 	if err != nil {
 		g.Errored("%v", err)

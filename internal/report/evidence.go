@@ -75,14 +75,19 @@ func (o *OutputWriter) Finish() error {
 // are never touched. While an Evidence is open it holds DIR's lock, so
 // two runs cannot write one directory.
 type Evidence struct {
-	Dir  string
-	tmp  string
+	Dir string
+	// Fresh makes Commit write every case from this run, keeping none
+	// that reproduced the evidence it replaces (see keepReproduced).
+	Fresh bool
+	tmp   string
 	lock *os.File
 	file *os.File
 	out  *OutputWriter
 	// ended is set by Commit, Abandon and Discard, after which the others
 	// do nothing.
 	ended bool
+	// counted is set by AddCounts: a run that repeats its cases.
+	counted bool
 }
 
 // CreateEvidence locks dir (creating it if need be) and starts a run's
@@ -163,7 +168,10 @@ func (e *Evidence) AddEnv(key, value string) error {
 
 // AddCounts appends the per-case table of the lines added so far to
 // output.txt.
-func (e *Evidence) AddCounts() error { return e.out.AddCounts() }
+func (e *Evidence) AddCounts() error {
+	e.counted = true
+	return e.out.AddCounts()
+}
 
 // finish writes the summary line and closes output.txt.
 func (e *Evidence) finish() error {
@@ -176,7 +184,9 @@ func (e *Evidence) finish() error {
 
 // Commit writes the summary line and moves the run's files into Dir:
 // env.txt, then logs/, then output.txt last, each by one rename, so that
-// Dir's output.txt is always a complete one. It releases the lock. If it
+// Dir's output.txt is always a complete one. Before that it cuts each log
+// to MaxLogBytes (CutLog), and keeps the cases this run reproduced as
+// they were (keepReproduced), unless Fresh. It releases the lock. If it
 // fails, the run's files stay in the temporary directory its error names.
 func (e *Evidence) Commit() error {
 	if e.ended {
@@ -185,7 +195,13 @@ func (e *Evidence) Commit() error {
 	e.ended = true
 	defer e.lock.Close()
 	e.pruneEarlier()
-	if err := e.finish(); err != nil {
+	// Logs are cut to MaxLogBytes before the cases a re-run reproduced
+	// take their old, already cut, files back.
+	err := cutLogs(e.LogDir())
+	if err == nil {
+		_, err = e.keepReproduced()
+	}
+	if err = errors.Join(err, e.finish()); err != nil {
 		return fmt.Errorf("%w (partial run in %s)", err, e.tmp)
 	}
 	oldLogs := filepath.Join(e.tmp, "old-"+LogsDir)

@@ -40,7 +40,35 @@ func ServerLogNumber(file, name string) int {
 }
 
 // TraceLog is the file of a scenario's client attempts (package trace).
-func TraceLog(name string) string { return "trace-" + name + ".jsonl" }
+func TraceLog(name string) string { return tracePrefix + name + ".jsonl" }
+
+// AdapterLog is the stderr of the client adapter a scenario drives.
+func AdapterLog(name string) string { return adapterPrefix + name + logSuffix }
+
+// SUTLog is the stderr of the server adapter a scenario drives, and
+// SUTRecord the lines it wrote on its protocol's record.
+func SUTLog(name string) string { return sutPrefix + name + logSuffix }
+
+// SUTRecord: see SUTLog.
+func SUTRecord(name string) string { return sutPrefix + name + ".jsonl" }
+
+// LogCase returns the scenario a file of logs/ belongs to, "" when its
+// name is none of those above. A scenario's name is snake_case, so it
+// ends at the first '-' or '.' after the file's prefix.
+func LogCase(file string) string {
+	rest := file
+	for _, p := range []string{serverPrefix, tracePrefix, adapterPrefix, sutPrefix} {
+		if r, ok := strings.CutPrefix(file, p); ok {
+			rest = r
+			break
+		}
+	}
+	i := strings.IndexAny(rest, "-.")
+	if i <= 0 {
+		return ""
+	}
+	return rest[:i]
+}
 
 // NoServerNote is the note a scenario that started no server leaves in
 // place of a server log.
@@ -51,6 +79,9 @@ func NoServerNote(name string) string { return serverPrefix + name + ".no-server
 func ChaosNote(name string) string { return name + ".chaos.txt" }
 
 const (
-	serverPrefix = "server-"
-	logSuffix    = ".log"
+	serverPrefix  = "server-"
+	tracePrefix   = "trace-"
+	adapterPrefix = "adapter-"
+	sutPrefix     = "sut-"
+	logSuffix     = ".log"
 )

@@ -240,6 +240,15 @@ func (e Event) Text(k string) string {
 	return s
 }
 
+// CutPrefix starts the line an evidence directory's writer puts in a log
+// in place of the lines it left out (report.CutLog): it is not an event
+// the server wrote, and a reader meets it only in committed evidence.
+const CutPrefix = "#cut "
+
+// EventCut is the name ReadEvents gives a CutPrefix line: an event with
+// no time, whose Attrs["text"] says what was left out.
+const EventCut = "LOG_CUT"
+
 // EventTorn is the name ReadEvents gives the torn line a killed server
 // leaves: the process died in the middle of writing an event. It is
 // never logged.
@@ -252,8 +261,10 @@ var tornPrefix = []byte(`{"time":`)
 // ReadEvents decodes an rpcserver log. A line that is not a JSON object
 // with time, level and msg, whose msg is not a known event name, that
 // lacks a key its event always has, or that has an unknown key or a value
-// of the wrong type, is an error naming its line number, with one
-// exception: a server killed
+// of the wrong type, is an error naming its line number, with two
+// exceptions. A line starting CutPrefix, which the evidence writer put
+// in place of the lines it left out of a committed log, is returned as
+// an EventCut event. And a server killed
 // while writing an event (SIGKILL can cut a write short) leaves a torn
 // line, which a restarted server appending to the same log continues.
 // Such a line, when it is the last one or is followed on the same line by
@@ -265,6 +276,10 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
+		if text, ok := bytes.CutPrefix(line, []byte(CutPrefix)); ok {
+			out = append(out, Event{Name: EventCut, Attrs: map[string]any{"text": string(text)}})
+			continue
+		}
 		e, err := decodeEvent(line)
 		if err != nil {
 			rest := -1

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // Record is one attempt of one call, as the client saw it: one JSON
@@ -120,7 +121,9 @@ func Read(r io.Reader) ([]Record, error) {
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+		if len(line) == 0 || bytes.HasPrefix(line, []byte(serverapi.CutPrefix)) {
+			// A cut line stands for attempts the evidence writer left
+			// out of a committed trace; the records around it are whole.
 			continue
 		}
 		rec, err := decode(line)
