@@ -80,9 +80,9 @@ type Evidence struct {
 	// that reproduced the evidence it replaces (see keepReproduced).
 	Fresh bool
 	tmp   string
-	lock *os.File
-	file *os.File
-	out  *OutputWriter
+	lock  *os.File
+	file  *os.File
+	out   *OutputWriter
 	// ended is set by Commit, Abandon and Discard, after which the others
 	// do nothing.
 	ended bool
