@@ -150,6 +150,7 @@ func runAll(ctx context.Context, o *allOptions) error {
 		Timeout:   o.Timeout,
 		FailFast:  o.FailFast,
 		Fresh:     o.Fresh,
+		Parallel:  o.Parallel,
 		Verbose:   o.Verbose,
 		JUnit:     o.JUnit,
 		Events:    o.Events,

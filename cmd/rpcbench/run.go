@@ -103,6 +103,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Timeout:   o.Timeout,
 		FailFast:  o.FailFast,
 		Fresh:     o.Fresh,
+		Parallel:  o.Parallel,
 		Verbose:   o.Verbose,
 		JUnit:     o.JUnit,
 		Events:    o.Events,

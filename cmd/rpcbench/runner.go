@@ -54,6 +54,10 @@ type batch struct {
 	// stdout; "" writes none. With "-", nothing but errors goes to
 	// Status or Out besides the stream.
 	Events string
+	// Parallel is how many scenarios may run at once (-p); 0 means 1.
+	// Only scenarios registered Parallel run beside others; the rest run
+	// alone. FailFast and Count > 1 run one at a time.
+	Parallel int
 	// Announce, when set, has the batch say on Status what it runs once
 	// it is set up: "running 26 scenarios" followed by Announce (" of
 	// group evidence"), the count and where the evidence goes.
@@ -172,32 +176,40 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	// writeErr is the first failure to write the run's output; evErr,
 	// the evidence's.
 	var writeErr, evErr error
+	parallel := b.parallelism(count)
+	sched := startScheduler(ctx, count*per, parallel,
+		func(i int) bool { return !b.Scenarios[i%per].Parallel },
+		func(ctx context.Context, i int) ran {
+			c := b.Scenarios[i%per]
+			var r ran
+			if b.Verbose {
+				r.before = logSizes(logDir, c.Name)
+			}
+			r.started = time.Now()
+			r.line, r.skipped = pre.instead(c)
+			if !r.skipped {
+				r.line, r.timedOut = runOne(ctx, c, env, b.Timeout)
+			}
+			r.took = time.Since(r.started)
+			return r
+		})
+	defer sched.stop()
 	for i := range count * per {
-		if ctx.Err() != nil {
-			break
-		}
 		if count > 1 && i%per == 0 {
 			fmt.Fprintf(status, "# run %d/%d\n", i/per+1, count)
 		}
 		c := b.Scenarios[i%per]
-		var before map[string]int64
-		if b.Verbose {
-			before = logSizes(logDir, c.Name)
-		}
 		prog.begin(i+1, count*per, c.Name)
-		started := time.Now()
-		if events != nil {
-			events.Begin(c.Group, c.Name, started)
+		r, ok := sched.next(i)
+		if !ok {
+			break
 		}
-		line, skipped := pre.instead(c)
-		timedOut := false
-		if !skipped {
-			line, timedOut = runOne(ctx, c, env, b.Timeout)
-		}
+		line := r.line
 		lines = append(lines, line)
-		res := report.Result{Line: line, Group: c.Group, Start: started, Duration: time.Since(started), PassIndex: i/per + 1, TimedOut: timedOut}
+		res := report.Result{Line: line, Group: c.Group, Start: r.started, Duration: r.took, PassIndex: i/per + 1, TimedOut: r.timedOut}
 		results = append(results, res)
 		if events != nil {
+			events.Begin(c.Group, c.Name, r.started)
 			events.End(res)
 		}
 		if ev != nil {
@@ -216,12 +228,12 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			writeErr = fmt.Errorf("print result: %w", err)
 			break
 		}
-		if b.Verbose && !skipped {
+		if b.Verbose && !r.skipped {
 			keep := "the whole log: --evidence DIR keeps it"
 			if ev != nil {
 				keep = "the whole log goes to " + filepath.Join(b.Evidence, report.LogsDir) + " once the run completes"
 			}
-			printVerbose(out, logDir, c.Name, before, keep)
+			printVerbose(out, logDir, c.Name, r.before, keep)
 		}
 		if b.FailFast && line.Failed() {
 			if i+1 < count*per {
@@ -229,7 +241,9 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			}
 			break
 		}
+		sched.done(i)
 	}
+	sched.stop()
 
 	prog.close()
 
@@ -315,6 +329,16 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		return lines, errFailed
 	}
 	return lines, nil
+}
+
+// parallelism is how many scenarios b runs at once: b.Parallel, or 1
+// for --failfast (which must start nothing after a failure) and for a
+// count of passes (whose runs of one case share its log files).
+func (b batch) parallelism(count int) int {
+	if b.FailFast || count > 1 {
+		return 1
+	}
+	return max(b.Parallel, 1)
 }
 
 // outputs are where a batch writes, opened before anything runs.

@@ -40,6 +40,12 @@ type Case struct {
 	// in-process, or against an address nothing listens on), so that it
 	// runs without the binary. TestNoServerScenarios holds it to that.
 	NoServer bool
+	// Parallel: the scenario may run beside others (rpcbench -p). Its
+	// meaning is neither a timing bound nor a state of the kernel or the
+	// machine, so another scenario's load cannot change its outcome, and
+	// it takes nothing another could want (a fixed port, a test host).
+	// The others run alone.
+	Parallel bool
 	// Column, for a scenario that judges a stack, names the scenario it
 	// runs and the column it runs in: grpc_close_after_exec_grpcgo_retry
 	// is grpc_close_after_exec in grpc-go's retry configuration. Zero for

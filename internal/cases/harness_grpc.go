@@ -227,6 +227,31 @@ type grpcScenario struct {
 	// testHost: the scenario runs its server on a test host (package
 	// nethost), in every column, and needs NeedsNetwork.
 	testHost bool
+	// timed: the scenario's outcome rests on timing (a fault's delay
+	// against a deadline) although its invariants count executions or
+	// answers, so it does not run beside others (see parallel).
+	timed bool
+}
+
+// untimedInvariants are the invariants that count what happened (how often
+// a debit executed, which answer a call got) and not how long it took.
+var untimedInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invAmplification}
+
+// parallel reports whether sc may run beside other scenarios: its
+// invariants count rather than time, it sets no timing of its own
+// against a fault's (timed), it uses no test host, and it is no
+// keepalive scenario (whose meaning is when a silent peer is declared
+// dead).
+func (sc grpcScenario) parallel() bool {
+	if sc.timed || sc.testHost || sc.noServer || sc.kind == kindKeepalive {
+		return false
+	}
+	for _, inv := range sc.invs {
+		if !slices.Contains(untimedInvariants, inv) {
+			return false
+		}
+	}
+	return true
 }
 
 // referenceCaps are what rpcbench's own client implements, in the
@@ -247,8 +272,9 @@ func grpcCases(scs []grpcScenario) []Case {
 	for _, sc := range scs {
 		for _, col := range sc.columns() {
 			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
-				Doc:    sc.doc + " (" + col.stack + ", " + col.config + ")",
-				Column: Column{Scenario: sc.name, Stack: col.stack, Config: col.config}}
+				Doc:      sc.doc + " (" + col.stack + ", " + col.config + ")",
+				Column:   Column{Scenario: sc.name, Stack: col.stack, Config: col.config},
+				Parallel: sc.parallel()}
 			if col.stack != StackRPCBench {
 				c.Needs = []string{NeedsAdapter(col.stack)}
 			}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/report"
+)
+
+// schedProbe records, as runs start and end, how many ran at once and
+// whether a run that must run alone ever had company.
+type schedProbe struct {
+	mu               sync.Mutex // guards the fields below
+	running, most    int
+	aloneRunning     bool
+	crowded          []string
+	startedAfterStop bool
+	stopped          bool
+}
+
+func (p *schedProbe) enter(i int, alone bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running++
+	p.most = max(p.most, p.running)
+	if p.aloneRunning || (alone && p.running > 1) {
+		p.crowded = append(p.crowded, fmt.Sprint(i))
+	}
+	if alone {
+		p.aloneRunning = true
+	}
+	if p.stopped {
+		p.startedAfterStop = true
+	}
+}
+
+func (p *schedProbe) leave(alone bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	if alone {
+		p.aloneRunning = false
+	}
+}
+
+// TestScheduler: runs end in any order but are handed over in run order;
+// no more than p run at once, and at least two do when p = 2 and they
+// may; a run that must run alone never has company.
+func TestScheduler(t *testing.T) {
+	const n = 40
+	alone := func(i int) bool { return i%7 == 3 }
+	for _, p := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) {
+			var probe schedProbe
+			s := startScheduler(context.Background(), n, p, alone, func(_ context.Context, i int) ran {
+				probe.enter(i, alone(i))
+				// Later runs end sooner: the order they end in is not
+				// the run order.
+				time.Sleep(time.Duration(n-i) * 100 * time.Microsecond)
+				probe.leave(alone(i))
+				return ran{line: report.Line{Name: fmt.Sprint(i)}}
+			})
+			defer s.stop()
+			for i := range n {
+				r, ok := s.next(i)
+				if !ok || r.line.Name != fmt.Sprint(i) {
+					t.Fatalf("run %d: got %q, %v; want its own outcome", i, r.line.Name, ok)
+				}
+				s.done(i)
+			}
+			s.stop()
+			if probe.most > p || (p > 1 && probe.most < 2) {
+				t.Errorf("at most %d ran at once, want at most %d (and 2 or more when allowed)", probe.most, p)
+			}
+			if len(probe.crowded) > 0 {
+				t.Errorf("runs %v ran beside a run that must run alone", probe.crowded)
+			}
+		})
+	}
+}
+
+// TestSchedulerOneAtATime: with p = 1 the next run starts only once the
+// batch has taken this one's outcome, so that stopping after a failure
+// starts nothing more.
+func TestSchedulerOneAtATime(t *testing.T) {
+	var probe schedProbe
+	s := startScheduler(context.Background(), 5, 1, func(int) bool { return false }, func(_ context.Context, i int) ran {
+		probe.enter(i, false)
+		probe.leave(false)
+		return ran{line: report.Line{Name: fmt.Sprint(i)}}
+	})
+	if _, ok := s.next(0); !ok {
+		t.Fatal("run 0 never ran")
+	}
+	probe.mu.Lock()
+	probe.stopped = true
+	probe.mu.Unlock()
+	s.stop() // without done(0): run 1 must never start
+	if probe.startedAfterStop {
+		t.Errorf("run 1 started before the batch took run 0's outcome")
+	}
+	for i := 1; i < 5; i++ {
+		if _, ok := s.next(i); ok {
+			t.Errorf("run %d has an outcome after stop, want none", i)
+		}
+	}
+}
+
+// TestSchedulerStop: stop cancels the runs in progress and waits for
+// them; the runs never started report no outcome.
+func TestSchedulerStop(t *testing.T) {
+	started := make(chan struct{}, 2)
+	s := startScheduler(context.Background(), 10, 2, func(int) bool { return false }, func(ctx context.Context, i int) ran {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ran{line: report.Line{Name: fmt.Sprint(i), Verdict: report.Interrupted}}
+	})
+	<-started
+	<-started
+	s.stop()
+	got := 0
+	for i := range 10 {
+		if r, ok := s.next(i); ok {
+			got++
+			if r.line.Verdict != report.Interrupted {
+				t.Errorf("run %d: %v, want INTERRUPTED", i, r.line.Verdict)
+			}
+		}
+	}
+	if got != 2 {
+		t.Errorf("%d runs have an outcome, want the 2 that were running", got)
+	}
+}
