@@ -37,7 +37,7 @@ var exitCodes = []struct {
 	Code    string
 	Meaning string
 }{
-	{strconv.Itoa(exitOK), "nothing failed (skips allowed), or diff found no differences"},
+	{strconv.Itoa(exitOK), "nothing failed or ended in ERROR (findings, n/a and skips allowed), or diff found no differences"},
 	{strconv.Itoa(exitFailed), "a scenario or check failed or ended in ERROR (something it drives, such as a client adapter, broke its contract), or diff found differences"},
 	{strconv.Itoa(exitError), "usage error (a bad flag, argument, command, group or scenario name), or the command could not start its work: rpcserver missing, an output path that cannot be written, no usable temporary directory, an evidence directory another run holds, an input diff or report cannot read"},
 	{strconv.Itoa(exitUnknown), "`rpcbench call` ended with its outcome unknown: the request may or may not have executed"},
