@@ -55,8 +55,8 @@ type batch struct {
 	// Status or Out besides the stream.
 	Events string
 	// Parallel is how many scenarios may run at once (-p); 0 means 1.
-	// Only scenarios registered Parallel run beside others; the rest run
-	// alone. FailFast and Count > 1 run one at a time.
+	// Only scenarios of one pool (cases.Case.Pool) run beside each other;
+	// the rest run alone. FailFast and Count > 1 run one at a time.
 	Parallel int
 	// Announce, when set, has the batch say on Status what it runs once
 	// it is set up: "running 26 scenarios" followed by Announce (" of
@@ -178,7 +178,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	var writeErr, evErr error
 	parallel := b.parallelism(count)
 	sched := startScheduler(ctx, count*per, parallel,
-		func(i int) bool { return !b.Scenarios[i%per].Parallel },
+		func(i int) string { return b.Scenarios[i%per].Pool },
 		func(ctx context.Context, i int) ran {
 			c := b.Scenarios[i%per]
 			var r ran

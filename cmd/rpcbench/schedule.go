@@ -25,67 +25,94 @@ type ran struct {
 // that the output and the evidence read the same however many ran at
 // once.
 //
-// A run for which alone(i) is true runs by itself: it starts once every
-// run before it has ended, and none starts until it has ended. With p = 1
-// the next run starts only once the batch has taken this one's outcome
-// (done), so that a batch that stops after a failure (--failfast) has
-// started nothing after it.
+// Runs of one pool may run at the same time; a run whose pool is "" runs
+// by itself. A run starts once the runs in progress are all of its pool
+// (none, for a run alone) and fewer than p: so a run alone waits for
+// every run before it to end, and none starts until it has ended. Runs
+// start in run order. With p = 1 the next run starts only once the batch
+// has taken this one's outcome (done), so that a batch that stops after a
+// failure (--failfast) has started nothing after it.
 type scheduler struct {
 	outs []chan ran
-	// slots holds a token per run in progress; a run alone holds p.
-	slots  chan struct{}
-	p      int
+	p    int
+	pool func(int) string
+
+	mu sync.Mutex // guards running, current and taken; cond waits on it
+	// cond is signalled when a run ends, is taken, or the batch stops.
+	cond *sync.Cond
+	// running counts the runs in progress (with p = 1, until taken);
+	// current is their pool.
+	running int
+	current string
+	stopped bool
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// weights are the tokens each run holds, for done to give back when
-	// p = 1.
-	weights []int
 }
 
-// startScheduler starts dispatching runs 0..n-1; run(ctx, i) is run i,
-// under a context that ends with ctx or stop.
-func startScheduler(ctx context.Context, n, p int, alone func(int) bool, run func(context.Context, int) ran) *scheduler {
-	p = max(p, 1)
+// startScheduler starts dispatching runs 0..n-1; pool(i) is run i's pool,
+// and run(ctx, i) is run i, under a context that ends with ctx or stop.
+func startScheduler(ctx context.Context, n, p int, pool func(int) string, run func(context.Context, int) ran) *scheduler {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &scheduler{outs: make([]chan ran, n), slots: make(chan struct{}, p), p: p, cancel: cancel, weights: make([]int, n)}
+	s := &scheduler{outs: make([]chan ran, n), p: max(p, 1), pool: pool, cancel: cancel}
+	s.cond = sync.NewCond(&s.mu)
 	for i := range s.outs {
 		s.outs[i] = make(chan ran, 1)
 	}
+	// A cancelled context stops the dispatch as stop does.
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		s.stopped = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
 	s.wg.Add(1)
-	go s.dispatch(ctx, alone, run)
+	go s.dispatch(ctx, run)
 	return s
 }
 
-func (s *scheduler) dispatch(ctx context.Context, alone func(int) bool, run func(context.Context, int) ran) {
+// admit waits until run i may start and counts it as running; false when
+// the batch stopped first.
+func (s *scheduler) admit(i int) bool {
+	g := s.pool(i)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.stopped && s.running > 0 && (s.running >= s.p || g == "" || g != s.current) {
+		s.cond.Wait()
+	}
+	if s.stopped {
+		return false
+	}
+	s.running++
+	s.current = g
+	return true
+}
+
+// release counts one run fewer in progress.
+func (s *scheduler) release() {
+	s.mu.Lock()
+	s.running--
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+func (s *scheduler) dispatch(ctx context.Context, run func(context.Context, int) ran) {
 	defer s.wg.Done()
 	for i := range s.outs {
-		w := 1
-		if alone(i) {
-			w = s.p
-		}
-		for held := 0; held < w; held++ {
-			select {
-			case s.slots <- struct{}{}:
-			case <-ctx.Done():
-				for range held {
-					<-s.slots
-				}
-				// Runs not started have no outcome: closing says so.
-				for _, out := range s.outs[i:] {
-					close(out)
-				}
-				return
+		if !s.admit(i) {
+			// Runs not started have no outcome: closing says so.
+			for _, out := range s.outs[i:] {
+				close(out)
 			}
+			return
 		}
-		s.weights[i] = w
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.outs[i] <- run(ctx, i)
 			if s.p > 1 {
-				for range w {
-					<-s.slots
-				}
+				s.release()
 			}
 		}()
 	}
@@ -100,11 +127,9 @@ func (s *scheduler) next(i int) (ran, bool) {
 
 // done says the batch has taken run i's outcome: with p = 1, the next
 // run may start.
-func (s *scheduler) done(i int) {
+func (s *scheduler) done(int) {
 	if s.p == 1 {
-		for range s.weights[i] {
-			<-s.slots
-		}
+		s.release()
 	}
 }
 

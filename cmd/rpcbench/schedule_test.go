@@ -11,56 +11,64 @@ import (
 )
 
 // schedProbe records, as runs start and end, how many ran at once and
-// whether a run that must run alone ever had company.
+// whether a run ever had company of another pool.
 type schedProbe struct {
 	mu               sync.Mutex // guards the fields below
-	running, most    int
-	aloneRunning     bool
+	running          map[int]string
+	most             int
 	crowded          []string
 	startedAfterStop bool
 	stopped          bool
 }
 
-func (p *schedProbe) enter(i int, alone bool) {
+func (p *schedProbe) enter(i int, pool string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.running++
-	p.most = max(p.most, p.running)
-	if p.aloneRunning || (alone && p.running > 1) {
-		p.crowded = append(p.crowded, fmt.Sprint(i))
+	if p.running == nil {
+		p.running = map[int]string{}
 	}
-	if alone {
-		p.aloneRunning = true
+	for j, g := range p.running {
+		if g == "" || pool == "" || g != pool {
+			p.crowded = append(p.crowded, fmt.Sprintf("%d(%q) beside %d(%q)", i, pool, j, g))
+		}
 	}
+	p.running[i] = pool
+	p.most = max(p.most, len(p.running))
 	if p.stopped {
 		p.startedAfterStop = true
 	}
 }
 
-func (p *schedProbe) leave(alone bool) {
+func (p *schedProbe) leave(i int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.running--
-	if alone {
-		p.aloneRunning = false
-	}
+	delete(p.running, i)
 }
 
 // TestScheduler: runs end in any order but are handed over in run order;
 // no more than p run at once, and at least two do when p = 2 and they
-// may; a run that must run alone never has company.
+// may; a run never has company of another pool, and one of no pool none
+// at all.
 func TestScheduler(t *testing.T) {
-	const n = 40
-	alone := func(i int) bool { return i%7 == 3 }
+	const n = 60
+	pool := func(i int) string {
+		switch {
+		case i%7 == 3:
+			return ""
+		case i/10%2 == 1:
+			return "b"
+		}
+		return "a"
+	}
 	for _, p := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("p=%d", p), func(t *testing.T) {
 			var probe schedProbe
-			s := startScheduler(context.Background(), n, p, alone, func(_ context.Context, i int) ran {
-				probe.enter(i, alone(i))
+			s := startScheduler(context.Background(), n, p, pool, func(_ context.Context, i int) ran {
+				probe.enter(i, pool(i))
 				// Later runs end sooner: the order they end in is not
 				// the run order.
 				time.Sleep(time.Duration(n-i) * 100 * time.Microsecond)
-				probe.leave(alone(i))
+				probe.leave(i)
 				return ran{line: report.Line{Name: fmt.Sprint(i)}}
 			})
 			defer s.stop()
@@ -76,7 +84,7 @@ func TestScheduler(t *testing.T) {
 				t.Errorf("at most %d ran at once, want at most %d (and 2 or more when allowed)", probe.most, p)
 			}
 			if len(probe.crowded) > 0 {
-				t.Errorf("runs %v ran beside a run that must run alone", probe.crowded)
+				t.Errorf("runs had company they may not have: %v", probe.crowded)
 			}
 		})
 	}
@@ -87,9 +95,9 @@ func TestScheduler(t *testing.T) {
 // starts nothing more.
 func TestSchedulerOneAtATime(t *testing.T) {
 	var probe schedProbe
-	s := startScheduler(context.Background(), 5, 1, func(int) bool { return false }, func(_ context.Context, i int) ran {
-		probe.enter(i, false)
-		probe.leave(false)
+	s := startScheduler(context.Background(), 5, 1, func(int) string { return "a" }, func(_ context.Context, i int) ran {
+		probe.enter(i, "a")
+		probe.leave(i)
 		return ran{line: report.Line{Name: fmt.Sprint(i)}}
 	})
 	if _, ok := s.next(0); !ok {
@@ -113,7 +121,7 @@ func TestSchedulerOneAtATime(t *testing.T) {
 // them; the runs never started report no outcome.
 func TestSchedulerStop(t *testing.T) {
 	started := make(chan struct{}, 2)
-	s := startScheduler(context.Background(), 10, 2, func(int) bool { return false }, func(ctx context.Context, i int) ran {
+	s := startScheduler(context.Background(), 10, 2, func(int) string { return "a" }, func(ctx context.Context, i int) ran {
 		started <- struct{}{}
 		<-ctx.Done()
 		return ran{line: report.Line{Name: fmt.Sprint(i), Verdict: report.Interrupted}}

@@ -414,7 +414,7 @@ func TestNoServerScenarios(t *testing.T) {
 		if adapterMissing(c) != "" || !inGoTest(c) {
 			continue // TestCases says why it skips
 		}
-		if line := c.Run(context.Background(), Env{ServerBin: "/nonexistent/rpcserver", LogDir: t.TempDir(), Adapters: env.Adapters}); !line.Passed() {
+		if line := c.Run(context.Background(), Env{ServerBin: "/nonexistent/rpcserver", LogDir: t.TempDir(), Adapters: env.Adapters}); !line.Verdict.Agrees() {
 			t.Errorf("%s without an rpcserver binary: %s", c.Name, report.Format(line))
 		}
 	}

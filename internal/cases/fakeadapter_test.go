@@ -193,7 +193,7 @@ func TestJudgeCatchesFakeAdapters(t *testing.T) {
 }
 
 // TestCapabilityGating: a stack whose adapter declares no retry policy
-// is not run in the configurations that need one: the case passes with
+// is not run in the configurations that need one: the case is N/A, with
 // every invariant unsupported, saying what the stack lacks, and starts
 // no server. Run on the fake that answers OK for calls it never makes,
 // a case that ran anyway would fail ok_only_if_executed; in the default
@@ -208,13 +208,13 @@ func TestCapabilityGating(t *testing.T) {
 	e := env
 	e.Adapters = map[string]string{StackGRPCGo: self}
 	for _, tt := range []struct {
-		name string
-		pass bool
-		want []string
+		name    string
+		verdict report.Verdict
+		want    []string
 	}{
-		{"grpc_unavailable_before_exec_grpcgo_retry", true, []string{"unsupported=[grpc-go lacks retry_policy]", "exec_at_most_once==unsupported", "ok_only_if_executed==unsupported", "recovers==unsupported"}},
-		{"grpc_throttling_caps_amplification_grpcgo_throttled", true, []string{"unsupported=[grpc-go lacks retry_policy]", "amplification_capped==unsupported"}},
-		{"grpc_unavailable_before_exec_grpcgo_default", false, []string{"ok_only_if_executed==violated"}},
+		{"grpc_unavailable_before_exec_grpcgo_retry", report.NotApplicable, []string{"unsupported=[grpc-go lacks retry_policy]", "exec_at_most_once==unsupported", "ok_only_if_executed==unsupported", "recovers==unsupported"}},
+		{"grpc_throttling_caps_amplification_grpcgo_throttled", report.NotApplicable, []string{"unsupported=[grpc-go lacks retry_policy]", "amplification_capped==unsupported"}},
+		{"grpc_unavailable_before_exec_grpcgo_default", report.Fail, []string{"ok_only_if_executed==violated"}},
 	} {
 		c, ok := Default().Lookup(tt.name)
 		if !ok {
@@ -225,15 +225,15 @@ func TestCapabilityGating(t *testing.T) {
 		line := c.Run(context.Background(), e)
 		s := report.Format(line)
 		t.Log(s)
-		if line.Passed() != tt.pass {
-			t.Errorf("%s: passed %v, want %v: %s", tt.name, line.Passed(), tt.pass, s)
+		if line.Verdict != tt.verdict {
+			t.Errorf("%s: %v, want %v: %s", tt.name, line.Verdict, tt.verdict, s)
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(s, w) {
 				t.Errorf("%s: %s lacks %s", tt.name, s, w)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(dir, report.NoServerNote(c.Name))); tt.pass && err != nil {
+		if _, err := os.Stat(filepath.Join(dir, report.NoServerNote(c.Name))); tt.verdict == report.NotApplicable && err != nil {
 			t.Errorf("%s: unsupported, yet it started a server (no no-server note: %v)", tt.name, err)
 		}
 	}

@@ -355,9 +355,9 @@ func TestServerJudgeCatches(t *testing.T) {
 				line := c.Run(context.Background(), e)
 				s := report.Format(line)
 				t.Log(s)
-				want, verdict := tt.row+"=violated", report.Fail
+				want, verdict := tt.row+"==violated", report.Fail
 				if mode == fakeSrvGood {
-					want, verdict = tt.row+"=holds", report.Pass
+					want, verdict = tt.row+"==holds", report.Pass
 				}
 				if !strings.Contains(s, " "+want) || line.Verdict != verdict {
 					t.Errorf("got %s, want %s and %s", s, want, verdict)

@@ -40,12 +40,14 @@ type Case struct {
 	// in-process, or against an address nothing listens on), so that it
 	// runs without the binary. TestNoServerScenarios holds it to that.
 	NoServer bool
-	// Parallel: the scenario may run beside others (rpcbench -p). Its
-	// meaning is neither a timing bound nor a state of the kernel or the
-	// machine, so another scenario's load cannot change its outcome, and
-	// it takes nothing another could want (a fixed port, a test host).
-	// The others run alone.
-	Parallel bool
+	// Pool names the scenarios this one may run beside (rpcbench -p):
+	// those of the same pool. "" runs alone. PoolCounts holds those
+	// whose meaning is neither a timing bound nor a state of the kernel or
+	// the machine, so that another's load cannot change their outcome;
+	// PoolKeepalive those that spend their time waiting on keepalive
+	// timers, seconds long, with nothing to do: beside each other they
+	// add no load, beside busy ones they would.
+	Pool string
 	// Column, for a scenario that judges a stack, names the scenario it
 	// runs and the column it runs in: grpc_close_after_exec_grpcgo_retry
 	// is grpc_close_after_exec in grpc-go's retry configuration. Zero for
@@ -63,6 +65,12 @@ type Case struct {
 type Column struct {
 	Scenario, Stack, Config string
 }
+
+// The pools of scenarios that may run at the same time (Case.Pool).
+const (
+	PoolCounts    = "counts"
+	PoolKeepalive = "keepalive"
+)
 
 // Requires reports whether need is one of c's Needs.
 func (c Case) Requires(need string) bool { return slices.Contains(c.Needs, need) }

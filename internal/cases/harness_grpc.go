@@ -237,21 +237,24 @@ type grpcScenario struct {
 // a debit executed, which answer a call got) and not how long it took.
 var untimedInvariants = []string{invExecOnce, invOKExecuted, invRecovers, invOwnAnswer, invAmplification}
 
-// parallel reports whether sc may run beside other scenarios: its
-// invariants count rather than time, it sets no timing of its own
-// against a fault's (timed), it uses no test host, and it is no
-// keepalive scenario (whose meaning is when a silent peer is declared
-// dead).
-func (sc grpcScenario) parallel() bool {
-	if sc.timed || sc.testHost || sc.noServer || sc.kind == kindKeepalive {
-		return false
+// pool says which scenarios sc may run beside (Case.Pool): PoolCounts
+// when its invariants count rather than time, it sets no timing of its
+// own against a fault's (timed) and uses no test host; PoolKeepalive for
+// a keepalive scenario, which waits seconds on the stack's keepalive
+// timers (on a test host of its own, for one that has one); else none.
+func (sc grpcScenario) pool() string {
+	if sc.kind == kindKeepalive {
+		return PoolKeepalive
+	}
+	if sc.timed || sc.testHost || sc.noServer {
+		return ""
 	}
 	for _, inv := range sc.invs {
 		if !slices.Contains(untimedInvariants, inv) {
-			return false
+			return ""
 		}
 	}
-	return true
+	return PoolCounts
 }
 
 // referenceCaps are what rpcbench's own client implements, in the
@@ -272,9 +275,9 @@ func grpcCases(scs []grpcScenario) []Case {
 	for _, sc := range scs {
 		for _, col := range sc.columns() {
 			c := Case{Name: sc.name + "_" + col.slug(), Group: GroupGRPC,
-				Doc:      sc.doc + " (" + col.stack + ", " + col.config + ")",
-				Column:   Column{Scenario: sc.name, Stack: col.stack, Config: col.config},
-				Parallel: sc.parallel()}
+				Doc:    sc.doc + " (" + col.stack + ", " + col.config + ")",
+				Column: Column{Scenario: sc.name, Stack: col.stack, Config: col.config},
+				Pool:   sc.pool()}
 			if col.stack != StackRPCBench {
 				c.Needs = []string{NeedsAdapter(col.stack)}
 			}

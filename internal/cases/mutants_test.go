@@ -303,8 +303,10 @@ func TestMutants(t *testing.T) {
 		bin := buildWith(t, root, nil)
 		got := runScenarios(t, bin, all)
 		for _, name := range all {
-			if v := got[name]; !strings.HasPrefix(v, "CASE "+name+" PASS") {
-				t.Errorf("%s must PASS unmutated; got %q", name, v)
+			// A stack's pinned violation is a FINDING: the scenario agrees
+			// with its pins, as a PASS does.
+			if v := got[name]; !strings.HasPrefix(v, "CASE "+name+" PASS") && !strings.HasPrefix(v, "CASE "+name+" FINDING") {
+				t.Errorf("%s must PASS (or be the FINDING its pins say) unmutated; got %q", name, v)
 			}
 		}
 	})
