@@ -195,11 +195,12 @@ func (e *Evidence) Commit() error {
 	e.ended = true
 	defer e.lock.Close()
 	e.pruneEarlier()
-	// Logs are cut to MaxLogBytes before the cases a re-run reproduced
-	// take their old, already cut, files back.
-	err := cutLogs(e.LogDir())
+	// Logs are cut to MaxLogBytes once the cases a re-run reproduced have
+	// taken their old files back: one an earlier run left whole is cut
+	// too (into a new file: the old one, linked, stays as it was).
+	_, err := e.keepReproduced()
 	if err == nil {
-		_, err = e.keepReproduced()
+		err = cutLogs(e.LogDir())
 	}
 	if err = errors.Join(err, e.finish()); err != nil {
 		return fmt.Errorf("%w (partial run in %s)", err, e.tmp)

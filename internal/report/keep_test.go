@@ -42,18 +42,20 @@ func TestKeepReproduced(t *testing.T) {
 	}
 	first := []Line{line("same", "1", "3ms"), line("changed", "1", "3ms"), line("more_logs", "1", "3ms")}
 	firstLogs := map[string]string{
-		"server-same.log": "first", "server-changed.log": "first", "server-more_logs.log": "first",
+		"server-same.log": "first", "trace-same.jsonl": "first\n", "server-changed.log": "first", "server-more_logs.log": "first",
 		"server-same_other.log": "a case whose name starts like same's",
 	}
 	second := []Line{line("same", "1", "9ms"), line("changed", "2", "9ms"), line("more_logs", "1", "9ms")}
 	secondLogs := map[string]string{
-		"server-same.log": "second", "server-changed.log": "second", "server-more_logs.log": "second",
+		"server-same.log": "second", "trace-same.jsonl": "second\n", "server-changed.log": "second", "server-more_logs.log": "second",
 		"server-more_logs-2.log": "second",
 	}
 	for _, fresh := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
 			dir := t.TempDir()
 			commitRun(t, dir, false, first, firstLogs)
+			// Evidence from before logs were cut: a log left whole.
+			writeFiles(t, filepath.Join(dir, LogsDir), map[string]string{"trace-same.jsonl": strings.Repeat(`{"a":1}`+"\n", MaxLogBytes/4)})
 			commitRun(t, dir, fresh, second, secondLogs)
 			out, err := os.ReadFile(filepath.Join(dir, OutputFile))
 			if err != nil {
@@ -72,6 +74,11 @@ func TestKeepReproduced(t *testing.T) {
 				if b, err := os.ReadFile(filepath.Join(dir, LogsDir, name)); err != nil || string(b) != content {
 					t.Errorf("%s = %q, %v; want %q", name, b, err, content)
 				}
+			}
+			// A kept log is cut as a new one is: the first run wrote it
+			// whole (this run's writer would have cut it).
+			if fi, err := os.Stat(filepath.Join(dir, LogsDir, "trace-same.jsonl")); err != nil || fi.Size() > MaxLogBytes+200 {
+				t.Errorf("trace-same.jsonl: %v, %v; want it cut to about %d bytes", fi, err, MaxLogBytes)
 			}
 			if _, err := os.Stat(filepath.Join(dir, LogsDir, "server-same_other.log")); err == nil {
 				t.Errorf("server-same_other.log, of no case of the second run, was kept")
