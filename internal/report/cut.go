@@ -29,8 +29,10 @@ const MaxLogBytes = 128 << 10
 //
 //	#cut 118042 lines (16021311 bytes) left out by rpcbench's evidence writer: EXEC=100000 CONN_OPEN=9021 CONN_CLOSED=9021
 //
-// The file is replaced by one rename, so that a reader never sees half of
-// it. It reports whether it cut anything.
+// A file that holds such a line already (an earlier run cut it, and a
+// re-run kept it) is left as it is. The file is replaced by one rename, so
+// that a reader never sees half of it. It reports whether it cut
+// anything.
 func CutLog(path string, limit int64) (bool, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -42,6 +44,11 @@ func CutLog(path string, limit int64) (bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false, fmt.Errorf("report: cut log: %w", err)
+	}
+	if bytes.HasPrefix(b, []byte(serverapi.CutPrefix)) || bytes.Contains(b, []byte("\n"+serverapi.CutPrefix)) {
+		// Cut by an earlier run already (a case a re-run kept): cutting
+		// it again would leave out the line that says what was left out.
+		return false, nil
 	}
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	if len(lines[len(lines)-1]) == 0 {
@@ -96,7 +103,11 @@ func cutLine(left [][]byte) string {
 		return cmp.Or(counts[b]-counts[a], strings.Compare(a, b))
 	})
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s%d lines (%d bytes) left out by rpcbench's evidence writer", serverapi.CutPrefix, len(left), size)
+	noun := "lines"
+	if len(left) == 1 {
+		noun = "line"
+	}
+	fmt.Fprintf(&b, "%s%d %s (%d bytes) left out by rpcbench's evidence writer", serverapi.CutPrefix, len(left), noun, size)
 	for i, n := range names {
 		if i == 0 {
 			b.WriteString(":")

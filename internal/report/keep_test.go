@@ -173,4 +173,12 @@ func TestCutLog(t *testing.T) {
 	if cut, err := CutLog(path, limit*4); cut || err != nil {
 		t.Errorf("CutLog of a file within its limit = %v, %v; want nothing cut", cut, err)
 	}
+	// Cut again under a limit it exceeds by its cut line, as a kept log
+	// is on the next run: the line that says what was left out stays.
+	if cut, err := CutLog(path, limit/2); cut || err != nil {
+		t.Errorf("CutLog of a file cut already = %v, %v; want it left as it was", cut, err)
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(got) {
+		t.Errorf("a file cut already was changed")
+	}
 }
