@@ -73,15 +73,17 @@ func startScheduler(ctx context.Context, n, p int, pool func(int) string, run fu
 }
 
 // admit waits until run i may start and counts it as running; false when
-// the batch stopped first.
-func (s *scheduler) admit(i int) bool {
+// the batch stopped first. ctx is asked as well as stopped: a run that
+// ended because ctx did wakes admit before the goroutine that sets
+// stopped may have run.
+func (s *scheduler) admit(ctx context.Context, i int) bool {
 	g := s.pool(i)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.stopped && s.running > 0 && (s.running >= s.p || g == "" || g != s.current) {
+	for !s.stopped && ctx.Err() == nil && s.running > 0 && (s.running >= s.p || g == "" || g != s.current) {
 		s.cond.Wait()
 	}
-	if s.stopped {
+	if s.stopped || ctx.Err() != nil {
 		return false
 	}
 	s.running++
@@ -100,7 +102,7 @@ func (s *scheduler) release() {
 func (s *scheduler) dispatch(ctx context.Context, run func(context.Context, int) ran) {
 	defer s.wg.Done()
 	for i := range s.outs {
-		if !s.admit(i) {
+		if !s.admit(ctx, i) {
 			// Runs not started have no outcome: closing says so.
 			for _, out := range s.outs[i:] {
 				close(out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // TestRoundTrip: what New and Write make, Read gives back, for every
@@ -62,11 +63,19 @@ func TestReadsCommittedEvidence(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 		// Written again, each line is what the file holds: one format.
+		// A line the evidence writer put in place of those it cut
+		// (serverapi.CutPrefix) is no record, and is left out.
 		var out bytes.Buffer
 		if err := Write(&out, recs); err != nil {
 			t.Fatal(err)
 		}
-		if out.String() != string(b) {
+		var records []string
+		for _, l := range strings.SplitAfter(string(b), "\n") {
+			if !strings.HasPrefix(l, serverapi.CutPrefix) {
+				records = append(records, l)
+			}
+		}
+		if out.String() != strings.Join(records, "") {
 			t.Errorf("%s: written again differs from the file", f)
 		}
 	}
