@@ -34,8 +34,9 @@ opens from file://.
 
 Each scenario shows its verdict and its fields, the kinds told apart:
 asserted (key==value), bounds (key<=value, key>=value), recorded
-(key=value) and volatile (key~=value). Scenarios that did not pass come
-first, with why they failed.
+(key=value) and volatile (key~=value). Scenarios that did not run as
+their pins say come first, with why, then the findings (a stack's pinned
+violations, with a badge of their own), then n/a, then the passes.
 
 Below them is a timeline: one lane per server, marking the events of
 logs/server-NAME.log (then server-NAME-2.log, ...: EXEC, EXPIRED, FAULT,
@@ -104,8 +105,8 @@ func runReport(o *reportOptions) error {
 	if err := writePage(out, page); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Err, "rpcbench: wrote %s: %s (%d did not pass), %s\n",
-		o.Output, plural(len(page.Scenarios), "scenario"), page.Failing, plural(page.Timelines(), "timeline"))
+	fmt.Fprintf(o.Err, "rpcbench: wrote %s: %s (%d did not run as pinned; %s), %s\n",
+		o.Output, plural(len(page.Scenarios), "scenario"), page.Failing, page.Summary, plural(page.Timelines(), "timeline"))
 	return nil
 }
 

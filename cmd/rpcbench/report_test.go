@@ -76,7 +76,7 @@ func TestReportPage(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if want := "rpcbench: wrote page.html: 5 scenarios (1 did not pass), 3 timelines\n"; stderr != want || stdout.Len() != 0 {
+	if want := "rpcbench: wrote page.html: 5 scenarios (1 did not run as pinned; 4 passed, 1 failed), 3 timelines\n"; stderr != want || stdout.Len() != 0 {
 		t.Errorf("stderr %q, stdout %q; want %q and nothing", stderr, stdout.String(), want)
 	}
 	page := readFile(t, "page.html")

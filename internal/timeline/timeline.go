@@ -56,7 +56,7 @@ type Page struct {
 	Dir string
 	// Env is the content of env.txt; "" when there is none.
 	Env string
-	// Summary is "N passed, M failed[, K interrupted][, J skipped]" over
+	// Summary is report.Summary ("N passed, M failed[, ...]") over
 	// every scenario.
 	Summary string
 	// Failing counts the scenarios that did not run as their pins say
