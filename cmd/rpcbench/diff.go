@@ -79,7 +79,7 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 	if oldPath == "" {
 		oldPath = filepath.Join(o.Evidence, report.OutputFile)
 	}
-	oldPath, old, err := readOutputFile(oldPath)
+	oldPath, old, err := readOutputFile(oldPath, o.Err)
 	if errors.Is(err, fs.ErrNotExist) && o.Old == "" {
 		return fmt.Errorf("%w; run 'rpcbench all' first, or name OLD", err)
 	}
@@ -90,7 +90,7 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 	var newName, tmp string
 	var new []report.Line
 	if o.New != "" {
-		if newName, new, err = readOutputFile(o.New); err != nil {
+		if newName, new, err = readOutputFile(o.New, o.Err); err != nil {
 			return err
 		}
 	} else {
@@ -100,6 +100,9 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 		newName = "a fresh run"
 	}
 
+	if !shareACase(old, new) {
+		return usageErrorf("", "%s and %s have no case in common: runs of different groups, or of different selections, cannot be compared case by case", oldPath, newName)
+	}
 	diffs := report.Diff(old, new)
 	if o.JSON {
 		if err := writeDiffJSON(o.Out, oldPath, newName, len(old), diffs); err != nil {
@@ -182,7 +185,7 @@ func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Lin
 // lines is an error: it is not a run's output (env.txt, a log, a JSON
 // file), or a run that completed no scenario, and either way there is
 // nothing to compare.
-func readOutputFile(path string) (string, []report.Line, error) {
+func readOutputFile(path string, warn io.Writer) (string, []report.Line, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, report.OutputFile)
 	}
@@ -191,12 +194,17 @@ func readOutputFile(path string) (string, []report.Line, error) {
 		return path, nil, err
 	}
 	defer f.Close()
-	lines, err := report.ReadOutput(f)
+	lines, summed, err := report.ReadOutputSummed(f)
 	if err != nil {
 		return path, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(lines) == 0 {
 		return path, nil, fmt.Errorf("%s holds no CASE lines: nothing to compare", path)
+	}
+	if !summed {
+		// Compared all the same: a partial run's lines are worth a diff,
+		// but nobody must take them for a whole run's.
+		fmt.Fprintf(warn, "rpcbench: %s has no summary line after its last CASE line: the output of a run that did not finish, or a file cut short; comparing the %s it holds\n", path, plural(len(lines), "case"))
 	}
 	return path, lines, nil
 }
@@ -250,4 +258,18 @@ func writeDiffJSON(w io.Writer, oldPath, newName string, compared int, diffs []r
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// shareACase reports whether some case is in both runs.
+func shareACase(old, new []report.Line) bool {
+	names := map[string]bool{}
+	for _, l := range old {
+		names[l.Name] = true
+	}
+	for _, l := range new {
+		if names[l.Name] {
+			return true
+		}
+	}
+	return false
 }

@@ -78,6 +78,10 @@ func TestRunDiffFiles(t *testing.T) {
 			strings.NewReplacer(" PASS ", " \x1b[32mPASS\x1b[0m ").Replace(goodOutput), exitOK, []string{"no differences (2 cases compared)"}},
 		{"malformed case line",
 			"CASE alpha PASS calls=[400\n", exitError, nil},
+		// Another group's run shares no case: "2 of 4 cases differ"
+		// would hide that nothing was compared.
+		{"another group's run",
+			"CASE gamma PASS\nCASE delta PASS\n2 passed, 0 failed\n", exitError, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +97,32 @@ func TestRunDiffFiles(t *testing.T) {
 				if !strings.Contains(stdout.String(), want) {
 					t.Errorf("stdout =\n%s\nwant it to contain %q", stdout, want)
 				}
+			}
+		})
+	}
+}
+
+// TestRunDiffWarns: a run with no summary line after its last CASE line
+// (one that never finished, a file cut short) is compared all the same,
+// with a warning naming it; a run that shares no case with the other is
+// refused, naming both.
+func TestRunDiffWarns(t *testing.T) {
+	for _, tt := range []struct {
+		name, new string
+		wantCode  int
+		wantErr   string
+	}{
+		{"cut short", "CASE alpha PASS calls=400 elapsed~=1ms\n", exitFailed, "new.txt has no summary line after its last CASE line"},
+		{"whole", goodOutput, exitOK, ""},
+		{"another group", "CASE gamma PASS\n1 passed, 0 failed\n", exitError, "have no case in common"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _, stderr := testApp(t)
+			old := writeFile(t, "old.txt", goodOutput)
+			new := writeFile(t, "new.txt", tt.new)
+			code, errText := outcome(runDiff(context.Background(), &diffOptions{app: a, Old: old, New: new, Evidence: "evidence"}), stderr)
+			if code != tt.wantCode || (tt.wantErr == "") != (errText == "") || !strings.Contains(errText, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errText, tt.wantCode, tt.wantErr)
 			}
 		})
 	}

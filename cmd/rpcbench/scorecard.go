@@ -107,7 +107,7 @@ func runScorecard(o *scorecardOptions) error {
 		outs[i] = out
 	}
 	jsonOut, mdOut := outs[0], outs[1]
-	_, lines, err := readOutputFile(o.Evidence)
+	_, lines, err := readOutputFile(o.Evidence, o.Err)
 	if err != nil {
 		return err
 	}

@@ -191,13 +191,22 @@ var ErrSummaryMismatch = errors.New("summary line contradicts the CASE lines")
 // Offset counts bytes of the line without them. Both "\n" and "\r\n"
 // line endings are accepted.
 func ReadOutput(r io.Reader) ([]Line, error) {
+	lines, _, err := ReadOutputSummed(r)
+	return lines, err
+}
+
+// ReadOutputSummed is ReadOutput, and also reports whether a summary
+// line follows the last CASE line: false for the output of a run that
+// never finished, or a file cut short, whose last lines no summary vouches
+// for.
+func ReadOutputSummed(r io.Reader) ([]Line, bool, error) {
 	br := bufio.NewReader(r)
 	var lines []Line
 	counted := 0 // lines[:counted] are counted by an earlier summary
 	for n := 1; ; n++ {
 		s, err := br.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("report: read output: %w", err)
+			return nil, false, fmt.Errorf("report: read output: %w", err)
 		}
 		text := stripSGR(strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r"))
 		if strings.HasPrefix(text, "CASE ") {
@@ -207,19 +216,19 @@ func ReadOutput(r io.Reader) ([]Line, error) {
 				if errors.As(perr, &se) {
 					se.LineNo = n
 				}
-				return nil, perr
+				return nil, false, perr
 			}
 			lines = append(lines, l)
 		} else if got, ok := parseSummary(text); ok {
 			above := lines[counted:]
 			if want := Tally(above); got != want {
-				return nil, fmt.Errorf("report: line %d: %w: %q, but the %d CASE lines above it tally %s",
+				return nil, false, fmt.Errorf("report: line %d: %w: %q, but the %d CASE lines above it tally %s",
 					n, ErrSummaryMismatch, text, len(above), want)
 			}
 			counted = len(lines)
 		}
 		if err != nil { // io.EOF
-			return lines, nil
+			return lines, counted == len(lines), nil
 		}
 	}
 }
