@@ -168,3 +168,25 @@ func TestDocsLinksCatch(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// readmeMaxLines keeps the README a map a newcomer reads in ten minutes;
+// what is longer belongs in a page of docs/, linked from its table.
+const readmeMaxLines = 300
+
+// TestReadmeIsAMap: the README stays within readmeMaxLines, and links
+// every page of docs/ from its table of docs.
+func TestReadmeIsAMap(t *testing.T) {
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > readmeMaxLines {
+		t.Errorf("README.md has %d lines, more than %d: move a chapter to docs/ and link it", n, readmeMaxLines)
+	}
+	pages, _ := filepath.Glob("../../docs/*.md")
+	for _, p := range pages {
+		if link := "](docs/" + filepath.Base(p) + ")"; !strings.Contains(string(b), link) {
+			t.Errorf("README.md does not link %s from its table of docs", filepath.Base(p))
+		}
+	}
+}
