@@ -53,26 +53,34 @@ func TestRunAndSkip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runs.runs = nil
-			a, _, stderr := testApp(t, list...)
-			root := newRootCmd(a)
-			root.SetArgs(tt.args)
-			root.SetOut(a.Out)
-			root.SetErr(a.Err)
-			code, errText := outcome(root.ExecuteContext(context.Background()), stderr)
-			if code != tt.wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, errText)
-			}
-			if diff := cmp.Diff(tt.wantRuns, runs.names()); diff != "" {
-				t.Errorf("scenarios run (-want +got):\n%s", diff)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(errText, w) {
-					t.Errorf("stderr does not say %q:\n%s", w, errText)
-				}
-			}
+			checkSelection(t, &runs, list, tt.args, tt.wantRuns, tt.wantCode, tt.wantErr)
 		})
 	}
+}
+
+// checkSelection runs the command args over list and checks its exit
+// code, the scenarios it ran and what stderr says; it returns stderr.
+func checkSelection(t *testing.T, runs *fakeRuns, list []cases.Case, args, wantRuns []string, wantCode int, wantErr []string) string {
+	t.Helper()
+	runs.runs = nil
+	a, _, stderr := testApp(t, list...)
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetOut(a.Out)
+	root.SetErr(a.Err)
+	code, errText := outcome(root.ExecuteContext(context.Background()), stderr)
+	if code != wantCode {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, wantCode, errText)
+	}
+	if diff := cmp.Diff(wantRuns, runs.names()); diff != "" {
+		t.Errorf("scenarios run (-want +got):\n%s", diff)
+	}
+	for _, w := range wantErr {
+		if !strings.Contains(errText, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, errText)
+		}
+	}
+	return errText
 }
 
 // TestSelectColumns: a judging scenario's own name runs it in every
@@ -122,24 +130,7 @@ func TestSelectColumns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runs.runs = nil
-			a, _, stderr := testApp(t, list...)
-			root := newRootCmd(a)
-			root.SetArgs(tt.args)
-			root.SetOut(a.Out)
-			root.SetErr(a.Err)
-			code, errText := outcome(root.ExecuteContext(context.Background()), stderr)
-			if code != tt.wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, errText)
-			}
-			if diff := cmp.Diff(tt.wantRuns, runs.names()); diff != "" {
-				t.Errorf("scenarios run (-want +got):\n%s", diff)
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(errText, w) {
-					t.Errorf("stderr does not say %q:\n%s", w, errText)
-				}
-			}
+			errText := checkSelection(t, &runs, list, tt.args, tt.wantRuns, tt.wantCode, tt.wantErr)
 			if strings.Count(errText, "\n") > 4 {
 				t.Errorf("stderr runs to %d lines:\n%s", strings.Count(errText, "\n"), errText)
 			}

@@ -70,23 +70,21 @@ func (r Registry) Scenario(name string) Registry {
 
 // Stacks returns the stacks the judging scenarios run, in the order they
 // first appear.
-func (r Registry) Stacks() []string {
-	var out []string
-	for _, c := range r {
-		if c.Column.Stack != "" && !slices.Contains(out, c.Column.Stack) {
-			out = append(out, c.Column.Stack)
-		}
-	}
-	return out
-}
+func (r Registry) Stacks() []string { return r.columnValues(func(c Column) string { return c.Stack }) }
 
 // Configs returns the configurations the judging scenarios run in, in
 // the order they first appear.
 func (r Registry) Configs() []string {
+	return r.columnValues(func(c Column) string { return c.Config })
+}
+
+// columnValues returns what of each column of, non-empty and each once,
+// in the order they first appear.
+func (r Registry) columnValues(of func(Column) string) []string {
 	var out []string
 	for _, c := range r {
-		if c.Column.Config != "" && !slices.Contains(out, c.Column.Config) {
-			out = append(out, c.Column.Config)
+		if v := of(c.Column); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
