@@ -37,7 +37,8 @@ func newAllCmd(a *app) *cobra.Command {
   rpcbench all -v --run '^retry_'          # attempt logs and server events under each line`,
 		Short: "Run every scenario of a group and write the evidence directory",
 		Long: `Run every scenario of a group (default "evidence"; see 'rpcbench list') in
-order, printing each CASE line as it completes and then "N passed, M failed".
+order, printing each CASE line in run order and then "N passed, M failed"
+(and the findings and n/a, named above it).
 A scenario whose prerequisite is missing on this machine (PostgreSQL, root
 and iproute2 for test hosts) is not run: it prints SKIP with why= saying
 what is missing and how to get it, and does not fail the run;

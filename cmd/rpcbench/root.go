@@ -64,7 +64,12 @@ func newRootCmd(a *app) *cobra.Command {
 		Use:   "rpcbench <command>",
 		Short: "Run the rpcbench scenarios and keep their evidence",
 		Long: `rpcbench runs named scenarios, each against its own rpcserver process, and
-prints one CASE line per scenario followed by "N passed, M failed".
+prints one CASE line per scenario followed by "N passed, M failed", with
+", F findings" and ", A n/a" when there are some. A verdict is PASS (every
+check held), FINDING (the stack under test violated an invariant, as its
+expectations file pins), N/A (the stack lacks what the configuration
+needs), SKIP (this machine lacks a prerequisite), FAIL, ERROR (something
+rpcbench drives broke its contract) or INTERRUPTED.
 
 ` + exitCodeHelp(),
 		// Cobra prints neither errors nor usage: execute does, once.

@@ -36,8 +36,10 @@ func newRunCmd(a *app) *cobra.Command {
 		Short: "Run the named scenarios",
 		Long: `Run the named scenarios, of any group, in the order given (a name given
 twice runs once), or with --run REGEX every scenario whose name matches
-(of the named ones, when names are given too), printing each CASE line as it completes and then
-"N passed, M failed". Nothing is written unless --evidence or --json is
+(of the named ones, when names are given too), printing each CASE line in run order and then
+"N passed, M failed" (and the findings and n/a, named above it). A grpc
+scenario's own name (grpc_close_after_exec) runs it in every column;
+--stack and --config select columns. Nothing is written unless --evidence or --json is
 given. 'rpcbench list' shows the names.
 
 --count N runs them N times over, as 'rpcbench all --count' does:
