@@ -37,14 +37,14 @@ type scheduler struct {
 	p    int
 	pool func(int) string
 
-	mu sync.Mutex // guards running, current and taken; cond waits on it
-	// cond is signalled when a run ends, is taken, or the batch stops.
+	mu sync.Mutex // guards running and current; cond waits on it
+	// cond is signalled when a run ends, is taken, or the batch stops
+	// (its context ends).
 	cond *sync.Cond
 	// running counts the runs in progress (with p = 1, until taken);
 	// current is their pool.
 	running int
 	current string
-	stopped bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -59,11 +59,10 @@ func startScheduler(ctx context.Context, n, p int, pool func(int) string, run fu
 	for i := range s.outs {
 		s.outs[i] = make(chan ran, 1)
 	}
-	// A cancelled context stops the dispatch as stop does.
+	// A context that ends wakes a dispatch waiting to start a run.
 	go func() {
 		<-ctx.Done()
 		s.mu.Lock()
-		s.stopped = true
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}()
@@ -73,17 +72,15 @@ func startScheduler(ctx context.Context, n, p int, pool func(int) string, run fu
 }
 
 // admit waits until run i may start and counts it as running; false when
-// the batch stopped first. ctx is asked as well as stopped: a run that
-// ended because ctx did wakes admit before the goroutine that sets
-// stopped may have run.
+// the batch stopped (ctx ended) first.
 func (s *scheduler) admit(ctx context.Context, i int) bool {
 	g := s.pool(i)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.stopped && ctx.Err() == nil && s.running > 0 && (s.running >= s.p || g == "" || g != s.current) {
+	for ctx.Err() == nil && s.running > 0 && (s.running >= s.p || g == "" || g != s.current) {
 		s.cond.Wait()
 	}
-	if s.stopped || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return false
 	}
 	s.running++

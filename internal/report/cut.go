@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -128,7 +129,7 @@ func cutLogs(dir string) error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if _, err := CutLog(dir+string(os.PathSeparator)+e.Name(), MaxLogBytes); err != nil {
+		if _, err := CutLog(filepath.Join(dir, e.Name()), MaxLogBytes); err != nil {
 			return err
 		}
 	}

@@ -57,11 +57,8 @@ func Summary(lines []Line) string { return Tally(lines).String() }
 // String returns t as Summary writes it.
 func (t Totals) String() string {
 	s := fmt.Sprintf("%d passed, %d failed", t.Passed, t.Failed)
-	switch {
-	case t.Errors == 1:
-		s += ", 1 error"
-	case t.Errors > 1:
-		s += fmt.Sprintf(", %d errors", t.Errors)
+	if t.Errors > 0 {
+		s += ", " + count(t.Errors, "error", "errors")
 	}
 	if t.Interrupted > 0 {
 		s += fmt.Sprintf(", %d interrupted", t.Interrupted)
@@ -69,11 +66,8 @@ func (t Totals) String() string {
 	if t.Skipped > 0 {
 		s += fmt.Sprintf(", %d skipped", t.Skipped)
 	}
-	switch {
-	case t.Findings == 1:
-		s += ", 1 finding"
-	case t.Findings > 1:
-		s += fmt.Sprintf(", %d findings", t.Findings)
+	if t.Findings > 0 {
+		s += ", " + count(t.Findings, "finding", "findings")
 	}
 	if t.NotApplicable > 0 {
 		s += fmt.Sprintf(", %d n/a", t.NotApplicable)

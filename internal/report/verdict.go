@@ -88,6 +88,10 @@ func (v Verdict) String() string {
 
 func (v Verdict) known() bool { return v >= 0 && int(v) < len(verdicts) }
 
+// CaseVerdict returns the verdict whose word is s, one a CASE line may
+// carry, for a reader that kept the word (the scorecard's cells).
+func CaseVerdict(s string) (Verdict, bool) { return parseCaseVerdict(s) }
+
 // parseCaseVerdict reads the verdict word of a CASE line: one of those a
 // CASE line may carry.
 func parseCaseVerdict(s string) (Verdict, bool) {

@@ -18,25 +18,20 @@ func (c Card) References() []string {
 
 // Stacks are the card's judged stacks, those other than References, in
 // the order they first appear.
-func (c Card) Stacks() []string {
-	refs := c.References()
-	var out []string
-	for _, col := range c.Columns {
-		if !slices.Contains(refs, col.Stack) && !slices.Contains(out, col.Stack) {
-			out = append(out, col.Stack)
-		}
-	}
-	return out
-}
+func (c Card) Stacks() []string { return c.judged(func(col Column) string { return col.Stack }) }
 
 // Configs are the configurations of the judged stacks' columns, in the
 // order they first appear.
-func (c Card) Configs() []string {
+func (c Card) Configs() []string { return c.judged(func(col Column) string { return col.Config }) }
+
+// judged returns what of each judged column (not a reference's), each
+// once, in the order they first appear.
+func (c Card) judged(of func(Column) string) []string {
 	refs := c.References()
 	var out []string
 	for _, col := range c.Columns {
-		if !slices.Contains(refs, col.Stack) && !slices.Contains(out, col.Config) {
-			out = append(out, col.Config)
+		if v := of(col); !slices.Contains(refs, col.Stack) && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out

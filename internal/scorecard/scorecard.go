@@ -45,15 +45,13 @@ type Cell struct {
 	Verdict string `json:"verdict"`
 }
 
-// agreeing are the verdicts of a case whose outcome agrees with the
-// stack's pins: PASS; FINDING, a violation the pins name; N/A, a case
-// the stack lacks the capability for and that did not run. They are
-// compared as words, as CASE lines write them.
-var agreeing = []string{"PASS", "FINDING", "N/A"}
-
 // Agrees reports whether the cell's case ended in a verdict that agrees
-// with the stack's pins, so that its outcome stands as shown.
-func (cl Cell) Agrees() bool { return slices.Contains(agreeing, cl.Verdict) }
+// with the stack's pins (report.Verdict.Agrees: PASS, FINDING, N/A), so
+// that its outcome stands as shown.
+func (cl Cell) Agrees() bool {
+	v, ok := report.CaseVerdict(cl.Verdict)
+	return ok && v.Agrees()
+}
 
 // Row is one (scenario, invariant).
 type Row struct {
