@@ -31,7 +31,7 @@ const (
 	// maxQueuedControl bounds the ops a connection queues that hold no
 	// stream slot (PING and SETTINGS ACKs, window bookkeeping, refusals)
 	// while its writer is blocked: past it, the peer is flooding and
-	// gets GOAWAY(ENHANCE_YOUR_CALM). x/net's server's own bound.
+	// its connection is reset. x/net's server's own bound.
 	maxQueuedControl = 10000
 )
 
@@ -158,7 +158,7 @@ func (o *op) onStream() bool {
 
 // queue hands ops to the writer. Ops queued after a close are dropped.
 // Past maxQueuedControl ops holding no stream slot, the connection is
-// closed with GOAWAY(ENHANCE_YOUR_CALM) instead.
+// reset instead.
 func (c *conn) queue(ops ...op) {
 	c.mu.Lock()
 	if c.closing || c.silent {
@@ -184,7 +184,15 @@ func (c *conn) queue(ops ...op) {
 	c.mu.Unlock()
 	c.wakeWriter()
 	if flood {
-		c.connError(http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("grpcwire: more than %d control frames queued: ENHANCE_YOUR_CALM", maxQueuedControl))
+		// The queue grew because the writer is blocked on a peer that
+		// reads nothing: a GOAWAY(ENHANCE_YOUR_CALM) would wait behind
+		// it for WriteTimeout. The connection is reset at once instead,
+		// which also frees what the kernel holds for it.
+		c.protocolError(fmt.Sprintf("grpcwire: more than %d control frames queued behind a blocked writer: connection reset (ENHANCE_YOUR_CALM)", maxQueuedControl))
+		if tc := tcpConn(c.nc); tc != nil {
+			tc.SetLinger(0)
+		}
+		c.close()
 	}
 }
 

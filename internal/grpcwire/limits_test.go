@@ -2,10 +2,12 @@ package grpcwire
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,38 +210,58 @@ func TestConnErrorBehindStalledData(t *testing.T) {
 
 // TestPingFloodCapped: a client that sends PINGs and reads nothing
 // blocks the writer; the ACKs queued behind it are capped, past which
-// the connection is refused ENHANCE_YOUR_CALM and closed.
+// the connection is reset at once, not after the writer's timeout.
 func TestPingFloodCapped(t *testing.T) {
-	// The default WriteTimeout, 10s: a shorter one can end the blocked
-	// writer before a loaded machine has sent the pings past the cap.
-	ts := startServer(t)
-	nc, err := net.Dial("tcp", ts.addr)
+	// The writer's timeout well past the awaits below: only the cap may
+	// end the connection, not a WRITE_TIMEOUT, however loaded the machine.
+	ts := startConfig(t, func(c *Config) { c.WriteTimeout = 5 * time.Minute })
+	// The client's receive buffer is small from the SYN on, so that the
+	// window it advertises stays small and the server's writer blocks
+	// after a few hundred KiB of ACKs, not after tens of MiB.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		return errors.Join(err, serr)
+	}}
+	nc, err := d.Dial("tcp", ts.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	nc.(*net.TCPConn).SetReadBuffer(4096)
 	fr := http2.NewFramer(nc, nil)
 	io.WriteString(nc, http2.ClientPreface)
 	fr.WriteSettings()
-	// The flood goes on until the server closes the connection, or the
-	// test does: reading the log between pings would slow it more than
-	// the server is slowed.
+	// The flood is written 64 KiB of PING frames at a time, one write
+	// each (one frame per write is too slow under -race on a busy
+	// machine), until the server closes the connection or the test does.
+	var batch bytes.Buffer
+	bf := http2.NewFramer(&batch, nil)
+	for batch.Len() < 64<<10 {
+		bf.WritePing(false, [8]byte{1})
+	}
 	flooded := make(chan struct{})
 	go func() {
 		defer close(flooded)
-		for range 3_000_000 {
-			if err := fr.WritePing(false, [8]byte{1}); err != nil {
-				return // closed: the server gave up on this connection
+		for {
+			if _, err := nc.Write(batch.Bytes()); err != nil {
+				return // closed: by the server, which gave up on this connection, or by the test
 			}
 		}
 	}()
 	defer func() { nc.Close(); <-flooded }()
-	evs := ts.await(t, "PROTOCOL_ERROR", 30*time.Second)
+	evs := ts.await(t, "PROTOCOL_ERROR", 60*time.Second)
 	if got := evs[0].Text("err"); !strings.Contains(got, "ENHANCE_YOUR_CALM") {
 		t.Errorf("PROTOCOL_ERROR err=%q, want the control-frame cap's ENHANCE_YOUR_CALM", got)
 	}
-	ts.await(t, "CONN_CLOSED", 10*time.Second)
+	ts.await(t, "CONN_CLOSED", 30*time.Second)
+	// The reset reaches the client: its flood ends on a write error.
+	select {
+	case <-flooded:
+	case <-time.After(30 * time.Second):
+		t.Error("the flood still writes 30s after the server closed the connection")
+	}
 }
 
 // TestWindowUpdateRules: WINDOW_UPDATE on an idle stream is a connection
