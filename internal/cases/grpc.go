@@ -9,7 +9,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
-	"github.com/rpcbench/rpcbench/internal/pins"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
@@ -24,7 +24,7 @@ func (g *grpcT) unsupported(why string, invs ...string) {
 	g.Field("unsupported", why)
 	g.lacks = why
 	for _, inv := range invs {
-		g.observe(inv, pins.Unsupported)
+		g.observe(inv, outcome.Unsupported)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -301,7 +302,7 @@ type grpcT struct {
 	target  string       // where the calls go
 	adapter *cut.Adapter // nil in the reference column
 	rb      *client.Client
-	obs     []pins.Observation
+	obs     []outcome.Observation
 	pins    pins.Pins // the stack's
 	calls   int
 	// lacks is why the column is unsupported, when it is.
@@ -364,7 +365,7 @@ func (g *grpcT) observedAll() { g.observedExactly(g.obs, g.sc.invs) }
 
 // observedExactly fails the scenario, unless it has already failed,
 // when obs do not name each of want once and nothing else.
-func (t *T) observedExactly(obs []pins.Observation, want []string) {
+func (t *T) observedExactly(obs []outcome.Observation, want []string) {
 	var got []string
 	for _, o := range obs {
 		got = append(got, o.Invariant)
@@ -425,39 +426,33 @@ func knownPin(stack string) pins.Known {
 
 // observe records the outcome of invariant inv as a stable field and for
 // the judgement.
-func (g *grpcT) observe(inv string, o pins.Outcome) {
+func (g *grpcT) observe(inv string, o outcome.Outcome) {
 	g.obs = append(g.obs, g.record(g.pins, pins.Key{Config: g.col.config, Scenario: g.sc.name, Invariant: inv}, o))
 }
 
-// record records the outcome o of k's invariant as a stable field and
-// returns it as an observation. A violation pinned as happening
-// sometimes is recorded as "sometimes", and this run's outcome as the
-// volatile field INV_this_run: either may be seen.
-//
-// The field is asserted (INV==violated): the scenario failed unless the
-// outcome agreed with the stack's pins.
-func (t *T) record(p pins.Pins, k pins.Key, o pins.Outcome) pins.Observation {
-	v := o.String()
-	if p.Sometimes(k) && (o == pins.Holds || o == pins.Violated) {
-		v = outcomeSometimes
+// record records the outcome o of k's invariant as an Outcome field
+// (INV:=violated) and returns it as an observation. A violation pinned as
+// happening sometimes is recorded as outcome.Sometimes, and this run's
+// outcome as the volatile field INV_this_run: either may be seen. The
+// scenario failed unless the outcome agreed with the stack's pins.
+func (t *T) record(p pins.Pins, k pins.Key, o outcome.Outcome) outcome.Observation {
+	v := o
+	if p.Sometimes(k) && (o == outcome.Holds || o == outcome.Violated) {
+		v = outcome.Sometimes
 	}
-	t.fields = append(t.fields, report.Field{Key: k.Invariant, Value: v, Kind: report.Asserted})
-	if v == outcomeSometimes {
+	t.fields = append(t.fields, report.Field{Key: k.Invariant, Value: v.String(), Kind: report.Outcome})
+	if v == outcome.Sometimes {
 		t.Volatile(k.Invariant+"_this_run", o)
 	}
-	return pins.Observation{Invariant: k.Invariant, Outcome: o}
+	return outcome.Observation{Invariant: k.Invariant, Outcome: o}
 }
 
-// outcomeSometimes is the field value of an invariant pinned as violated
-// in some runs only.
-const outcomeSometimes = "sometimes"
-
 // holds is Holds when ok, else Violated.
-func holds(ok bool) pins.Outcome {
+func holds(ok bool) outcome.Outcome {
 	if ok {
-		return pins.Holds
+		return outcome.Holds
 	}
-	return pins.Violated
+	return outcome.Violated
 }
 
 // grpcFault is one fault, as the gRPC side's rule and as the reference

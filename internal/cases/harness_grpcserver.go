@@ -11,6 +11,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -112,7 +113,7 @@ type srvT struct {
 	addr  string
 	rpc   *server     // rpcserver's column
 	sut   *sut.Server // an adapter's
-	obs   []pins.Observation
+	obs   []outcome.Observation
 	pins  pins.Pins // the stack's
 	calls int
 	// sent are the debit amounts the scenario sent, by call, and the
@@ -189,7 +190,7 @@ func (g *srvT) logFile(name string) *os.File {
 }
 
 // observe records inv's outcome as a stable field and for the judgement.
-func (g *srvT) observe(inv string, o pins.Outcome) {
+func (g *srvT) observe(inv string, o outcome.Outcome) {
 	g.obs = append(g.obs, g.record(g.pins, pins.Key{Config: configServer, Scenario: g.sc.name, Invariant: inv}, o))
 }
 
