@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -355,10 +356,11 @@ func TestServerJudgeCatches(t *testing.T) {
 				line := c.Run(context.Background(), e)
 				s := report.Format(line)
 				t.Log(s)
-				want, verdict := tt.row+"==violated", report.Fail
+				o, verdict := outcome.Violated, report.Fail
 				if mode == fakeSrvGood {
-					want, verdict = tt.row+"==holds", report.Pass
+					o, verdict = outcome.Holds, report.Pass
 				}
+				want := report.FormatField(report.Field{Key: tt.row, Value: o.String(), Kind: report.Outcome})
 				if !strings.Contains(s, " "+want) || line.Verdict != verdict {
 					t.Errorf("got %s, want %s and %s", s, want, verdict)
 				}
