@@ -1,5 +1,5 @@
-// Package proc starts child processes so that none outlives the program
-// that started it, and says how each one ended.
+// Package proc runs child processes that cannot outlive the program that
+// started them.
 package proc
 
 import (
@@ -56,7 +56,9 @@ type Spec struct {
 	// thread that started it dies, on Linux; zero is SIGKILL. Elsewhere
 	// nothing is sent.
 	DeathSignal syscall.Signal
-	// User, when not nil, is who the child runs as.
+	// User, when not nil, is who the child runs as, which takes the
+	// privilege to switch users; on Linux only, elsewhere Start refuses
+	// it with an error wrapping errors.ErrUnsupported.
 	User *User
 }
 

@@ -53,7 +53,8 @@ type Spec struct {
 	Env []string
 	// Scenario is sent in init, for the adapter's logs.
 	Scenario string
-	// Stderr receives the adapter's stderr; nil discards it.
+	// Stderr receives the adapter's stderr; nil discards it. Its last
+	// lines are also kept, to quote in an *Error.
 	Stderr io.Writer
 	// Lines, when not nil, receives every line the adapter writes on
 	// stdout, verbatim: the record the harness judged.
