@@ -139,7 +139,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	r.runAll(ctx, pre)
 	r.prog.close()
 	r.finish(ctx, outs)
-	return r.lines, r.ending(ctx).err(r.writeErr, r.count, r.per)
+	return r.lines, r.ended(ctx).err(r.writeErr, r.count, r.per)
 }
 
 // check refuses a batch that could never finish, or whose timeout is
@@ -331,7 +331,7 @@ func (r *batchRun) finish(ctx context.Context, outs *outputs) {
 	if r.short && r.ev == nil && len(r.lines) > 0 {
 		fmt.Fprintln(r.status, "rpcbench: lines shortened for the terminal; -v or a pipe gives the CASE lines whole")
 	}
-	end := r.ending(ctx)
+	end := r.ended(ctx)
 	r.writeErr = errors.Join(r.writeErr, r.evErr)
 	if r.ev != nil {
 		r.settleEvidence(end)
@@ -390,7 +390,8 @@ type ending struct {
 	skipped, failures int
 }
 
-func (r *batchRun) ending(ctx context.Context) ending {
+// ended is what r knows once its runs have ended.
+func (r *batchRun) ended(ctx context.Context) ending {
 	e := ending{readerGone: stdoutClosed(ctx), evErr: r.evErr, ran: len(r.lines), total: r.count * r.per}
 	if ctx.Err() != nil {
 		e.cause = context.Cause(ctx)
@@ -439,10 +440,11 @@ func (e ending) evidence() evidenceFate {
 }
 
 // err is runBatch's error, given writeErr, the failure to write any of
-// the output: errInterrupted when ctx ended, saying where; writeErr;
-// errFailed when a scenario failed or ended in ERROR, which rpcbench
-// could not establish what happened in, as a FAIL does. Findings, n/a
-// and skipped scenarios do not fail the run.
+// the output, and the batch's passes and scenarios per pass: it wraps
+// errInterrupted when ctx ended, saying where; else it is writeErr; else
+// errFailed when a scenario failed or ended in ERROR (rpcbench could not
+// establish what happened, which fails a run as a FAIL does). Findings,
+// n/a and skipped scenarios do not fail the run.
 func (e ending) err(writeErr error, count, per int) error {
 	switch {
 	case e.cause != nil:
