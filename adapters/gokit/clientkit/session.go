@@ -6,7 +6,6 @@
 package clientkit
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -128,17 +127,15 @@ func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 	s := &session{stack: stack, out: line.NewWriter(out),
 		log: log.New(errw, strings.ReplaceAll(stack.Name, "-", "")+": ", log.Lmicroseconds),
 		ctx: ctx, abandon: abandon, seen: map[int64]bool{}, channels: map[string]*channel{}}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine+1)
+	lines := line.NewReader(in, MaxLine)
 	inited := false
-	for n := 1; sc.Scan(); n++ {
-		var f line.Fields
-		var typ string
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f == nil {
-			return s.fatal("line %d: not a JSON object: %v", n, err)
+	for {
+		n, typ, f, err := lines.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err := json.Unmarshal(f["type"], &typ); err != nil {
-			return s.fatal("line %d: no string \"type\"", n)
+		if err != nil {
+			return s.fatal("%v", err)
 		}
 		if !inited && typ != "init" {
 			return s.fatal("line %d: %s before init", n, typ)
@@ -166,9 +163,6 @@ func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 		default:
 			return s.fatal("line %d: unknown type %q", n, typ)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return s.fatal("reading stdin: %v", err)
 	}
 	s.drain()
 	return ExitOK

@@ -6,9 +6,8 @@
 package serverkit
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -74,17 +73,15 @@ type session struct {
 func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 	s := &session{stack: stack, out: line.NewWriter(out), log: log.New(errw, stack.Name+" serve: ", log.Lmicroseconds)}
 	s.h = newHandlers(s.out)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine+1)
+	lines := line.NewReader(in, maxLine)
 	inited := false
-	for n := 1; sc.Scan(); n++ {
-		var f line.Fields
-		var typ string
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f == nil {
-			return s.fatal(ExitProtocol, "line %d: not a JSON object: %v", n, err)
+	for {
+		n, typ, f, err := lines.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err := json.Unmarshal(f["type"], &typ); err != nil {
-			return s.fatal(ExitProtocol, "line %d: no string \"type\"", n)
+		if err != nil {
+			return s.fatal(ExitProtocol, "%v", err)
 		}
 		if !inited && typ != "init" {
 			return s.fatal(ExitProtocol, "line %d: %s before init", n, typ)
@@ -118,9 +115,6 @@ func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 		default:
 			return s.fatal(ExitProtocol, "line %d: unknown type %q", n, typ)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return s.fatal(ExitProtocol, "reading stdin: %v", err)
 	}
 	s.stop()
 	return ExitOK
