@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rpcbench/rpcbench/adapters/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/serverkit"
 )
 
 // lineTimeout bounds every wait for one of the adapter's lines.

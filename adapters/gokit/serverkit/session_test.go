@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log"
+	"net"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,7 +19,8 @@ type fakeServer struct {
 	closed   int // Close calls
 }
 
-func (f *fakeServer) Addr() string { return "127.0.0.1:9" }
+// Serve serves nothing.
+func (f *fakeServer) Serve(ln net.Listener) error { return ln.Close() }
 
 func (f *fakeServer) Shutdown(ctx context.Context) error {
 	f.shutdown++
@@ -31,7 +34,7 @@ func (f *fakeServer) Shutdown(ctx context.Context) error {
 func (f *fakeServer) Close() { f.closed++ }
 
 func fakeStack(f *fakeServer, err error) Stack {
-	return Stack{Name: "fake", Version: "1.2.3", Serve: func(*Handlers, *log.Logger) (Server, error) {
+	return Stack{Name: "fake", Version: "1.2.3", New: func(*Handlers, *log.Logger) (Server, error) {
 		if err != nil {
 			return nil, err
 		}
@@ -39,12 +42,15 @@ func fakeStack(f *fakeServer, err error) Stack {
 	}}
 }
 
+// port is the serving line's address, whose port varies.
+var port = regexp.MustCompile(`"addr":"127\.0\.0\.1:[0-9]+"`)
+
 const initLine = `{"type":"init","protocol":"rpcbench-server/1","scenario":"s"}`
 
 // TestRun: what Run writes and returns for each harness's input, and
 // how it stops the server.
 func TestRun(t *testing.T) {
-	serving := `{"type":"serving","protocol":"rpcbench-server/1","stack":"fake","version":"1.2.3","runtime":"` + runtime.Version() + `","addr":"127.0.0.1:9"}`
+	serving := `{"type":"serving","protocol":"rpcbench-server/1","stack":"fake","version":"1.2.3","runtime":"` + runtime.Version() + `","addr":"127.0.0.1:PORT"}`
 	tests := []struct {
 		name      string
 		in        []string
@@ -103,7 +109,7 @@ func TestRun(t *testing.T) {
 			if want != "" {
 				want += "\n"
 			}
-			if got := out.b.String(); got != want {
+			if got := port.ReplaceAllString(out.b.String(), `"addr":"127.0.0.1:PORT"`); got != want {
 				t.Errorf("stdout:\ngot  %s\nwant %s", got, want)
 			}
 			if f.shutdown != tt.shutdowns || f.closed != tt.closes {

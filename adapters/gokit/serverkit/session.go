@@ -6,14 +6,16 @@
 package serverkit
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"runtime"
 	"time"
+
+	"github.com/rpcbench/rpcbench/adapters/gokit/internal/line"
 )
 
 const (
@@ -37,16 +39,18 @@ const (
 type Stack struct {
 	Name    string // lower-case, as SERVER-PROTOCOL.md names it: "grpc-go"
 	Version string // as linked, never a typed-in constant
-	// Serve starts the library's server with its default options on
-	// 127.0.0.1:0, its handlers calling h, and returns it once it is
-	// listening. log is for the server's own errors.
-	Serve func(h *Handlers, log *log.Logger) (Server, error)
+	// New builds the library's server with its default options, its
+	// handlers calling h; Run serves it on a loopback port of its own.
+	// log is for the server's own errors.
+	New func(h *Handlers, log *log.Logger) (Server, error)
 }
 
-// Server is a library's running server.
+// Server is a library's server.
 type Server interface {
-	// Addr is the address it listens on, 127.0.0.1:PORT.
-	Addr() string
+	// Serve accepts calls on ln, which it then owns, until Shutdown or
+	// Close; it returns nil then, and any other error says why it
+	// stopped, for the log.
+	Serve(ln net.Listener) error
 	// Shutdown stops it gracefully: no new calls, and those in flight
 	// run to their end. It returns ctx.Err() if ctx ends first.
 	Shutdown(ctx context.Context) error
@@ -57,7 +61,7 @@ type Server interface {
 // session is one adapter process's protocol session.
 type session struct {
 	stack Stack
-	out   *lineWriter
+	out   *line.Writer
 	log   *log.Logger
 	h     *Handlers
 	srv   Server // nil before init and after the server stopped
@@ -67,19 +71,17 @@ type session struct {
 // lines from in until it ends, writing protocol lines to out and logs to
 // errw, and returns the exit status.
 func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
-	s := &session{stack: stack, out: &lineWriter{w: out}, log: log.New(errw, stack.Name+" serve: ", log.Lmicroseconds)}
+	s := &session{stack: stack, out: line.NewWriter(out), log: log.New(errw, stack.Name+" serve: ", log.Lmicroseconds)}
 	s.h = newHandlers(s.out)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine+1)
+	lines := line.NewReader(in, maxLine)
 	inited := false
-	for n := 1; sc.Scan(); n++ {
-		var f fields
-		var typ string
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil || f == nil {
-			return s.fatal(ExitProtocol, "line %d: not a JSON object: %v", n, err)
+	for {
+		n, typ, f, err := lines.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err := json.Unmarshal(f["type"], &typ); err != nil {
-			return s.fatal(ExitProtocol, "line %d: no string \"type\"", n)
+		if err != nil {
+			return s.fatal(ExitProtocol, "%v", err)
 		}
 		if !inited && typ != "init" {
 			return s.fatal(ExitProtocol, "line %d: %s before init", n, typ)
@@ -87,7 +89,7 @@ func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 		switch typ {
 		case "init":
 			var w wireInit
-			if err := f.decode(&w, []string{"protocol"}, []string{"scenario"}); err != nil {
+			if err := f.Decode(&w, []string{"protocol"}, []string{"scenario"}); err != nil {
 				return s.fatal(ExitProtocol, "line %d: bad init: %v", n, err)
 			}
 			if inited {
@@ -97,26 +99,22 @@ func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 			// A harness asking for another version still gets the
 			// one spoken here, and stops the adapter itself.
 			s.log.Printf("init: protocol %s, scenario %q", w.Protocol, w.Scenario)
-			srv, err := stack.Serve(s.h, s.log)
+			addr, err := s.serve()
 			if err != nil {
 				return s.fatal(ExitNoServer, "serving: %v", err)
 			}
-			s.srv = srv
-			s.log.Printf("serving on %s", srv.Addr())
-			s.out.send(wireServing{Type: "serving", Protocol: Protocol, Stack: stack.Name, Version: stack.Version,
-				Runtime: runtime.Version(), Addr: srv.Addr()})
+			s.log.Printf("serving on %s", addr)
+			s.out.Send(wireServing{Type: "serving", Protocol: Protocol, Stack: stack.Name, Version: stack.Version,
+				Runtime: runtime.Version(), Addr: addr})
 		case "shutdown":
-			if err := f.decode(&struct{}{}, nil, nil); err != nil {
+			if err := f.Decode(&struct{}{}, nil, nil); err != nil {
 				return s.fatal(ExitProtocol, "line %d: bad shutdown: %v", n, err)
 			}
 			s.stop()
-			s.out.send(map[string]string{"type": "shutdown_ok"})
+			s.out.Send(map[string]string{"type": "shutdown_ok"})
 		default:
 			return s.fatal(ExitProtocol, "line %d: unknown type %q", n, typ)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return s.fatal(ExitProtocol, "reading stdin: %v", err)
 	}
 	s.stop()
 	return ExitOK
@@ -126,7 +124,7 @@ func Run(in io.Reader, out, errw io.Writer, stack Stack) int {
 func (s *session) fatal(status int, format string, args ...any) int {
 	text := fmt.Sprintf(format, args...)
 	s.log.Print("fatal: ", text)
-	s.out.send(wireFatal{Type: "fatal", Text: text})
+	s.out.Send(wireFatal{Type: "fatal", Text: text})
 	if s.srv != nil {
 		s.srv.Close()
 	}
@@ -150,4 +148,25 @@ func (s *session) stop() {
 		s.log.Printf("shutdown: handlers still running %v after the forced stop", abandonTimeout)
 	}
 	s.srv = nil
+}
+
+// serve builds the stack's server and serves it on a loopback port of
+// its own, returning that address, 127.0.0.1:PORT.
+func (s *session) serve() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv, err := s.stack.New(s.h, s.log)
+	if err != nil {
+		ln.Close()
+		return "", err
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			s.log.Print(err)
+		}
+	}()
+	s.srv = srv
+	return ln.Addr().String(), nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rpcbench/rpcbench/adapters/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/serverkit"
 )
 
 // Client calls the Bank service at one address with a library's own

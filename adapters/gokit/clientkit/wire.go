@@ -1,19 +1,14 @@
-package main
+package clientkit
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"sync"
 )
 
 // The protocol's version and limits (adapters/PROTOCOL.md).
 const (
-	protocol = "rpcbench-adapter/1"
-	maxLine  = 1 << 20
+	Protocol = "rpcbench-adapter/1"
+	MaxLine  = 1 << 20 // bytes in one line, its newline left out
 )
 
 type wireInit struct {
@@ -21,30 +16,50 @@ type wireInit struct {
 	Scenario string `json:"scenario"`
 }
 
-type wireKeepalive struct {
+// Keepalive is a channel's keepalive, as the harness sends it.
+type Keepalive struct {
 	TimeMS              int64 `json:"time_ms"`
 	TimeoutMS           int64 `json:"timeout_ms"`
 	PermitWithoutStream bool  `json:"permit_without_stream"`
 }
 
-type wireChannel struct {
+// Channel is a call's channel, as the harness sends it: every call on
+// one id carries the same configuration.
+type Channel struct {
 	ID            string          `json:"id"`
 	Target        string          `json:"target"`
 	ServiceConfig json.RawMessage `json:"service_config"`
-	Keepalive     *wireKeepalive  `json:"keepalive"`
+	Keepalive     *Keepalive      `json:"keepalive"` // nil for none
 }
 
-type wireCall struct {
+// CompactConfig is the service config without insignificant space, nil
+// for none, so that two spellings of one config compare equal.
+func (c Channel) CompactConfig() []byte {
+	raw := c.ServiceConfig
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// Call is one call line, checked: its id is unused, its deadline at
+// least 1 ms.
+type Call struct {
 	ID           int64             `json:"id"`
-	Channel      wireChannel       `json:"channel"`
+	Channel      Channel           `json:"channel"`
 	Method       string            `json:"method"`
 	Request      json.RawMessage   `json:"request"`
 	DeadlineMS   int64             `json:"deadline_ms"`
-	Metadata     map[string]string `json:"metadata"`
+	Metadata     map[string]string `json:"metadata"` // -bin values are the binary values themselves
 	WaitForReady bool              `json:"wait_for_ready"`
 }
 
-type capabilities struct {
+// Capabilities are what a stack's library implements, for init_ok.
+type Capabilities struct {
 	RetryPolicy      bool `json:"retry_policy"`
 	Hedging          bool `json:"hedging"`
 	Throttling       bool `json:"throttling"`
@@ -61,7 +76,7 @@ type wireInitOK struct {
 	Stack        string       `json:"stack"`
 	Version      string       `json:"version"`
 	Runtime      string       `json:"runtime"`
-	Capabilities capabilities `json:"capabilities"`
+	Capabilities Capabilities `json:"capabilities"`
 }
 
 type wireResult struct {
@@ -85,51 +100,17 @@ type wireCallError struct {
 
 // The call_error kinds.
 const (
-	kindConfig      = "config"
-	kindUnsupported = "unsupported"
-	kindBadRequest  = "bad_request"
-	kindDuplicateID = "duplicate_id"
-	kindProtocol    = "protocol"
+	KindConfig      = "config"
+	KindUnsupported = "unsupported"
+	KindBadRequest  = "bad_request"
+	KindDuplicateID = "duplicate_id"
+	KindProtocol    = "protocol"
 )
 
-// fields is a harness line's object, each field still raw.
-type fields map[string]json.RawMessage
-
-// decode fills v from f, holding f to exactly the fields named: those in
-// required must be present and not null, those in optional may be
-// absent, and any other but "type" is an error.
-func (f fields) decode(v any, required, optional []string) error {
-	for _, k := range slices.Sorted(maps.Keys(f)) {
-		if k != "type" && !slices.Contains(required, k) && !slices.Contains(optional, k) {
-			return fmt.Errorf("unknown field %q", k)
-		}
-	}
-	for _, k := range required {
-		if raw, ok := f[k]; !ok || string(raw) == "null" {
-			return fmt.Errorf("no %q", k)
-		}
-	}
-	rest := maps.Clone(f)
-	delete(rest, "type")
-	b, _ := json.Marshal(rest)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+// CallError is why a call was not made, as its call_error line says it.
+type CallError struct {
+	Kind string // one of the Kind constants
+	Text string
 }
 
-// lineWriter writes whole JSON lines; writes from concurrent calls
-// never interleave.
-type lineWriter struct {
-	mu sync.Mutex // guards w
-	w  io.Writer
-}
-
-func (l *lineWriter) send(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // every message type marshals
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.w.Write(append(b, '\n'))
-}
+func (e *CallError) Error() string { return "clientkit: call_error " + e.Kind + ": " + e.Text }

@@ -1,4 +1,4 @@
-package main
+package gokit
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestGeneratedFresh(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen.sh: %v\n%s", err, b)
 	}
-	for _, f := range []string{"bank.pb.go", "bank_grpc.pb.go"} {
+	for _, f := range []string{"bank.pb.go", "bank_grpc.pb.go", "bankpbconnect/bank.connect.go"} {
 		want, err := os.ReadFile(filepath.Join(out, "bankpb", f))
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +37,7 @@ func TestGeneratedFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("bankpb/%s differs from what gen.sh makes now; run adapters/grpcgo/gen.sh and commit the result", f)
+			t.Errorf("bankpb/%s differs from what gen.sh makes now; run adapters/gokit/gen.sh and commit the result", f)
 		}
 	}
 }

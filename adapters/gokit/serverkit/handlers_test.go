@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rpcbench/rpcbench/adapters/gokit/internal/line"
 )
 
 // syncBuffer is a bytes.Buffer safe for the handlers' concurrent writes.
@@ -124,7 +126,7 @@ func TestHandlers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out syncBuffer
-			h := newHandlers(&lineWriter{w: &out})
+			h := newHandlers(line.NewWriter(&out))
 			got, err := tt.call(h, tt.ctx(t))
 			var st *Status
 			if errors.As(err, &st) != (tt.code != "") || (st != nil && st.Code != tt.code) {
@@ -147,7 +149,7 @@ func TestHandlers(t *testing.T) {
 // TestBankShared: the three handlers share one bank, each account
 // starting at 1000, and concurrent debits each execute once.
 func TestBankShared(t *testing.T) {
-	h := newHandlers(&lineWriter{w: &syncBuffer{}})
+	h := newHandlers(line.NewWriter(&syncBuffer{}))
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() { h.Debit(context.Background(), "c", "a", 3, Delay{}) })

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/rpcbench/rpcbench/adapters/gokit/internal/line"
 )
 
 // Code is a status a handler returns, by its canonical upper-case name.
@@ -57,7 +59,7 @@ const initialBalance = 1000
 // from the library, call these, and hand the result back. They share one
 // bank and write their events to the session's stdout.
 type Handlers struct {
-	out *lineWriter
+	out *line.Writer
 
 	mu       sync.Mutex // guards balances and execs, and orders exec lines as applied
 	balances map[string]int64
@@ -66,7 +68,7 @@ type Handlers struct {
 	inflight tracker
 }
 
-func newHandlers(out *lineWriter) *Handlers {
+func newHandlers(out *line.Writer) *Handlers {
 	return &Handlers{out: out, balances: map[string]int64{}, execs: map[string]int64{}}
 }
 
@@ -150,7 +152,7 @@ func (h *Handlers) execute(call, method, account string, amount int64) Account {
 		h.balances[account] = bal
 		h.execs[account]++
 	}
-	h.out.send(wireExec{Type: "exec", Call: call, Method: method, Account: account, Amount: amount, Balance: bal})
+	h.out.Send(wireExec{Type: "exec", Call: call, Method: method, Account: account, Amount: amount, Balance: bal})
 	return Account{Account: account, Balance: bal, Exec: h.execs[account]}
 }
 
@@ -161,12 +163,12 @@ func (h *Handlers) start(ctx context.Context, call, method string) *float64 {
 		v := float64(time.Until(d)) / float64(time.Millisecond)
 		ms = &v
 	}
-	h.out.send(wireStart{Type: "start", Call: call, Method: method, DeadlineMS: ms})
+	h.out.Send(wireStart{Type: "start", Call: call, Method: method, DeadlineMS: ms})
 	return ms
 }
 
 func (h *Handlers) end(ctx context.Context, call, method string, executed bool, code Code) {
-	h.out.send(wireEnd{Type: "end", Call: call, Method: method, Executed: executed, Ctx: stateOf(ctx), Code: code})
+	h.out.Send(wireEnd{Type: "end", Call: call, Method: method, Executed: executed, Ctx: stateOf(ctx), Code: code})
 }
 
 // stateOf names ctx's state as the library tells it; an ended context

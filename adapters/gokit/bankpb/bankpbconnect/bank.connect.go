@@ -16,7 +16,7 @@ import (
 	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	bankpb "github.com/rpcbench/rpcbench/adapters/connectgo/bankpb"
+	bankpb "github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
 	http "net/http"
 	strings "strings"
 )
