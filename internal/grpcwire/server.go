@@ -13,6 +13,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // Service is the gRPC service the server serves.
@@ -73,13 +74,14 @@ func DefaultConfig() Config {
 	}
 }
 
-// ErrConfig is wrapped by every error Validate returns.
+// ErrConfig is wrapped by every error Validate returns, a
+// *transport.FieldError.
 var ErrConfig = errors.New("grpcwire: invalid config")
 
 // Validate reports the first field that is out of range.
 func (c *Config) Validate() error {
 	bad := func(field string, v any, rule string) error {
-		return fmt.Errorf("%w: %s %v %s", ErrConfig, field, v, rule)
+		return &transport.FieldError{Config: ErrConfig, Field: field, Value: v, Rule: rule}
 	}
 	switch {
 	case c.MaxConcurrentStreams < 1:
@@ -98,11 +100,11 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Server serves a server.Handler as the Bank gRPC service, injecting
+// Server serves a transport.Handler as the Bank gRPC service, injecting
 // faults on request.
 type Server struct {
 	cfg     Config
-	h       server.Handler
+	h       transport.Handler
 	methods []string
 	log     *slog.Logger
 	faults  faultTable
@@ -137,7 +139,7 @@ type counters struct {
 // New validates cfg and returns a Server for h, which must serve get,
 // debit and echo. A rule naming another method is refused with a
 // *server.MethodError.
-func New(cfg Config, h server.Handler) (*Server, error) {
+func New(cfg Config, h transport.Handler) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -236,9 +238,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
 			s.log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
-			select {
-			case <-time.After(pause):
-			case <-s.done:
+			if !transport.Sleep(pause, s.done, nil) {
 				return ErrClosed
 			}
 			continue

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // conn is one accepted connection: a reader goroutine that decodes and
@@ -101,9 +102,9 @@ type readerState struct {
 	// readers on several cores do not trade the queue's counter back
 	// and forth once per request.
 	slot    bool
-	scratch []byte  // payload buffer for the answers
-	req     Request // the request being executed, reused
-	held    bool    // answers are queued that nobody was woken for
+	scratch []byte            // payload buffer for the answers
+	req     transport.Request // the request being executed, reused
+	held    bool              // answers are queued that nobody was woken for
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -320,7 +321,7 @@ func (c *conn) sendFrame(f *proto.Frame, lent bool, recycle []byte) {
 
 // queueFrame encodes f into the output queue without waking the writer;
 // the caller flushes or signals. It reports whether f was queued. lent
-// says f.Payload stays unchanged until written (Handler.Execute's
+// says f.Payload stays unchanged until written (transport.Handler.Execute's
 // contract): then, at writevMin bytes or more and outside chunk mode,
 // only the frame's head is copied and the payload is written from where
 // it lies. recycle, when not nil, is the payload of the request f

@@ -203,7 +203,7 @@ func (e *MethodError) Error() string {
 
 // CheckMethod returns a *MethodError if f names a method that is not
 // among methods, the business methods of the handler it is meant for
-// (Handler.Methods). ParseFault cannot tell, knowing no handler; New,
+// (transport.Handler.Methods). ParseFault cannot tell, knowing no handler; New,
 // AddFault and ctl.fault check their rules against their handler's
 // methods, and a program that parses rules before it has a handler
 // checks them here.

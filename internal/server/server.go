@@ -1,7 +1,7 @@
 // Package server is the RPC transport: it accepts connections, reads and
 // writes frames, queues business requests for a bounded pool of workers,
 // enforces the server's limits and injects transport faults, and hands each
-// business request to a Handler whose payloads it never interprets.
+// business request to a transport.Handler whose payloads it never interprets.
 package server
 
 import (
@@ -19,13 +19,14 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
-// Server serves a Handler over the wire protocol, injecting faults on
+// Server serves a transport.Handler over the wire protocol, injecting faults on
 // request.
 type Server struct {
 	cfg     Config
-	h       Handler
+	h       transport.Handler
 	methods []string // the handler's business methods
 	// reqs counts the requests received, by index in methods, on
 	// connections whose readers have ended; a running reader counts in
@@ -102,7 +103,7 @@ type counters struct {
 // New validates cfg and starts the worker pool, which serves h. A rule in
 // cfg.Faults naming a method h does not serve is refused with a
 // *MethodError.
-func New(cfg Config, h Handler) (*Server, error) {
+func New(cfg Config, h transport.Handler) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -350,10 +351,10 @@ func (s *Server) method(name string) int {
 	return -1
 }
 
-// request returns the Request the handler sees for j.
-func request(j *job, done <-chan struct{}) Request {
+// request returns the transport.Request the handler sees for j.
+func request(j *job, done <-chan struct{}) transport.Request {
 	f := &j.f
-	return Request{
+	return transport.Request{
 		ID: f.ID, Conn: j.c.id, Method: f.Method, Key: f.Key, Payload: f.Payload, BudgetMs: f.BudgetMs,
 		Expiry: j.arrival.Add(time.Duration(f.BudgetMs) * time.Millisecond),
 		Done:   done,
@@ -406,7 +407,7 @@ func (s *Server) control(c *conn, f *proto.Frame) []byte {
 func (s *Server) worker() {
 	defer s.wg.Done()
 	var scratch []byte // payload buffer, reused across requests
-	var req Request
+	var req transport.Request
 	for {
 		j, ok := s.queue.pop()
 		if !ok {
@@ -475,7 +476,7 @@ func (s *Server) dropCanceled(j *job) {
 // to send, ok true. The handler's dst is *scratch, the caller's buffer,
 // which serve leaves as the next request's (see answerMemory); lent
 // says the answer's payload is not in it, but memory only to be read.
-func (s *Server) serve(j *job, req *Request, scratch *[]byte) (rf proto.Frame, lent, ok bool) {
+func (s *Server) serve(j *job, req *transport.Request, scratch *[]byte) (rf proto.Frame, lent, ok bool) {
 	f := &j.f
 	budget := time.Duration(f.BudgetMs) * time.Millisecond
 	if waited := time.Since(j.arrival); waited >= budget {
@@ -577,25 +578,7 @@ func overlaps(a, b []byte) bool {
 
 // pause sleeps d and reports whether it did; it returns false early if
 // the server is closing, and the caller must then not execute.
-func (s *Server) pause(d time.Duration) bool { return sleep(d, s.done, nil) }
-
-// sleep sleeps d unless done is closed first, and reports whether it
-// slept the whole time.
-func sleep(d time.Duration, done, deadline <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-done:
-		return false
-	case <-deadline: // nil blocks forever
-		return false
-	}
-}
+func (s *Server) pause(d time.Duration) bool { return transport.Sleep(d, s.done, nil) }
 
 // respond encodes a response to f whose payload is text.
 func respond(f *proto.Frame, st proto.Status, text string) []byte {
