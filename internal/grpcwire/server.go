@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/transport"
 )
@@ -107,7 +107,7 @@ type Server struct {
 	h       transport.Handler
 	methods []string
 	log     *slog.Logger
-	faults  faultTable
+	faults  fault.Table[Fault]
 	done    chan struct{}  // closed by Close
 	wg      sync.WaitGroup // connection goroutines, streams, Serve
 	// slots holds a token per executing request when Config.Workers
@@ -138,7 +138,7 @@ type counters struct {
 
 // New validates cfg and returns a Server for h, which must serve get,
 // debit and echo. A rule naming another method is refused with a
-// *server.MethodError.
+// *fault.MethodError.
 func New(cfg Config, h transport.Handler) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -166,10 +166,10 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		s.reqs[m] = new(atomic.Int64)
 	}
 	for _, f := range cfg.Faults {
-		if err := s.checkFault(f); err != nil {
+		if err := f.CheckMethod(s.methods); err != nil {
 			return nil, err
 		}
-		s.faults.add(f)
+		s.faults.Add(f, f.Method, f.Count)
 	}
 	return s, nil
 }
@@ -183,17 +183,13 @@ func (s *Server) method(name string) int {
 	return -1
 }
 
-func (s *Server) checkFault(f Fault) error {
-	return server.Fault{Method: f.Method}.CheckMethod(s.methods)
-}
-
 // AddFault activates a rule. One naming a method the handler does not
-// serve is refused with a *server.MethodError.
+// serve is refused with a *fault.MethodError.
 func (s *Server) AddFault(f Fault) error {
-	if err := s.checkFault(f); err != nil {
+	if err := f.CheckMethod(s.methods); err != nil {
 		return err
 	}
-	s.faults.add(f)
+	s.faults.Add(f, f.Method, f.Count)
 	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
 	return nil
 }
@@ -201,7 +197,7 @@ func (s *Server) AddFault(f Fault) error {
 // ClearFaults removes every rule and forgets every call's attempts
 // (ctl.clear): the next scenario counts its attempts from 1.
 func (s *Server) ClearFaults() {
-	s.faults.clear()
+	s.faults.Clear()
 	s.amu.Lock()
 	s.attempts, s.order = make(map[string]int), nil
 	s.amu.Unlock()

@@ -300,7 +300,7 @@ func (st *stream) run() {
 			return
 		}
 	}
-	fault, faulty := s.faults.take(st.method)
+	fault, faulty := s.faults.Take(st.method, nil)
 	if faulty {
 		s.counters.faultsFired.Add(1)
 		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,

@@ -214,7 +214,7 @@ func (c *conn) take(f *proto.Frame, arrival time.Time) {
 	}
 	m := s.method(f.Method)
 	if m >= 0 {
-		if _, ok := s.faults.take(f.Method, true); ok {
+		if _, ok := s.faults.Take(f.Method, isDrain); ok {
 			s.counters.faultsFired.Add(1)
 			s.log.Info(serverapi.EventFault, serverapi.KeyKind, FaultDrain.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
 			c.beginDrain()
@@ -259,7 +259,7 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 		return
 	}
 	j := job{c: c, f: *f, arrival: arrival}
-	if s.faults.empty() {
+	if s.faults.Empty() {
 		c.rd.req = request(&j, s.done)
 		if !s.h.MayBlock(&c.rd.req) && c.runSlot() {
 			rf, lent, ok := s.serve(&j, &c.rd.req, &c.rd.scratch)

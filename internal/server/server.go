@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/transport"
@@ -33,7 +34,7 @@ type Server struct {
 	// its conn's own reqs (see Counters).
 	reqs   []atomic.Int64
 	log    *slog.Logger
-	faults faultTable
+	faults fault.Table[Fault]
 	queue  *workQueue
 	// payloads recycles large request payloads' memory.
 	payloads *payloadPool
@@ -133,7 +134,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		connsChanged: make(chan struct{}, 1),
 	}
 	for _, f := range cfg.Faults {
-		s.faults.add(f)
+		s.faults.Add(f, f.Method, f.Count)
 	}
 	s.wg.Add(cfg.Workers)
 	for range cfg.Workers {
@@ -148,7 +149,7 @@ func (s *Server) AddFault(f Fault) error {
 	if err := f.CheckMethod(s.methods); err != nil {
 		return err
 	}
-	s.faults.add(f)
+	s.faults.Add(f, f.Method, f.Count)
 	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
 	return nil
 }
@@ -387,7 +388,7 @@ func (s *Server) control(c *conn, f *proto.Frame) []byte {
 		}
 		return respond(f, proto.StatusOK, ft.String())
 	case serverapi.MethodClear:
-		s.faults.clear()
+		s.faults.Clear()
 		s.log.Info(serverapi.EventFaultClear)
 		return respond(f, proto.StatusOK, "")
 	case serverapi.MethodCancel:
@@ -487,18 +488,18 @@ func (s *Server) serve(j *job, req *transport.Request, scratch *[]byte) (rf prot
 		j.c.send(respond(f, proto.StatusDeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds())))
 		return proto.Frame{}, false, false
 	}
-	fault, faulty := s.faults.take(f.Method, false)
+	rule, faulty := s.faults.Take(f.Method, notDrain)
 	if faulty {
 		s.counters.faultsFired.Add(1)
-		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
-		switch fault.Kind {
+		s.log.Info(serverapi.EventFault, serverapi.KeyKind, rule.Kind.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
+		switch rule.Kind {
 		case FaultUnavailable:
 			s.counters.unavailable.Add(1)
 			s.free(j)
-			j.c.send(respond(f, proto.StatusUnavailable, fault.unavailableText()))
+			j.c.send(respond(f, proto.StatusUnavailable, rule.unavailableText()))
 			return proto.Frame{}, false, false
 		case FaultSleep:
-			if !s.pause(fault.Delay) {
+			if !s.pause(rule.Delay) {
 				s.free(j)
 				j.c.send(respond(f, proto.StatusUnavailable, "server closing"))
 				return proto.Frame{}, false, false
@@ -518,9 +519,9 @@ func (s *Server) serve(j *job, req *transport.Request, scratch *[]byte) (rf prot
 	}
 	out := encodeResponse(&rf)
 	s.free(j)
-	switch fault.Kind {
+	switch rule.Kind {
 	case FaultLate:
-		j.c.sendAt(out, req.Expiry.Add(fault.Delay))
+		j.c.sendAt(out, req.Expiry.Add(rule.Delay))
 	case FaultNoReply:
 	case FaultClose:
 		j.c.sendThenClose(nil)
