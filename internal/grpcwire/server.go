@@ -220,28 +220,24 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
-	var pause time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-s.done:
-				return ErrClosed
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			s.log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
-			if !transport.Sleep(pause, s.done, nil) {
-				return ErrClosed
-			}
-			continue
-		}
-		pause = 0
-		s.ServeConn(nc)
+	return transport.Accept(ln, s.log, s.done, s.stopped, s.serveConn, ErrClosed)
+}
+
+// stopped reports whether Close has begun.
+func (s *Server) stopped() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
+}
+
+// serveConn is ServeConn for Serve's loop, which never stops for a
+// connection.
+func (s *Server) serveConn(nc net.Conn) bool {
+	s.ServeConn(nc)
+	return true
 }
 
 // ServeConn serves one accepted connection, on goroutines of its own,

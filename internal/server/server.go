@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -140,7 +139,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.accepting.Add(1)
 	s.mu.Unlock()
-	err := s.accept(ln)
+	err := transport.Accept(ln, s.log, s.done, s.stopped, s.open, ErrClosed)
 	s.accepting.Done()
 	s.wg.Done()
 	s.mu.Lock()
@@ -150,36 +149,6 @@ func (s *Server) Serve(ln net.Listener) error {
 		<-drain
 	}
 	return err
-}
-
-// accept is Serve's loop; it returns ErrClosed once Close or a drain
-// closed the listener.
-func (s *Server) accept(ln net.Listener) error {
-	var pause time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.stopped() {
-				return ErrClosed
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			// Running out of file descriptors, or a connection reset
-			// before it was accepted, is no reason to stop serving: back
-			// off and accept again, as net/http does.
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			s.log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
-			if !s.pause(pause) {
-				return ErrClosed
-			}
-			continue
-		}
-		pause = 0
-		if !s.open(nc) {
-			return ErrClosed
-		}
-	}
 }
 
 // stopped reports whether Close or a drain has closed the listener.
@@ -320,10 +289,6 @@ func (s *Server) method(name string) int {
 	}
 	return -1
 }
-
-// pause sleeps d and reports whether it did; it returns false early if
-// the server is closing, and the caller must then not execute.
-func (s *Server) pause(d time.Duration) bool { return transport.Sleep(d, s.done, nil) }
 
 // connsLocked returns the open connections; the caller holds s.mu.
 func (s *Server) connsLocked() []*conn {

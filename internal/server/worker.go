@@ -191,3 +191,7 @@ func answerMemory(payload, scratch, reqPayload []byte) (next []byte, lent bool) 
 func sameStart(a, b []byte) bool {
 	return cap(a) > 0 && cap(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
+
+// pause sleeps d and reports whether it did; it returns false early if
+// the server is closing, and the caller must then not execute.
+func (s *Server) pause(d time.Duration) bool { return transport.Sleep(d, s.done, nil) }
