@@ -1,7 +1,9 @@
 package fault_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -89,43 +91,60 @@ func TestName(t *testing.T) {
 	}
 }
 
-type rule struct{ name string }
+// rule is a transport's rule, for the table: a name and its scope.
+type rule struct {
+	name, method string
+	count        int
+}
 
-func (r rule) String() string { return r.name }
+func (r rule) String() string                    { return r.name }
+func (r rule) Scope() (method string, count int) { return r.method, r.count }
 
 func TestCheckMethod(t *testing.T) {
 	methods := []string{"get", "debit", "echo"}
 	for _, m := range []string{"", "get", "echo"} {
-		if err := grammar.CheckMethod(rule{"r"}, m, methods); err != nil {
+		if err := grammar.CheckMethod(rule{name: "r", method: m}, methods); err != nil {
 			t.Errorf("CheckMethod(%q) = %v, want nil", m, err)
 		}
 	}
-	err := grammar.CheckMethod(rule{"kind=late method=put"}, "put", methods)
+	put := rule{name: "kind=late method=put", method: "put"}
+	err := grammar.CheckMethod(put, methods)
 	var me *fault.MethodError
 	want := `wire: fault "kind=late method=put": unknown method "put" (want get, debit or echo)`
-	if !errors.As(err, &me) || err.Error() != want || me.Rule != (rule{"kind=late method=put"}) {
+	if !errors.As(err, &me) || err.Error() != want || me.Rule != put {
 		t.Errorf("CheckMethod(put) = %v, want a *MethodError %s", err, want)
 	}
 }
 
-// TestTable: the first unspent rule that matches fires, and a spent one
-// no longer does.
+// TestTable: the first unspent rule that matches fires, a spent one no
+// longer does, and a rule for a method the handler lacks is refused.
 func TestTable(t *testing.T) {
-	var tab fault.Table[string]
+	var log bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&log, nil))
+	tab := fault.NewTable[rule]("wire", []string{"get", "debit"})
 	if !tab.Empty() {
-		t.Fatal("zero Table not empty")
+		t.Fatal("new Table not empty")
 	}
-	tab.Add("debit-once", "debit", 1)
-	tab.Add("drain", "", 0)
-	tab.Add("any", "", 0)
-	noDrain := func(r string) bool { return r != "drain" }
+	for _, r := range []rule{{name: "debit-once", method: "debit", count: 1}, {name: "drain"}} {
+		if err := tab.Add(r); err != nil {
+			t.Fatalf("Add(%v): %v", r, err)
+		}
+	}
+	if err := tab.Set(rule{name: "any"}, lg); err != nil || !strings.Contains(log.String(), "FAULT_SET fault=any") {
+		t.Fatalf("Set(any) = %v, log %q; want nil and a FAULT_SET event", err, log.String())
+	}
+	var me *fault.MethodError
+	if err := tab.Add(rule{name: "put", method: "put"}); !errors.As(err, &me) {
+		t.Errorf("Add(put) = %v, want a *MethodError", err)
+	}
+	noDrain := func(r rule) bool { return r.name != "drain" }
 	var got []string
 	for _, m := range []string{"debit", "debit", "get"} {
 		r, ok := tab.Take(m, noDrain)
-		got = append(got, m+"="+r+map[bool]string{false: "!"}[ok])
+		got = append(got, m+"="+r.name+map[bool]string{false: "!"}[ok])
 	}
-	if r, ok := tab.Take("get", nil); !ok || r != "drain" {
-		t.Errorf("Take(get, nil) = %q, %v; want drain, true", r, ok)
+	if r, ok := tab.Take("get", nil); !ok || r.name != "drain" {
+		t.Errorf("Take(get, nil) = %v, %v; want drain, true", r, ok)
 	}
 	want := "debit=debit-once debit=any get=any"
 	if g := strings.Join(got, " "); g != want {

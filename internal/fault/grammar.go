@@ -170,9 +170,8 @@ func (g *Grammar[K]) Format(f Spec[K]) string {
 type MethodError struct {
 	// Pkg names the transport's package, which starts the message.
 	Pkg string
-	// Rule is the transport's rule (a server.Fault, a grpcwire.Fault);
-	// its String is its text form.
-	Rule fmt.Stringer
+	// Rule is the transport's rule (a server.Fault, a grpcwire.Fault).
+	Rule Rule
 	// Method is the method it names.
 	Method string
 	// Methods are the handler's business methods, the ones a rule may
@@ -184,15 +183,29 @@ func (e *MethodError) Error() string {
 	return fmt.Sprintf("%s: fault %q: unknown method %q (want %s)", e.Pkg, e.Rule.String(), e.Method, orList(e.Methods))
 }
 
-// CheckMethod returns a *MethodError if rule names a method that is not
+// Rule is a transport's rule as a Table and a MethodError see it.
+type Rule interface {
+	// String returns the rule's canonical text form.
+	String() string
+	// Scope returns the method the rule is for, "" for every one, and
+	// how many matching requests it fires on, 0 for every one.
+	Scope() (method string, count int)
+}
+
+// CheckMethod returns a *MethodError if r names a method that is not
 // among methods, the business methods of the handler it is meant for.
-// Parse cannot tell, knowing no handler: a transport checks a rule
-// against its handler's methods before it installs it.
-func (g *Grammar[K]) CheckMethod(rule fmt.Stringer, method string, methods []string) error {
-	if method == "" || slices.Contains(methods, method) {
-		return nil
+// Parse cannot tell, knowing no handler: a Table checks every rule it is
+// given, and a program that parses rules before it has a handler checks
+// them here.
+func (g *Grammar[K]) CheckMethod(r Rule, methods []string) error {
+	return checkMethod(g.Pkg, r, methods)
+}
+
+func checkMethod(pkg string, r Rule, methods []string) error {
+	if m, _ := r.Scope(); m != "" && !slices.Contains(methods, m) {
+		return &MethodError{Pkg: pkg, Rule: r, Method: m, Methods: slices.Clone(methods)}
 	}
-	return &MethodError{Pkg: g.Pkg, Rule: rule, Method: method, Methods: slices.Clone(methods)}
+	return nil
 }
 
 // orList returns "a, b or c".

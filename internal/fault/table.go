@@ -1,14 +1,22 @@
 package fault
 
 import (
+	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
 // Table holds a transport's active rules, R, in the order they were
-// added; the first unspent one that matches a request fires. Its zero
-// value is empty and ready.
-type Table[R any] struct {
+// added; the first unspent one that matches a request fires. It knows
+// the business methods of the handler the transport serves, and refuses
+// a rule that names another: such a rule could never fire.
+type Table[R Rule] struct {
+	pkg     string   // the transport's package, for a MethodError
+	methods []string // the handler's business methods
+
 	mu    sync.Mutex // guards rules
 	rules []entry[R]
 	// n is len(rules), readable without the lock so that the common
@@ -16,20 +24,41 @@ type Table[R any] struct {
 	n atomic.Int32
 }
 
-type entry[R any] struct {
+type entry[R Rule] struct {
 	rule   R
 	method string // "" matches every method
 	count  int    // uses before it is spent; 0 never spends it
 	fired  int
 }
 
-// Add appends r, which fires for method ("" for every one) on count
-// requests (0 for every one): its Spec's Method and Count.
-func (t *Table[R]) Add(r R, method string, count int) {
+// NewTable returns an empty table for the transport of package pkg
+// (Grammar.Pkg), serving a handler whose business methods are methods.
+func NewTable[R Rule](pkg string, methods []string) *Table[R] {
+	return &Table[R]{pkg: pkg, methods: slices.Clone(methods)}
+}
+
+// Add appends r, or refuses it with a *MethodError if it names a method
+// the handler does not serve.
+func (t *Table[R]) Add(r R) error {
+	if err := checkMethod(t.pkg, r, t.methods); err != nil {
+		return err
+	}
+	method, count := r.Scope()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rules = append(t.rules, entry[R]{rule: r, method: method, count: count})
 	t.n.Store(int32(len(t.rules)))
+	return nil
+}
+
+// Set is Add for a rule set while the transport serves (its AddFault,
+// ctl.fault): a rule it adds is logged to lg as FAULT_SET.
+func (t *Table[R]) Set(r R, lg *slog.Logger) error {
+	if err := t.Add(r); err != nil {
+		return err
+	}
+	lg.Info(serverapi.EventFaultSet, serverapi.KeyFault, r.String())
+	return nil
 }
 
 // Empty reports whether no rule is configured, spent or not.

@@ -215,5 +215,9 @@ func ParseFault(s string) (Fault, error) {
 // not among methods, the business methods of the handler it is meant
 // for (transport.Handler.Methods).
 func (f Fault) CheckMethod(methods []string) error {
-	return grammar.CheckMethod(f, f.Method, methods)
+	return grammar.CheckMethod(f, methods)
 }
+
+// Scope returns the method f is for and how many requests it fires on
+// (fault.Rule).
+func (f Fault) Scope() (method string, count int) { return f.Method, f.Count }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -107,7 +108,7 @@ type Server struct {
 	h       transport.Handler
 	methods []string
 	log     *slog.Logger
-	faults  fault.Table[Fault]
+	faults  *fault.Table[Fault]
 	done    chan struct{}  // closed by Close
 	wg      sync.WaitGroup // connection goroutines, streams, Serve
 	// slots holds a token per executing request when Config.Workers
@@ -146,6 +147,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 	methods := append([]string(nil), h.Methods()...)
 	s := &Server{
 		cfg: cfg, h: h, methods: methods, log: cfg.Log,
+		faults:   fault.NewTable[Fault](grammar.Pkg, methods),
 		done:     make(chan struct{}),
 		conns:    make(map[*conn]struct{}),
 		attempts: make(map[string]int),
@@ -158,7 +160,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		s.slots = make(chan struct{}, cfg.Workers)
 	}
 	for _, m := range methodByPath {
-		if s.method(m) < 0 {
+		if !slices.Contains(methods, m) {
 			return nil, fmt.Errorf("grpcwire: the handler does not serve %q", m)
 		}
 	}
@@ -166,33 +168,16 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		s.reqs[m] = new(atomic.Int64)
 	}
 	for _, f := range cfg.Faults {
-		if err := f.CheckMethod(s.methods); err != nil {
+		if err := s.faults.Add(f); err != nil {
 			return nil, err
 		}
-		s.faults.Add(f, f.Method, f.Count)
 	}
 	return s, nil
 }
 
-func (s *Server) method(name string) int {
-	for i, m := range s.methods {
-		if m == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // AddFault activates a rule. One naming a method the handler does not
 // serve is refused with a *fault.MethodError.
-func (s *Server) AddFault(f Fault) error {
-	if err := f.CheckMethod(s.methods); err != nil {
-		return err
-	}
-	s.faults.Add(f, f.Method, f.Count)
-	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
-	return nil
-}
+func (s *Server) AddFault(f Fault) error { return s.faults.Set(f, s.log) }
 
 // ClearFaults removes every rule and forgets every call's attempts
 // (ctl.clear): the next scenario counts its attempts from 1.

@@ -103,8 +103,12 @@ type MethodError = fault.MethodError
 // handler's methods, and a program that parses rules before it has a
 // handler checks them here.
 func (f Fault) CheckMethod(methods []string) error {
-	return grammar.CheckMethod(f, f.Method, methods)
+	return grammar.CheckMethod(f, methods)
 }
+
+// Scope returns the method f is for and how many requests it fires on
+// (fault.Rule).
+func (f Fault) Scope() (method string, count int) { return f.Method, f.Count }
 
 // isDrain and notDrain split the rules between the reader, which asks
 // for drain rules before a request is taken, and the worker, which asks

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,7 @@ type Server struct {
 	// its conn's own reqs (see Counters).
 	reqs   []atomic.Int64
 	log    *slog.Logger
-	faults fault.Table[Fault]
+	faults *fault.Table[Fault]
 	queue  *workQueue
 	// payloads recycles large request payloads' memory.
 	payloads *payloadPool
@@ -77,8 +78,9 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		return nil, err
 	}
 	methods := append([]string(nil), h.Methods()...)
+	faults := fault.NewTable[Fault](grammar.Pkg, methods)
 	for _, f := range cfg.Faults {
-		if err := f.CheckMethod(methods); err != nil {
+		if err := faults.Add(f); err != nil {
 			return nil, err
 		}
 	}
@@ -92,6 +94,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		methods: methods,
 		reqs:    make([]atomic.Int64, len(methods)),
 		log:     lg,
+		faults:  faults,
 		queue:   newWorkQueue(cfg.Workers, cfg.QueueSize),
 
 		payloads: newPayloadPool(),
@@ -100,9 +103,6 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		counting: make(map[*conn]struct{}),
 
 		connsChanged: make(chan struct{}, 1),
-	}
-	for _, f := range cfg.Faults {
-		s.faults.Add(f, f.Method, f.Count)
 	}
 	s.wg.Add(cfg.Workers)
 	for range cfg.Workers {
@@ -113,14 +113,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 
 // AddFault activates a fault rule. A rule naming a method the handler
 // does not serve is refused with a *MethodError.
-func (s *Server) AddFault(f Fault) error {
-	if err := f.CheckMethod(s.methods); err != nil {
-		return err
-	}
-	s.faults.Add(f, f.Method, f.Count)
-	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
-	return nil
-}
+func (s *Server) AddFault(f Fault) error { return s.faults.Set(f, s.log) }
 
 // ErrClosed is returned by Serve after Close or a drain.
 var ErrClosed = errors.New("server: closed")
@@ -281,14 +274,7 @@ func (s *Server) Counters() serverapi.Fields {
 
 // method returns the index of a method among the handler's business
 // methods, or -1.
-func (s *Server) method(name string) int {
-	for i, m := range s.methods {
-		if m == name {
-			return i
-		}
-	}
-	return -1
-}
+func (s *Server) method(name string) int { return slices.Index(s.methods, name) }
 
 // connsLocked returns the open connections; the caller holds s.mu.
 func (s *Server) connsLocked() []*conn {
