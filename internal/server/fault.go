@@ -92,11 +92,7 @@ func ParseFault(s string) (Fault, error) {
 	return Fault(f), err
 }
 
-// MethodError is the error for a fault rule naming a method the handler
-// does not serve; its Rule is the Fault.
-type MethodError = fault.MethodError
-
-// CheckMethod returns a *MethodError if f names a method that is not
+// CheckMethod returns a *fault.MethodError if f names a method that is not
 // among methods, the business methods of the handler it is meant for
 // (transport.Handler.Methods). ParseFault cannot tell, knowing no
 // handler; New, AddFault and ctl.fault check their rules against their

@@ -193,9 +193,9 @@ func TestFaultUnknownMethod(t *testing.T) {
 					}
 					return
 				}
-				var me *server.MethodError
+				var me *fault.MethodError
 				if !errors.As(err, &me) || err.Error() != tt.want {
-					t.Errorf("%s: got error %v, want a *server.MethodError %s", where, err, tt.want)
+					t.Errorf("%s: got error %v, want a *fault.MethodError %s", where, err, tt.want)
 					return
 				}
 				if got, ok := me.Rule.(server.Fault); !ok || got != f {

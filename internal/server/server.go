@@ -1,7 +1,9 @@
-// Package server is the RPC transport: it accepts connections, reads and
-// writes frames, queues business requests for a bounded pool of workers,
-// enforces the server's limits and injects transport faults, and hands each
-// business request to a transport.Handler whose payloads it never interprets.
+// Package server is rpcserver's transport for rpcbench's own wire
+// (internal/proto): it accepts connections, reads and writes frames,
+// queues business requests for a bounded pool of workers, enforces the
+// server's limits and injects transport faults, and hands each business
+// request to a transport.Handler whose payloads it never interprets. Its
+// sibling internal/grpcwire serves the same handler over gRPC.
 package server
 
 import (
@@ -72,7 +74,7 @@ type counters struct {
 
 // New validates cfg and starts the worker pool, which serves h. A rule in
 // cfg.Faults naming a method h does not serve is refused with a
-// *MethodError.
+// *fault.MethodError.
 func New(cfg Config, h transport.Handler) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 }
 
 // AddFault activates a fault rule. A rule naming a method the handler
-// does not serve is refused with a *MethodError.
+// does not serve is refused with a *fault.MethodError.
 func (s *Server) AddFault(f Fault) error { return s.faults.Set(f, s.log) }
 
 // ErrClosed is returned by Serve after Close or a drain.

@@ -1,6 +1,3 @@
-// Package transport is the contract between rpcserver's transports
-// (internal/server, internal/grpcwire) and the handler they serve: the
-// request a transport hands over and the answer, and whose memory each is.
 package transport
 
 import (
