@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"time"
@@ -67,7 +67,7 @@ type Attempt struct {
 // Deadline passes meanwhile; it reports whether it paused the whole
 // time. A handler that gets false must not execute r.
 func (r *Request) Sleep(d time.Duration) bool {
-	if sleep(d, r.Done, r.Deadline) {
+	if Sleep(d, r.Done, r.Deadline) {
 		return true
 	}
 	r.SleepCut = true
@@ -104,4 +104,23 @@ type Handler interface {
 	Execute(r *Request, dst []byte) (status proto.Status, payload []byte)
 	// Counters calls add once for each of the handler's counters.
 	Counters(add func(name string, v int64))
+}
+
+// Sleep sleeps d unless done or deadline is closed first, and reports
+// whether it slept the whole time; a nil channel never closes. A
+// transport sleeps its faults' delays and its accept back-off with it.
+func Sleep(d time.Duration, done, deadline <-chan struct{}) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	case <-deadline: // nil blocks forever
+		return false
+	}
 }
