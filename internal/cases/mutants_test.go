@@ -86,7 +86,7 @@ var evidenceMutants = []mutant{
 	{
 		name: "expiry_off_by_one",
 		bug:  "the server's expiry check compares whole milliseconds with >, so a request with budgetMs 0 executes",
-		file: "internal/server/server.go",
+		file: "internal/server/worker.go",
 		old:  "if waited := time.Since(j.arrival); waited >= budget {",
 		new:  "if waited := time.Since(j.arrival); waited.Milliseconds() > budget.Milliseconds() {",
 		catch: map[string]string{
