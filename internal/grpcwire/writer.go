@@ -91,6 +91,9 @@ func (c *conn) queue(ops ...op) {
 			break
 		}
 	}
+	// The first queue past the cap closes the connection, once: later
+	// ones see closing and drop their ops.
+	c.closing = c.closing || flood
 	c.mu.Unlock()
 	c.wakeWriter()
 	if flood {

@@ -212,7 +212,7 @@ func (c *Cluster) launch(bin, data string, runAs *proc.User) error {
 	c.postmaster, err = proc.Start(context.Background(), proc.Spec{
 		Bin:  bin,
 		Args: []string{"-D", data, "-p", strconv.Itoa(port), "-k", c.dir, "-c", "listen_addresses="},
-		Dir:  c.dir, Stdout: logf, Stderr: logf,
+		Dir:  c.dir, Stdout: logf, Stderr: logf, Direct: true,
 		Group: true, DeathSignal: syscall.SIGQUIT, User: runAs,
 	})
 	if err != nil {

@@ -33,12 +33,16 @@ type Spec struct {
 	// Stdout receives the child's stdout when StdoutPipe is false; nil
 	// discards it.
 	Stdout io.Writer
-	// Stderr receives the child's stderr; nil discards it. A failing
-	// Stderr never stops the copy: the child must not block on a full
-	// pipe. Unless Stderr is an *os.File, which the child writes to
-	// itself, the end of the stderr is also kept for Proc.Stderr. A
+	// Stderr receives the child's stderr, through a copy that also
+	// keeps its end for Proc.Stderr; nil discards it. A failing Stderr
+	// never stops the copy: the child must not block on a full pipe. A
 	// Stderr equal to Stdout gets both, in order, as CombinedOutput.
 	Stderr io.Writer
+	// Direct hands Stdout and Stderr, *os.File or nil, to the child
+	// itself instead of copying them, and keeps no end of its stderr:
+	// for a child whose own children hold them open past its exit
+	// (postgres's backends), which a copy would wait for.
+	Direct bool
 	// Interrupt is the signal the child gets when the context given to
 	// Start ends; nil is SIGKILL.
 	Interrupt os.Signal
@@ -122,7 +126,7 @@ func Start(ctx context.Context, spec Spec) (*Proc, error) {
 		}
 	}
 	cmd.Stderr = spec.Stderr
-	if _, ok := spec.Stderr.(*os.File); !ok {
+	if !spec.Direct {
 		cmd.Stderr = io.MultiWriter(bestEffort{spec.Stderr}, &p.stderr)
 		if !spec.StdoutPipe && same(spec.Stdout, spec.Stderr) {
 			cmd.Stdout = cmd.Stderr

@@ -32,19 +32,23 @@ func TestExit(t *testing.T) {
 		cancel bool // cancel the child's context once it has started
 		want   proc.Exit
 		text   string
+		// wait is Spec.WaitDelay: long, so that a loaded machine's slow
+		// SIGINT is not overtaken by the SIGKILL, except where the
+		// SIGKILL is the point.
+		wait time.Duration
 	}{
-		{"clean", "exit 0", false, proc.Exit{Code: 0}, "exited with status 0"},
-		{"status", "exit 3", false, proc.Exit{Code: 3}, "exited with status 3"},
-		{"killed itself", "kill -KILL $$", false, proc.Exit{Code: -1, Signal: syscall.SIGKILL}, "was killed (signal: killed)"},
-		{"interrupted by us", "echo up; exec sleep 60", true, proc.Exit{Code: -1, Signal: syscall.SIGINT, ByUs: true}, "was killed (signal: interrupt)"},
-		{"killed after WaitDelay", "trap '' INT; echo up; exec sleep 60", true, proc.Exit{Code: -1, Signal: syscall.SIGKILL, ByUs: true}, "was killed (signal: killed)"},
+		{"clean", "exit 0", false, proc.Exit{Code: 0}, "exited with status 0", time.Minute},
+		{"status", "exit 3", false, proc.Exit{Code: 3}, "exited with status 3", time.Minute},
+		{"killed itself", "kill -KILL $$", false, proc.Exit{Code: -1, Signal: syscall.SIGKILL}, "was killed (signal: killed)", time.Minute},
+		{"interrupted by us", "echo up; exec sleep 60", true, proc.Exit{Code: -1, Signal: syscall.SIGINT, ByUs: true}, "was killed (signal: interrupt)", time.Minute},
+		{"killed after WaitDelay", "trap '' INT; echo up; exec sleep 60", true, proc.Exit{Code: -1, Signal: syscall.SIGKILL, ByUs: true}, "was killed (signal: killed)", 100 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			spec := shell(t, tt.script)
-			spec.Interrupt, spec.WaitDelay, spec.StdoutPipe = syscall.SIGINT, 100*time.Millisecond, true
+			spec.Interrupt, spec.WaitDelay, spec.StdoutPipe = syscall.SIGINT, tt.wait, true
 			p, err := proc.Start(ctx, spec)
 			if err != nil {
 				t.Fatal(err)
@@ -80,6 +84,25 @@ func TestStderr(t *testing.T) {
 	p.Err()
 	if got, want := p.Stderr(5), "first\nlast words"; got != want {
 		t.Errorf("stderr: got %q, want %q", got, want)
+	}
+
+	// A log file gets the stderr through the copy too: its end is kept
+	// (the adapters' and rpcserver's Stderr is a file in every real run).
+	f, err := os.Create(t.TempDir() + "/stderr.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	spec.Stderr = f
+	if p, err = proc.Start(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	p.Err()
+	if got, want := p.Stderr(5), "first\nlast words"; got != want {
+		t.Errorf("stderr to a file: kept %q, want %q", got, want)
+	}
+	if b, _ := os.ReadFile(f.Name()); string(b) != "first\nlast words\n" {
+		t.Errorf("stderr to a file: the file holds %q", b)
 	}
 
 	var both strings.Builder

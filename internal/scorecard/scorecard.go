@@ -98,6 +98,12 @@ func Build(lines []report.Line) (Card, error) {
 		if v := f["version"]; v != "" {
 			c.Columns[ci].Version = v
 		}
+		if len(obs) == 0 && l.Verdict.Agrees() {
+			// A judged case that went as its pins say observed each of
+			// its invariants (the scenario checks that it did): none
+			// means output this scorecard cannot read.
+			return c, fmt.Errorf("scorecard: CASE %s %s records no invariant as invariant:=outcome: output of an rpcbench that wrote them as ==? re-run it", l.Name, l.Verdict)
+		}
 		if len(obs) == 0 {
 			// A case that stopped before observing anything (an ERROR, a
 			// FAIL before its first observation) still shows, on a row

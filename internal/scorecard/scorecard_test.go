@@ -367,3 +367,16 @@ func TestRowsAreOutcomeFields(t *testing.T) {
 		t.Errorf("rows %v, want %v", rows, want)
 	}
 }
+
+// TestRefusesOldOutput: a judged case that passed with no outcome field,
+// as rpcbench wrote them before invariant:=outcome, is refused by name,
+// not tabulated as rows of "-".
+func TestRefusesOldOutput(t *testing.T) {
+	lines, err := report.ReadOutput(strings.NewReader("CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds\n1 passed, 0 failed\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(lines); err == nil || !strings.Contains(err.Error(), "CASE a_rpcbench PASS records no invariant") {
+		t.Errorf("got %v, want a refusal naming a_rpcbench", err)
+	}
+}
