@@ -77,8 +77,11 @@ func newServer(h *serverkit.Handlers, _ *log.Logger) (serverkit.Server, error) {
 // server is a grpc.Server.
 type server struct{ s *grpc.Server }
 
+// Serve serves ln until Shutdown or Close. A shutdown that comes before
+// Serve has started makes it return grpc.ErrServerStopped at once: that
+// is a server stopped as asked, not an error.
 func (sv *server) Serve(ln net.Listener) error {
-	if err := sv.s.Serve(ln); err != nil {
+	if err := sv.s.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return fmt.Errorf("grpc.Server.Serve: %w", err)
 	}
 	return nil
