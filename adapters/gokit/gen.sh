@@ -4,9 +4,7 @@
 # proto/rpcbench/bank/v1/bank.proto, into OUT (default: this directory,
 # so that bankpb/ is replaced). It needs protoc (Debian: apt-get install
 # protobuf-compiler, 3.21.12) and the module proxy: the three plugins are
-# installed at pinned versions into .bin/, which is not committed. The
-# .proto's go_package names adapters/grpcgo/bankpb, where the code was
-# generated first, so M flags place the file in this module instead.
+# installed at pinned versions into .bin/, which is not committed.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=$(realpath "${1:-.}")
@@ -17,9 +15,8 @@ export GOBIN="$PWD/.bin"
 (cd / && GOFLAGS=-mod=mod go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2)
 (cd / && GOFLAGS=-mod=mod go install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1)
 mod=github.com/rpcbench/rpcbench/adapters/gokit
-m=Mrpcbench/bank/v1/bank.proto=$mod/bankpb
 PATH="$GOBIN:$PATH" protoc -I ../../proto \
-  --go_out="$out" --go_opt=module=$mod,$m \
-  --go-grpc_out="$out" --go-grpc_opt=module=$mod,$m \
-  --connect-go_out="$out" --connect-go_opt=module=$mod,$m \
+  --go_out="$out" --go_opt=module=$mod \
+  --go-grpc_out="$out" --go-grpc_opt=module=$mod \
+  --connect-go_out="$out" --connect-go_opt=module=$mod \
   rpcbench/bank/v1/bank.proto

@@ -367,7 +367,7 @@ const file_rpcbench_bank_v1_bank_proto_rawDesc = "" +
 	"\x04Bank\x12C\n" +
 	"\x03Get\x12\x1c.rpcbench.bank.v1.GetRequest\x1a\x1e.rpcbench.bank.v1.AccountReply\x12G\n" +
 	"\x05Debit\x12\x1e.rpcbench.bank.v1.DebitRequest\x1a\x1e.rpcbench.bank.v1.AccountReply\x12B\n" +
-	"\x04Echo\x12\x1d.rpcbench.bank.v1.EchoRequest\x1a\x1b.rpcbench.bank.v1.EchoReplyB5Z3github.com/rpcbench/rpcbench/adapters/grpcgo/bankpbb\x06proto3"
+	"\x04Echo\x12\x1d.rpcbench.bank.v1.EchoRequest\x1a\x1b.rpcbench.bank.v1.EchoReplyB4Z2github.com/rpcbench/rpcbench/adapters/gokit/bankpbb\x06proto3"
 
 var (
 	file_rpcbench_bank_v1_bank_proto_rawDescOnce sync.Once
