@@ -205,7 +205,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
-	return transport.Accept(ln, s.log, s.done, s.stopped, s.serveConn, ErrClosed)
+	return transport.Acceptor{Log: s.log, Done: s.done, Stopped: s.stopped, Open: s.serveConn, Closed: ErrClosed}.Serve(ln)
 }
 
 // stopped reports whether Close has begun.

@@ -134,7 +134,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.accepting.Add(1)
 	s.mu.Unlock()
-	err := transport.Accept(ln, s.log, s.done, s.stopped, s.open, ErrClosed)
+	err := transport.Acceptor{Log: s.log, Done: s.done, Stopped: s.stopped, Open: s.open, Closed: ErrClosed}.Serve(ln)
 	s.accepting.Done()
 	s.wg.Done()
 	s.mu.Lock()

@@ -9,36 +9,52 @@ import (
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
-// Accept is a transport's accept loop: it accepts connections on ln and
-// hands each to open, until open returns false or Accept fails once
-// stopped reports true (Close, or a drain, closed ln); both end it with
-// closed, the transport's ErrClosed. Any other failure (out of file
-// descriptors, a connection reset before it was accepted) is no reason
-// to stop serving: it is logged as ACCEPT_ERROR and Accept retried after
-// a pause that doubles from 5ms to 1s, as net/http does, unless done
-// closes first (closed again). A listener closed by someone else ends it
-// with that error.
-func Accept(ln net.Listener, lg *slog.Logger, done <-chan struct{}, stopped func() bool, open func(net.Conn) bool, closed error) error {
+// Acceptor is a transport's accept loop and what it needs of the
+// transport.
+type Acceptor struct {
+	// Log gets ACCEPT_ERROR.
+	Log *slog.Logger
+	// Done closes when the transport closes: a pause between retries
+	// ends with it.
+	Done <-chan struct{}
+	// Stopped reports whether the transport closed its listener itself
+	// (Close, or a drain).
+	Stopped func() bool
+	// Open takes one accepted connection; false ends the loop.
+	Open func(net.Conn) bool
+	// Closed is the transport's ErrClosed, which ends a loop the
+	// transport stopped.
+	Closed error
+}
+
+// Serve accepts connections on ln and hands each to Open, until Open
+// returns false or Accept fails once Stopped reports true; both end it
+// with Closed. Any other failure (out of file descriptors, a connection
+// reset before it was accepted) is no reason to stop serving: it is
+// logged as ACCEPT_ERROR and Accept retried after a pause that doubles
+// from 5ms to 1s, as net/http does, unless Done closes first (Closed
+// again). A listener closed by someone else ends it with that error.
+func (a Acceptor) Serve(ln net.Listener) error {
 	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if stopped() {
-				return closed
+			if a.Stopped() {
+				return a.Closed
 			}
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			lg.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
-			if !Sleep(pause, done, nil) {
-				return closed
+			a.Log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
+			if !Sleep(pause, a.Done, nil) {
+				return a.Closed
 			}
 			continue
 		}
 		pause = 0
-		if !open(nc) {
-			return closed
+		if !a.Open(nc) {
+			return a.Closed
 		}
 	}
 }

@@ -59,7 +59,7 @@ func TestAccept(t *testing.T) {
 				opened++
 				return opened <= tt.opens
 			}
-			err := transport.Accept(&script{answers: tt.answers}, lg, nil, func() bool { return tt.stopped }, open, errClosed)
+			err := transport.Acceptor{Log: lg, Stopped: func() bool { return tt.stopped }, Open: open, Closed: errClosed}.Serve(&script{answers: tt.answers})
 			if !errors.Is(err, tt.want) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
