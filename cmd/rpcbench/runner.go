@@ -11,14 +11,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // batch is one run of scenarios, as all, run and diff start it.
 type batch struct {
-	Scenarios cases.Registry
+	Scenarios scenario.Registry
 	// Count is how many times the whole of Scenarios runs, one pass after
 	// the other; 0 means 1.
 	Count     int
@@ -55,7 +55,7 @@ type batch struct {
 	// Status or Out besides the stream.
 	Events string
 	// Parallel is how many scenarios may run at once (-p); 0 means 1.
-	// Only scenarios of one pool (cases.Case.Pool) run beside each other;
+	// Only scenarios of one pool (scenario.Case.Pool) run beside each other;
 	// the rest run alone. FailFast and Count > 1 run one at a time.
 	Parallel int
 	// Announce, when set, has the batch say on Status what it runs once
@@ -170,7 +170,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 	var results []report.Result
 
 	p := report.NewPrinter(out, b.Color)
-	env := cases.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
+	env := scenario.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
 
 	var lines []report.Line
 	// writeErr is the first failure to write the run's output; evErr,
