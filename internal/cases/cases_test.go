@@ -85,7 +85,7 @@ func TestGroupFiles(t *testing.T) {
 		t.Errorf("Default's groups %v, want %v", got, want)
 	}
 	if got, want := r.Names(), scenario.Registry(all).Names(); !slices.Equal(got, want) {
-		t.Errorf("Default holds %d scenarios, the group files list %d, or in another order", len(got), len(want))
+		t.Errorf("Default holds %d scenarios, the groups list %d, or in another order", len(got), len(want))
 	}
 }
 

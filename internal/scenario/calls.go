@@ -10,10 +10,13 @@ import (
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
+// GetCall is an idempotent get of account.
 func GetCall(account string) client.Call {
 	return client.Call{Method: bank.MethodGet, Idempotent: true, Payload: []byte("account=" + account)}
 }
 
+// DebitCall is a debit of amount from account, keyed by key ("" for a
+// keyless, non-idempotent debit).
 func DebitCall(account string, amount int, key string) client.Call {
 	return client.Call{Method: bank.MethodDebit, Key: key, Payload: fmt.Appendf(nil, "account=%s amount=%d", account, amount)}
 }
@@ -84,6 +87,8 @@ func WaitFor(timeout time.Duration, cond func() bool) bool {
 // on a loaded 2-core machine.
 const Slack = 250 * time.Millisecond
 
+// FieldOf returns the value of key in a key=value payload, "" when the
+// payload has none or is not key=value text.
 func FieldOf(payload []byte, key string) string {
 	fs, err := serverapi.ParseFields(payload)
 	if err != nil {

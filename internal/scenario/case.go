@@ -312,6 +312,8 @@ func (t *T) Errored(format string, args ...any) {
 	panic(abort{})
 }
 
+// Cleanup registers f to run when the scenario ends, after those
+// registered later: what the scenario started is stopped in reverse order.
 func (t *T) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
 
 func (t *T) runCleanups() {

@@ -113,6 +113,8 @@ type stallRelay struct {
 	stalled chan net.Conn // receives the first connection
 }
 
+// StartStallRelay starts a stallRelay in front of target, closed when the
+// scenario ends.
 func (t *T) StartStallRelay(target string) *stallRelay {
 	r := &stallRelay{relayBase: t.listenRelay(target), stalled: make(chan net.Conn, 1)}
 	var first sync.Once
@@ -176,6 +178,8 @@ type answerRelay struct {
 	answered atomic.Int64
 }
 
+// StartAnswerRelay starts an answerRelay in front of target, answering
+// with answer, closed when the scenario ends.
 func (t *T) StartAnswerRelay(target string, answer func(f *proto.Frame) (proto.Status, string, bool)) *answerRelay {
 	r := &answerRelay{relayBase: t.listenRelay(target), answer: answer}
 	r.start(r.serve)
