@@ -48,8 +48,9 @@ step "rpcbench, rpcserver (go build ./cmd/...)"
 go build -ldflags "-X '$pkg.stampedCommit=$commit' -X $pkg.stampedDirty=$dirty" -o "$out/" ./cmd/...
 # The Go adapters are modules of their own (adapters/*/go.mod), so that
 # the main module never links grpc-go or connect-go: ./cmd/... leaves
-# them out. The grpc-js adapter needs no build: adapters/grpcjs/adapter-grpcjs
-# runs it on node after `npm ci` there.
+# them out; each reaches the kit they share, adapters/gokit, through a
+# replace directive in its go.mod. The grpc-js adapter needs no build:
+# adapters/grpcjs/adapter-grpcjs runs it on node after `npm ci` there.
 mkdir -p "$out"
 abs=$(cd "$out" && pwd)
 step "adapter-grpcgo (go build in adapters/grpcgo)"

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/rpcbench/rpcbench v0.0.0
-	github.com/rpcbench/rpcbench/adapters/grpcgo v0.0.0
+	github.com/rpcbench/rpcbench/adapters/gokit v0.0.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 	storj.io/drpc v1.0.0
@@ -36,4 +36,4 @@ require (
 
 replace github.com/rpcbench/rpcbench => ../
 
-replace github.com/rpcbench/rpcbench/adapters/grpcgo => ../adapters/grpcgo
+replace github.com/rpcbench/rpcbench/adapters/gokit => ../adapters/gokit

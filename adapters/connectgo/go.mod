@@ -7,8 +7,18 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/rpcbench/rpcbench/adapters/serverkit v0.0.0
+require github.com/rpcbench/rpcbench/adapters/gokit v0.0.0
 
-// serverkit is the server mode's half shared with adapters/grpcgo, from
-// this tree: it is never published.
-replace github.com/rpcbench/rpcbench/adapters/serverkit => ../serverkit
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+)
+
+// gokit (the client and server modes' halves and the generated Bank
+// code) is shared with adapters/grpcgo, from this tree: it is never
+// published.
+replace github.com/rpcbench/rpcbench/adapters/gokit => ../gokit

@@ -12,7 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/clientkit/clientkittest"
 )
 
 // HTTP/2 frame types, flags and error codes the refusing server uses
@@ -42,10 +43,7 @@ type refuser struct {
 }
 
 func startRefuser(t *testing.T) *refuser {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := clientkittest.Listen(t)
 	r := &refuser{ln: ln}
 	done := make(chan struct{})
 	var conn net.Conn
@@ -163,12 +161,12 @@ func (r *refuser) answer(c net.Conn, stream uint32) error {
 // the adapter reports one OK result.
 func TestTransparentRetry(t *testing.T) {
 	r := startRefuser(t)
-	h := startAdapter(t)
-	if caps := h.init()["capabilities"].(map[string]any); caps["transparent_retry"] != true {
+	h := clientkittest.Start(t, clientStack)
+	if caps := h.Init()["capabilities"].(map[string]any); caps["transparent_retry"] != true {
 		t.Errorf("capabilities %v, want transparent_retry", caps)
 	}
-	h.send(debitLine(1, "c", r.ln.Addr().String(), nil, "refused"))
-	res := h.recv()
+	h.Send(clientkittest.DebitLine(1, "c", r.ln.Addr().String(), nil, "refused"))
+	res := h.Recv()
 	resp, _ := res["response"].(map[string]any)
 	if res["code"] != "OK" || resp["balance"] != "990" {
 		t.Errorf("got %v, want OK with balance 990", res)

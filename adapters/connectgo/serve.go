@@ -3,49 +3,43 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"net"
 	"net/http"
 
 	"connectrpc.com/connect"
 
-	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb"
-	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb/bankpbconnect"
-	"github.com/rpcbench/rpcbench/adapters/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb/bankpbconnect"
+	"github.com/rpcbench/rpcbench/adapters/gokit/serverkit"
 )
 
-// stack is connect-go's server for serverkit.
-var stack = serverkit.Stack{Name: "connect-go", Version: connect.Version, Serve: serve}
+// serverStack is connect-go's server for serverkit.
+var serverStack = serverkit.Stack{Name: "connect-go", Version: connect.Version, New: newServer}
 
-// serve starts connect-go's generated Bank handler, with its default
+// newServer is connect-go's generated Bank handler, with its default
 // options (which accept gRPC, gRPC-Web and Connect), in an http.Server
-// speaking only unencrypted HTTP/2 with prior knowledge, on a loopback
-// port: what cleartext gRPC requires, and nothing else of the adapter's.
-func serve(h *serverkit.Handlers, logger *log.Logger) (serverkit.Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle(bankpbconnect.NewBankHandler(&bankHandler{h: h}))
+// speaking only unencrypted HTTP/2 with prior knowledge: what cleartext
+// gRPC requires, and nothing else of the adapter's.
+func newServer(h *serverkit.Handlers, logger *log.Logger) (serverkit.Server, error) {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
-	s := &http.Server{Handler: mux, Protocols: &protocols, ErrorLog: logger}
-	go func() {
-		if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Printf("http.Server.Serve: %v", err)
-		}
-	}()
-	return &server{s: s, addr: ln.Addr().String()}, nil
+	mux := http.NewServeMux()
+	mux.Handle(bankpbconnect.NewBankHandler(&bankHandler{h: h}))
+	return &server{&http.Server{Handler: mux, Protocols: &protocols, ErrorLog: logger}}, nil
 }
 
-// server is a running http.Server.
-type server struct {
-	s    *http.Server
-	addr string
+// server is an http.Server.
+type server struct{ s *http.Server }
+
+func (sv *server) Serve(ln net.Listener) error {
+	if err := sv.s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http.Server.Serve: %w", err)
+	}
+	return nil
 }
 
-func (sv *server) Addr() string                       { return sv.addr }
 func (sv *server) Shutdown(ctx context.Context) error { return sv.s.Shutdown(ctx) }
 func (sv *server) Close()                             { sv.s.Close() }
 

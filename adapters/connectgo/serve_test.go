@@ -4,28 +4,19 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"testing"
 
 	"connectrpc.com/connect"
 
-	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb"
-	"github.com/rpcbench/rpcbench/adapters/connectgo/bankpb/bankpbconnect"
-	"github.com/rpcbench/rpcbench/adapters/serverkit"
-	"github.com/rpcbench/rpcbench/adapters/serverkit/serverkittest"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb/bankpbconnect"
+	"github.com/rpcbench/rpcbench/adapters/gokit/clientkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/serverkit/serverkittest"
 )
 
-// envServeMain set to "1" makes the test binary run main as
-// "adapter-connectgo serve", for serverkittest.ProcessSuite.
-const envServeMain = "RPCBENCH_TEST_SERVE_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(envServeMain) == "1" {
-		os.Args = []string{os.Args[0], "serve"}
-		main()
-	}
-	os.Exit(m.Run())
-}
+// TestMain lets TestServeProcess run this test binary as the adapter.
+func TestMain(m *testing.M) { os.Exit(serverkittest.Main(m, main)) }
 
 // client is connect-go's generated Bank client in its gRPC protocol over
 // net/http's unencrypted HTTP/2, for serverkittest.
@@ -75,29 +66,23 @@ func (client) Code(err error) string {
 	if err == nil {
 		return "OK"
 	}
-	return codeNames[connect.CodeOf(err)]
+	return clientkit.CodeName(uint32(connect.CodeOf(err)))
 }
 
 // TestServe: connect-go's handler under serverkit's handlers does what
 // SERVER-PROTOCOL.md says, called by connect-go's own client over gRPC.
 func TestServe(t *testing.T) {
-	serverkittest.Suite(t, stack, dial)
+	serverkittest.Suite(t, serverStack, dial)
 }
 
 // TestServeProcess: main dispatches "serve" to the server adapter, with
 // the protocol's exit statuses.
-func TestServeProcess(t *testing.T) {
-	serverkittest.ProcessSuite(t, func(t *testing.T) *exec.Cmd {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envServeMain+"=1")
-		return cmd
-	})
-}
+func TestServeProcess(t *testing.T) { serverkittest.ProcessSuite(t, serverkittest.Self) }
 
 // TestStatusCodes: every code a handler returns has connect-go's own.
 func TestStatusCodes(t *testing.T) {
 	for _, c := range serverkit.StatusCodes {
-		if g, ok := connectCodes[c]; !ok || codeNames[g] != string(c) {
+		if g, ok := connectCodes[c]; !ok || clientkit.CodeName(uint32(g)) != string(c) {
 			t.Errorf("%s: got connect-go code %v (%v), want the one named %s", c, g, ok, c)
 		}
 	}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,21 +15,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/clientkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/clientkit/clientkittest"
 )
-
-// configDir holds the service configs the harness sends
-// (internal/cut/grpcconfig.go embeds them).
-const configDir = "../../internal/cut/grpcconfig"
-
-func serviceConfig(t *testing.T, file string) json.RawMessage {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(configDir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // bank is grpc-go's own server for the Bank service. A debit whose
 // x-rpcbench-call is in failFirst is answered UNAVAILABLE, unexecuted,
@@ -81,10 +66,7 @@ func (b *bank) attemptsOf(name string) []metadata.MD {
 
 // startBank serves a bank on a loopback port until the test ends.
 func startBank(t *testing.T) (*bank, string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := clientkittest.Listen(t)
 	b := &bank{failFirst: map[string]int{}, attempts: map[string][]metadata.MD{}}
 	srv := grpc.NewServer()
 	bankpb.RegisterBankServer(srv, b)
@@ -93,85 +75,18 @@ func startBank(t *testing.T) (*bank, string) {
 	return b, ln.Addr().String()
 }
 
-// harness drives run in-process as the harness would drive the binary.
-type harness struct {
-	t    *testing.T
-	in   *io.PipeWriter
-	out  *bufio.Scanner
-	exit chan int
-}
-
-func startAdapter(t *testing.T) *harness {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	h := &harness{t: t, in: inW, out: bufio.NewScanner(outR), exit: make(chan int, 1)}
-	h.out.Buffer(nil, maxLine+1)
-	go func() {
-		h.exit <- run(inR, outW, io.Discard)
-		outW.Close()
-	}()
-	t.Cleanup(func() {
-		inW.Close()
-		go io.Copy(io.Discard, outR)
-		<-h.exit
-	})
-	return h
-}
-
-func (h *harness) send(line string) {
-	h.t.Helper()
-	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-// recv returns the adapter's next line, decoded.
-func (h *harness) recv() map[string]any {
-	h.t.Helper()
-	if !h.out.Scan() {
-		h.t.Fatalf("adapter's stdout ended: %v", h.out.Err())
-	}
-	var m map[string]any
-	if err := json.Unmarshal(h.out.Bytes(), &m); err != nil {
-		h.t.Fatalf("adapter wrote %q: %v", h.out.Bytes(), err)
-	}
-	return m
-}
-
-func (h *harness) init() map[string]any {
-	h.t.Helper()
-	h.send(`{"type":"init","protocol":"rpcbench-adapter/1","scenario":"test"}`)
-	return h.recv()
-}
-
-// callLine is a call message for Debit on channel chID of addr.
-func callLine(id int, chID, addr string, sc json.RawMessage, name string) string {
-	ch := map[string]any{"id": chID, "target": addr}
-	if sc != nil {
-		ch["service_config"] = sc
-	}
-	b, _ := json.Marshal(map[string]any{"type": "call", "id": id, "channel": ch, "method": "rpcbench.bank.v1.Bank/Debit",
-		"request": map[string]any{"account": "acct-A", "amount": "10"}, "deadline_ms": 2000,
-		"metadata": map[string]string{"x-rpcbench-call": name, "idempotency-key": "k-" + name}, "wait_for_ready": false})
-	return string(b)
-}
-
-// TestRoundTrip: init_ok names grpc-go as linked; a debit reaches grpc-go's
+// TestRoundTrip: init_ok names grpc-go as linked, with its capabilities
+// (no hedging, no per-attempt timeout); a debit reaches grpc-go's
 // server with its metadata, and its response, headers and trailers come
 // back; shutdown is answered and the adapter exits 0 at the end of stdin.
 func TestRoundTrip(t *testing.T) {
 	b, addr := startBank(t)
-	h := startAdapter(t)
-	got := h.init()
-	if got["type"] != "init_ok" || got["stack"] != "grpc-go" || got["version"] != grpc.Version || got["protocol"] != protocol {
-		t.Errorf("init_ok: got %v", got)
-	}
-	if caps := got["capabilities"].(map[string]any); caps["hedging"] != false || caps["retry_policy"] != true || caps["per_attempt_timeout"] != false || len(caps) != 8 {
-		t.Errorf("capabilities: got %v", caps)
-	}
+	h := clientkittest.Start(t, clientStack)
+	h.InitOK("grpc-go", grpc.Version, clientkit.Capabilities{RetryPolicy: true, Throttling: true, TransparentRetry: true,
+		Keepalive: true, Pushback: true, WaitForReady: true})
 
-	h.send(callLine(1, "ch1", addr, nil, "rt-1"))
-	r := h.recv()
+	h.Send(clientkittest.DebitLine(1, "ch1", addr, nil, "rt-1"))
+	r := h.Recv()
 	want := map[string]any{"type": "result", "id": 1.0, "code": "OK", "code_num": 0.0, "message": "",
 		"response": map[string]any{"account": "acct-A", "balance": "990", "exec": "1", "replayed": false, "budgetMs": "0"},
 		"headers":  map[string]any{"content-type": []any{"application/grpc"}, "x-server": []any{"bank"}, "x-raw-bin": []any{"AP8="}},
@@ -185,15 +100,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("the server saw attempts %v, want one with idempotency-key k-rt-1", att)
 	}
 
-	h.send(`{"type":"shutdown"}`)
-	if got := h.recv(); got["type"] != "shutdown_ok" {
-		t.Errorf("got %v, want shutdown_ok", got)
-	}
-	h.in.Close()
-	if code := <-h.exit; code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
-	h.exit <- 0 // for the cleanup
+	h.Shutdown()
 }
 
 // TestRetryPolicyHonoured: a debit refused UNAVAILABLE twice succeeds
@@ -203,11 +110,11 @@ func TestRoundTrip(t *testing.T) {
 func TestRetryPolicyHonoured(t *testing.T) {
 	b, addr := startBank(t)
 	b.failFirst["retry-1"], b.failFirst["default-1"] = 2, 2
-	h := startAdapter(t)
-	h.init()
+	h := clientkittest.Start(t, clientStack)
+	h.Init()
 
-	h.send(callLine(1, "retry", addr, serviceConfig(t, "retry.json"), "retry-1"))
-	if r := h.recv(); r["code"] != "OK" {
+	h.Send(clientkittest.DebitLine(1, "retry", addr, clientkittest.ServiceConfig(t, "retry.json"), "retry-1"))
+	if r := h.Recv(); r["code"] != "OK" {
 		t.Errorf("under retry: got %v, want OK", r)
 	}
 	att := b.attemptsOf("retry-1")
@@ -219,8 +126,8 @@ func TestRetryPolicyHonoured(t *testing.T) {
 		t.Errorf("under retry: the server saw %d attempts with grpc-previous-rpc-attempts %q, want 3 with \" 1 2\"", len(att), got)
 	}
 
-	h.send(callLine(2, "default", addr, nil, "default-1"))
-	if r := h.recv(); r["code"] != "UNAVAILABLE" || r["code_num"] != 14.0 || r["message"] != "refused before executing" {
+	h.Send(clientkittest.DebitLine(2, "default", addr, nil, "default-1"))
+	if r := h.Recv(); r["code"] != "UNAVAILABLE" || r["code_num"] != 14.0 || r["message"] != "refused before executing" {
 		t.Errorf("under no config: got %v, want UNAVAILABLE", r)
 	}
 	if n := len(b.attemptsOf("default-1")); n != 1 {
@@ -232,47 +139,32 @@ func TestRetryPolicyHonoured(t *testing.T) {
 // config the harness sends.
 func TestHarnessConfigsAccepted(t *testing.T) {
 	_, addr := startBank(t)
-	files, _ := filepath.Glob(filepath.Join(configDir, "*.json"))
+	files, _ := filepath.Glob(filepath.Join(clientkittest.ConfigDir, "*.json"))
 	if len(files) < 2 {
-		t.Fatalf("found %v in %s, want the harness's configs", files, configDir)
+		t.Fatalf("found %v in %s, want the harness's configs", files, clientkittest.ConfigDir)
 	}
-	h := startAdapter(t)
-	h.init()
+	h := clientkittest.Start(t, clientStack)
+	h.Init()
 	for i, f := range files {
-		h.send(callLine(i+1, f, addr, serviceConfig(t, filepath.Base(f)), "cfg"))
-		if r := h.recv(); r["type"] != "result" || r["code"] != "OK" {
+		h.Send(clientkittest.DebitLine(i+1, f, addr, clientkittest.ServiceConfig(t, filepath.Base(f)), "cfg"))
+		if r := h.Recv(); r["type"] != "result" || r["code"] != "OK" {
 			t.Errorf("%s: got %v, want an OK result", f, r)
 		}
 	}
 }
 
-// TestCallErrors: what the adapter refuses to invoke, with the kind the
-// protocol gives it.
-func TestCallErrors(t *testing.T) {
+// TestServiceConfigRefused: a service config grpc-go's parser refuses
+// is the call's call_error config, in grpc-go's words; the generic call
+// errors are clientkit's and tested there.
+func TestServiceConfigRefused(t *testing.T) {
 	_, addr := startBank(t)
-	h := startAdapter(t)
-	h.init()
-	h.send(callLine(1, "ch1", addr, nil, "ok"))
-	h.recv()
-	sub := func(line, old, new string) string { return strings.Replace(line, old, new, 1) }
-	base := callLine(2, "bad", addr, json.RawMessage(`{"methodConfig":[{"name":[{"service":"rpcbench.bank.v1.Bank"}],"retryPolicy":{"maxAttempts":4,"initialBackoff":"100ms","maxBackoff":"0.2s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`), "x")
-	tests := []struct {
-		name, line, kind, text string
-	}{
-		{"bad service config", base, kindConfig, `malformed duration "100ms"`},
-		{"duplicate id", callLine(1, "ch1", addr, nil, "again"), kindDuplicateID, "id 1 was used before"},
-		{"unknown method", sub(callLine(3, "ch1", addr, nil, "m"), "Bank/Debit", "Bank/Transfer"), kindUnsupported, `no method "rpcbench.bank.v1.Bank/Transfer"`},
-		{"bad request", sub(callLine(4, "ch1", addr, nil, "r"), `"amount":"10"`, `"amount":"ten"`), kindBadRequest, "amount"},
-		{"unknown field", sub(callLine(5, "ch1", addr, nil, "f"), `"wait_for_ready"`, `"retries":3,"wait_for_ready"`), kindProtocol, `unknown field "retries"`},
-		{"missing field", sub(callLine(6, "ch1", addr, nil, "f"), `"deadline_ms":2000,`, ``), kindProtocol, `no "deadline_ms"`},
-		{"reconfigured channel", callLine(7, "ch1", addr, serviceConfig(t, "retry.json"), "rc"), kindProtocol, "channel ch1 was first configured otherwise"},
-	}
-	for _, tt := range tests {
-		h.send(tt.line)
-		r := h.recv()
-		if r["type"] != "call_error" || r["kind"] != tt.kind || !strings.Contains(fmt.Sprint(r["text"]), tt.text) {
-			t.Errorf("%s: got %v, want call_error %s containing %q", tt.name, r, tt.kind, tt.text)
-		}
+	h := clientkittest.Start(t, clientStack)
+	h.Init()
+	sc := json.RawMessage(`{"methodConfig":[{"name":[{"service":"rpcbench.bank.v1.Bank"}],"retryPolicy":{"maxAttempts":4,"initialBackoff":"100ms","maxBackoff":"0.2s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`)
+	h.Send(clientkittest.DebitLine(1, "bad", addr, sc, "x"))
+	r := h.Recv()
+	if r["type"] != "call_error" || r["kind"] != clientkit.KindConfig || !strings.Contains(fmt.Sprint(r["text"]), `malformed duration "100ms"`) {
+		t.Errorf("got %v, want call_error config containing %q", r, `malformed duration "100ms"`)
 	}
 }
 
@@ -280,28 +172,14 @@ func TestCallErrors(t *testing.T) {
 // DEADLINE_EXCEEDED at about deadline_ms.
 func TestDeadline(t *testing.T) {
 	_, addr := startBank(t)
-	h := startAdapter(t)
-	h.init()
-	h.send(`{"type":"call","id":1,"channel":{"id":"c","target":"` + addr + `"},"method":"rpcbench.bank.v1.Bank/Get","request":{"account":"a","sleepMs":"2000"},"deadline_ms":100,"metadata":{},"wait_for_ready":false}`)
-	r := h.recv()
+	h := clientkittest.Start(t, clientStack)
+	h.Init()
+	h.Send(`{"type":"call","id":1,"channel":{"id":"c","target":"` + addr + `"},"method":"rpcbench.bank.v1.Bank/Get","request":{"account":"a","sleepMs":"2000"},"deadline_ms":100,"metadata":{},"wait_for_ready":false}`)
+	r := h.Recv()
 	if r["code"] != "DEADLINE_EXCEEDED" || r["code_num"] != 4.0 || r["response"] != nil {
 		t.Errorf("got %v, want DEADLINE_EXCEEDED", r)
 	}
 	if ms := r["elapsed_ms"].(float64); ms < 100 || ms > 1000 {
 		t.Errorf("elapsed_ms %v, want about 100", ms)
 	}
-}
-
-// TestFatal: a line that is not JSON gets fatal and exit status 2.
-func TestFatal(t *testing.T) {
-	h := startAdapter(t)
-	h.init()
-	h.send(`not json`)
-	if r := h.recv(); r["type"] != "fatal" || !strings.HasPrefix(fmt.Sprint(r["text"]), "line 2: not a JSON object") {
-		t.Errorf("got %v, want fatal for line 2", r)
-	}
-	if code := <-h.exit; code != 2 {
-		t.Errorf("exit status %d, want 2", code)
-	}
-	h.exit <- 2
 }

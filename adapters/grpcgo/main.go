@@ -3,12 +3,13 @@
 // Without arguments it is the client-under-test adapter: it speaks
 // adapters/PROTOCOL.md (rpcbench-adapter/1) on stdin and stdout and makes
 // each call once through grpc-go's generated Bank client, configured only
-// by what the call's channel carries. It never retries or judges.
+// by what the call's channel carries. It never retries or judges; the
+// protocol session is adapters/gokit/clientkit's.
 //
 // With the argument "serve" it is the server-under-test adapter: it
 // speaks adapters/SERVER-PROTOCOL.md (rpcbench-server/1) and serves the
 // Bank service with grpc.NewServer() and no options on a loopback port;
-// the protocol, bank and event lines are adapters/serverkit's.
+// the protocol, bank and event lines are adapters/gokit/serverkit's.
 //
 // grpc-go's own logs go to stderr.
 package main
@@ -16,12 +17,9 @@ package main
 import (
 	"os"
 
-	"github.com/rpcbench/rpcbench/adapters/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "serve" {
-		os.Exit(serverkit.Run(os.Stdin, os.Stdout, os.Stderr, stack))
-	}
-	os.Exit(run(os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(gokit.Main(clientStack, serverStack))
 }

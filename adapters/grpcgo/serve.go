@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"net"
 
@@ -11,51 +12,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
-	"github.com/rpcbench/rpcbench/adapters/serverkit"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/serverkit"
 )
-
-// stack is grpc-go's server for serverkit.
-var stack = serverkit.Stack{Name: "grpc-go", Version: grpc.Version, Serve: serve}
-
-// serve starts grpc.NewServer with no options on a loopback port.
-func serve(h *serverkit.Handlers, logger *log.Logger) (serverkit.Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s := grpc.NewServer()
-	bankpb.RegisterBankServer(s, &bankServer{h: h})
-	go func() {
-		if err := s.Serve(ln); err != nil {
-			logger.Printf("grpc.Server.Serve: %v", err)
-		}
-	}()
-	return &server{s: s, addr: ln.Addr().String()}, nil
-}
-
-// server is a running grpc.Server.
-type server struct {
-	s    *grpc.Server
-	addr string
-}
-
-func (sv *server) Addr() string { return sv.addr }
-
-// Shutdown runs GracefulStop, which cannot be interrupted: if ctx ends
-// first it returns, and Close's Stop makes GracefulStop return.
-func (sv *server) Shutdown(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { sv.s.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (sv *server) Close() { sv.s.Stop() }
 
 // bankServer is the Bank service as grpc-go's generated interface.
 type bankServer struct {
@@ -104,3 +63,41 @@ func reply(a serverkit.Account, err error) (*bankpb.AccountReply, error) {
 	}
 	return &bankpb.AccountReply{Account: a.Account, Balance: a.Balance, Exec: a.Exec, BudgetMs: a.BudgetMS}, nil
 }
+
+// serverStack is grpc-go's server for serverkit.
+var serverStack = serverkit.Stack{Name: "grpc-go", Version: grpc.Version, New: newServer}
+
+// newServer is grpc.NewServer with no options, serving the Bank.
+func newServer(h *serverkit.Handlers, _ *log.Logger) (serverkit.Server, error) {
+	s := grpc.NewServer()
+	bankpb.RegisterBankServer(s, &bankServer{h: h})
+	return &server{s}, nil
+}
+
+// server is a grpc.Server.
+type server struct{ s *grpc.Server }
+
+// Serve serves ln until Shutdown or Close. A shutdown that comes before
+// Serve has started makes it return grpc.ErrServerStopped at once: that
+// is a server stopped as asked, not an error.
+func (sv *server) Serve(ln net.Listener) error {
+	if err := sv.s.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("grpc.Server.Serve: %w", err)
+	}
+	return nil
+}
+
+// Shutdown runs GracefulStop, which cannot be interrupted: if ctx ends
+// first it returns, and Close's Stop makes GracefulStop return.
+func (sv *server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { sv.s.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (sv *server) Close() { sv.s.Stop() }

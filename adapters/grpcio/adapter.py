@@ -20,9 +20,9 @@ except ImportError as err:  # the wrapper runs Debian's /usr/bin/python3
     sys.exit(1)
 
 import bank
+from protocol import MAX_LINE, ProtocolError, fields, string_map, want
 
 PROTOCOL = "rpcbench-adapter/1"
-MAX_LINE = 1 << 20
 DRAIN_TIMEOUT = 2.0  # seconds shutdown waits for the calls in flight
 
 # What grpcio's C-core implements (README.md beside this file says why
@@ -42,10 +42,6 @@ CAPABILITIES = {
 }
 
 
-class ProtocolError(Exception):
-    """A harness message that breaks its fields."""
-
-
 class CallError(Exception):
     """A call the adapter did not invoke: its kind and text."""
 
@@ -54,68 +50,21 @@ class CallError(Exception):
         self.kind = kind
 
 
-def _type_name(v):
-    if v is None:
-        return "null"
-    return {bool: "bool", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(v), "?")
-
-
-def _want(kind):
-    def check(name, v):
-        ok = {
-            "string": isinstance(v, str),
-            "bool": isinstance(v, bool),
-            "integer": isinstance(v, int) and not isinstance(v, bool),
-            "object": isinstance(v, dict),
-        }[kind]
-        if not ok:
-            raise ProtocolError(f'"{name}" is {_type_name(v)}, want {kind}')
-        return v
-    return check
-
-
-def _string_map(name, v):
-    _want("object")(name, v)
-    for k, s in v.items():
-        if not isinstance(s, str):
-            raise ProtocolError(f'"{name}" has {k!r}: {_type_name(s)}, want string')
-    return v
-
-
-def fields(obj, required, optional=None):
-    """fields holds obj to exactly the fields named (besides "type"):
-    required ones present and not null, optional ones absent or null
-    (absent); it returns the checked values."""
-    optional = optional or {}
-    for k in sorted(obj):
-        if k != "type" and k not in required and k not in optional:
-            raise ProtocolError(f'unknown field "{k}"')
-    out = {}
-    for k, chk in required.items():
-        if obj.get(k) is None:
-            raise ProtocolError(f'no "{k}"')
-        out[k] = chk(k, obj[k])
-    for k, chk in optional.items():
-        if obj.get(k) is not None:
-            out[k] = chk(k, obj[k])
-    return out
-
-
 def _keepalive(name, v):
-    integer, boolean = _want("integer"), _want("bool")
-    return fields(_want("object")(name, v), {"time_ms": integer, "timeout_ms": integer, "permit_without_stream": boolean})
+    integer, boolean = want("integer"), want("bool")
+    return fields(want("object")(name, v), {"time_ms": integer, "timeout_ms": integer, "permit_without_stream": boolean})
 
 
 def _channel(name, v):
-    s = _want("string")
-    return fields(_want("object")(name, v), {"id": s, "target": s},
-                  {"service_config": _want("object"), "keepalive": _keepalive})
+    s = want("string")
+    return fields(want("object")(name, v), {"id": s, "target": s},
+                  {"service_config": want("object"), "keepalive": _keepalive})
 
 
 def decode_call(obj):
-    c = fields(obj, {"id": _want("integer"), "channel": _channel, "method": _want("string"),
-                     "request": _want("object"), "deadline_ms": _want("integer"),
-                     "metadata": _string_map, "wait_for_ready": _want("bool")})
+    c = fields(obj, {"id": want("integer"), "channel": _channel, "method": want("string"),
+                     "request": want("object"), "deadline_ms": want("integer"),
+                     "metadata": string_map, "wait_for_ready": want("bool")})
     if c["deadline_ms"] < 1:
         raise ProtocolError(f'deadline_ms {c["deadline_ms"]} < 1')
     return c
@@ -191,7 +140,7 @@ class Session:
                 return self.fatal(f"line {n}: {typ} before init")
             if typ == "init":
                 try:
-                    w = fields(obj, {"protocol": _want("string")}, {"scenario": _want("string")})
+                    w = fields(obj, {"protocol": want("string")}, {"scenario": want("string")})
                 except ProtocolError as err:
                     return self.fatal(f"line {n}: bad init: {err}")
                 if inited:
@@ -324,7 +273,7 @@ def main():
         sys.stderr.write(f"grpcio: {time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
         sys.stderr.flush()
     if sys.argv[1:] == ["serve"]:
-        import serve  # the server mode, SERVER-PROTOCOL.md; it imports this file's line checks
+        import serve  # the server mode, SERVER-PROTOCOL.md
         return serve.Server(sys.stdout, log).run(sys.stdin.buffer)
     if sys.argv[1:]:
         log(f"unknown arguments {sys.argv[1:]}: want none (client mode) or serve")

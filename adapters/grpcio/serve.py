@@ -14,7 +14,7 @@ from concurrent import futures
 import grpc
 
 import bank
-from adapter import MAX_LINE, ProtocolError, _want, fields
+from protocol import MAX_LINE, ProtocolError, fields, want
 
 PROTOCOL = "rpcbench-server/1"
 SERVICE = "rpcbench.bank.v1.Bank"
@@ -281,7 +281,7 @@ class Server:
                 if inited:
                     return self.fatal(f"line {n}: bad init: a second init")
                 try:
-                    w = fields(obj, {"protocol": _want("string")}, {"scenario": _want("string")})
+                    w = fields(obj, {"protocol": want("string")}, {"scenario": want("string")})
                 except ProtocolError as err:
                     return self.fatal(f"line {n}: bad init: {err}")
                 if w["protocol"] != PROTOCOL:

@@ -42,7 +42,7 @@ func newDiffCmd(a *app) *cobra.Command {
 missing from either run, when its verdict changed (PASS, FAIL, ERROR, INTERRUPTED,
 SKIP; a change to or from SKIP names the skip's why and compares no
 fields, since a skipped case ran nothing), when a stable field (key=value recorded, key==value asserted,
-key<=value bound) changed, appeared or disappeared, or when a field
+key<=value and key>=value bounds, invariant:=outcome) changed, appeared or disappeared, or when a field
 changed its kind (recorded to asserted, stable to volatile, ...). Volatile
 fields (key~=value) are neither compared nor shown, and the order of the
 cases does not matter. Each difference is one plain line, "case: what

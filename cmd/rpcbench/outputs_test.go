@@ -83,8 +83,8 @@ func TestReportOutputIsADirectory(t *testing.T) {
 // output file: what the flag asks for is written there, and no file
 // named "-" appears.
 func TestOutputDashIsStdout(t *testing.T) {
-	const card = "CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds\n" +
-		"CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated\n" +
+	const card = "CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once:=holds\n" +
+		"CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once:=violated\n" +
 		"2 passed, 0 failed\n"
 	tests := []struct {
 		name string

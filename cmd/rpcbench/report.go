@@ -32,9 +32,10 @@ func newReportCmd(a *app) *cobra.Command {
 self-contained HTML page: it needs no network and no file beside it, and
 opens from file://.
 
-Each scenario shows its verdict and its fields, the kinds told apart:
-asserted (key==value), bounds (key<=value, key>=value), recorded
-(key=value) and volatile (key~=value). Scenarios that did not run as
+Each scenario shows its verdict and its fields, the kinds told apart: a
+judged stack's invariants (invariant:=outcome), asserted (key==value),
+bounds (key<=value, key>=value), recorded (key=value) and volatile
+(key~=value). Scenarios that did not run as
 their pins say come first, with why, then the findings (a stack's pinned
 violations, with a badge of their own), then n/a, then the passes.
 

@@ -178,11 +178,11 @@ func scorecardEvidence(t *testing.T, rows int) string {
 	n := 0
 	for i := range rows {
 		sc := fmt.Sprintf("grpc_scenario_with_a_long_name_%02d", i)
-		fmt.Fprintf(&b, "CASE %s_rpcbench PASS scenario=%s stack=rpcbench config=client exec_at_most_once==holds\n", sc, sc)
+		fmt.Fprintf(&b, "CASE %s_rpcbench PASS scenario=%s stack=rpcbench config=client exec_at_most_once:=holds\n", sc, sc)
 		n++
 		for _, st := range []string{"grpc-go", "grpc-js", "grpcio", "connect-go"} {
 			for _, cfg := range []string{"default", "retry", "retry+key", "throttled"} {
-				fmt.Fprintf(&b, "CASE %s_%s_%s PASS scenario=%s stack=%s config=%s version=1.2.3 exec_at_most_once==violated\n",
+				fmt.Fprintf(&b, "CASE %s_%s_%s PASS scenario=%s stack=%s config=%s version=1.2.3 exec_at_most_once:=violated\n",
 					sc, strings.ReplaceAll(st, "-", ""), strings.ReplaceAll(cfg, "+", "_"), sc, st, cfg)
 				n++
 			}

@@ -82,39 +82,32 @@ const maxRuns = 1_000_000
 // failed or ended in ERROR in any pass, and is another error when output
 // could not be written or the run could not be set up. Findings, n/a and
 // skipped scenarios leave the error nil.
+//
+// What to do at each turn is decided by functions a test calls with a
+// table of situations (batch.check, failFastStop, ending's methods);
+// runBatch and batchRun's methods act on their answers.
 func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
-	status := b.Status
-	if status == nil {
-		status = io.Discard
+	r := &batchRun{b: b, count: max(b.Count, 1), per: len(b.Scenarios), status: b.Status}
+	if err := b.check(r.count); err != nil {
+		return nil, err
 	}
-	count := max(b.Count, 1)
-	per := len(b.Scenarios)
-	if per > 0 && count > maxRuns/per {
-		return nil, usageErrorf("", "--count %d runs %d scenarios %d times: more than %d runs", count, per, count, maxRuns)
-	}
-	if b.Timeout < 0 {
-		return nil, usageErrorf("", "--timeout %v: want a duration above 0, or 0 for no bound", b.Timeout)
-	}
-	if b.Events == "-" {
+	if r.status == nil || b.Events == "-" {
 		// gotestsum and its kind count every line on stderr as an error:
 		// with the events on stdout, stderr gets errors only.
-		status = io.Discard
+		r.status = io.Discard
 	}
 	outs, err := openOutputs(b)
 	if err != nil {
 		return nil, err
 	}
 	defer outs.abort()
-
-	var ev *report.Evidence
-	var logDir string
 	if b.Evidence != "" {
-		if ev, err = report.CreateEvidence(b.Evidence, report.CollectEnv(ctx)); err != nil {
+		if r.ev, err = report.CreateEvidence(b.Evidence, report.CollectEnv(ctx)); err != nil {
 			return nil, evidenceError(b.Evidence, err)
 		}
-		ev.Fresh = b.Fresh
-		logDir = ev.LogDir()
-		defer ev.Discard() // a no-op once committed or abandoned
+		r.ev.Fresh = b.Fresh
+		r.logDir = r.ev.LogDir()
+		defer r.ev.Discard() // a no-op once committed or abandoned
 	} else {
 		// One directory for the whole batch, made now: a temporary
 		// directory that cannot be made is a set-up error, not a failure
@@ -124,211 +117,349 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			return nil, fmt.Errorf("temporary directory for server logs (set TMPDIR to a writable directory): %w", err)
 		}
 		defer os.RemoveAll(dir)
-		logDir = dir
+		r.logDir = dir
 	}
-	pre, err := checkPrereqs(ctx, b.Scenarios, b.ServerBin, status)
+	pre, err := checkPrereqs(ctx, b.Scenarios, b.ServerBin, r.status)
 	defer pre.Stop()
 	if err != nil {
 		return nil, err
 	}
-	if ev != nil {
+	if r.ev != nil {
 		for _, s := range pre.Stacks {
-			if err := ev.AddEnv("stack", s); err != nil {
+			if err := r.ev.AddEnv("stack", s); err != nil {
 				return nil, evidenceError(b.Evidence, err)
 			}
 		}
 	}
 	if b.Announce != "" {
-		where := "no evidence written"
-		if ev != nil {
-			where = "evidence to " + b.Evidence
-		}
-		times := ""
-		if count > 1 {
-			times = fmt.Sprintf(" %d times", count)
-		}
-		fmt.Fprintf(status, "rpcbench: running %s%s%s, %s\n", plural(per, "scenario"), b.Announce, times, where)
+		fmt.Fprintln(r.status, b.announcement(r.count))
 	}
+	r.start(outs)
+	defer r.prog.close()
+	r.runAll(ctx, pre)
+	r.prog.close()
+	r.finish(ctx, outs)
+	return r.lines, r.ended(ctx).err(r.writeErr, r.count, r.per)
+}
+
+// check refuses a batch that could never finish, or whose timeout is
+// not a bound, before anything is set up: a usage error.
+func (b batch) check(count int) error {
+	per := len(b.Scenarios)
+	if per > 0 && count > maxRuns/per {
+		return usageErrorf("", "--count %d runs %d scenarios %d times: more than %d runs", count, per, count, maxRuns)
+	}
+	if b.Timeout < 0 {
+		return usageErrorf("", "--timeout %v: want a duration above 0, or 0 for no bound", b.Timeout)
+	}
+	return nil
+}
+
+// announcement is what a batch with Announce says before it runs.
+func (b batch) announcement(count int) string {
+	where := "no evidence written"
+	if b.Evidence != "" {
+		where = "evidence to " + b.Evidence
+	}
+	times := ""
+	if count > 1 {
+		times = fmt.Sprintf(" %d times", count)
+	}
+	return fmt.Sprintf("rpcbench: running %s%s%s, %s", plural(len(b.Scenarios), "scenario"), b.Announce, times, where)
+}
+
+// batchRun is one runBatch once it is set up: where it writes, and what
+// it has recorded so far.
+type batchRun struct {
+	b          batch
+	count, per int
+	// status and out are the status stream and the CASE lines' stream,
+	// both wrapped by prog once the run starts.
+	status, out io.Writer
+	prog        *progress
+	printer     *report.Printer
+	// short: a line per scenario for a person at a terminal.
+	short            bool
+	width, nameWidth int
+	// ev is the evidence being written, nil for none; logDir holds the
+	// scenarios' server logs.
+	ev      *report.Evidence
+	logDir  string
+	json    io.Writer // nil when not asked for, as are junit and events
+	junit   io.Writer
+	events  *report.EventStream
+	info    report.RunInfo
+	lines   []report.Line
+	results []report.Result
+	// writeErr is the first failure to write the run's output; evErr,
+	// the evidence's.
+	writeErr, evErr error
+}
+
+// start sets up the printing of the run to outs.
+func (r *batchRun) start(outs *outputs) {
 	// On a terminal a person reads: a short line per scenario (without
 	// -v) and a live status line, as go test prints; files and pipes get
 	// the CASE lines.
-	short := !b.Verbose && report.IsTerminal(outs.human)
-	prog := newProgress(status, report.IsTerminal(status), report.TerminalWidth(status))
-	defer prog.close()
-	status = prog.wrap(status)
-	out := prog.wrap(outs.human)
-	width, nameWidth := report.TerminalWidth(outs.human), 0
-	for _, c := range b.Scenarios {
-		nameWidth = min(max(nameWidth, len(c.Name)), 40)
+	r.short = !r.b.Verbose && report.IsTerminal(outs.human)
+	r.prog = newProgress(r.status, report.IsTerminal(r.status), report.TerminalWidth(r.status))
+	r.status = r.prog.wrap(r.status)
+	r.out = r.prog.wrap(outs.human)
+	r.width = report.TerminalWidth(outs.human)
+	for _, c := range r.b.Scenarios {
+		r.nameWidth = min(max(r.nameWidth, len(c.Name)), 40)
 	}
-	jsonOut, junitOut := outs.json, outs.junit
-	var events *report.EventStream
+	r.json, r.junit = outs.json, outs.junit
 	if outs.events != nil {
-		events = report.NewEventStream(outs.events)
+		r.events = report.NewEventStream(outs.events)
 	}
-	info := report.RunInfo{Command: os.Args, Version: report.Version(), Start: time.Now()}
-	var results []report.Result
+	r.info = report.RunInfo{Command: os.Args, Version: report.Version(), Start: time.Now()}
+	r.printer = report.NewPrinter(r.out, r.b.Color)
+}
 
-	p := report.NewPrinter(out, b.Color)
-	env := scenario.Env{ServerBin: b.ServerBin, LogDir: logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
-
-	var lines []report.Line
-	// writeErr is the first failure to write the run's output; evErr,
-	// the evidence's.
-	var writeErr, evErr error
-	parallel := b.parallelism(count)
-	sched := startScheduler(ctx, count*per, parallel,
-		func(i int) string { return b.Scenarios[i%per].Pool },
+// runAll runs the scenarios, recording each outcome in run order, until
+// all have run, one could not be recorded, --failfast stops the run or
+// ctx ends.
+func (r *batchRun) runAll(ctx context.Context, pre prereqs) {
+	b, total := r.b, r.count*r.per
+	env := scenario.Env{ServerBin: b.ServerBin, LogDir: r.logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
+	sched := startScheduler(ctx, total, b.parallelism(r.count),
+		func(i int) string { return b.Scenarios[i%r.per].Pool },
 		func(ctx context.Context, i int) ran {
-			c := b.Scenarios[i%per]
-			var r ran
+			c := b.Scenarios[i%r.per]
+			var res ran
 			if b.Verbose {
-				r.before = logSizes(logDir, c.Name)
+				res.before = logSizes(r.logDir, c.Name)
 			}
-			r.started = time.Now()
-			r.line, r.skipped = pre.instead(c)
-			if !r.skipped {
-				r.line, r.timedOut = runOne(ctx, c, env, b.Timeout)
+			res.started = time.Now()
+			res.line, res.skipped = pre.instead(c)
+			if !res.skipped {
+				res.line, res.timedOut = runOne(ctx, c, env, b.Timeout)
 			}
-			r.took = time.Since(r.started)
-			return r
+			res.took = time.Since(res.started)
+			return res
 		})
 	defer sched.stop()
-	for i := range count * per {
-		if count > 1 && i%per == 0 {
-			fmt.Fprintf(status, "# run %d/%d\n", i/per+1, count)
+	for i := range total {
+		if r.count > 1 && i%r.per == 0 {
+			fmt.Fprintf(r.status, "# run %d/%d\n", i/r.per+1, r.count)
 		}
-		c := b.Scenarios[i%per]
-		prog.begin(i+1, count*per, c.Name)
-		r, ok := sched.next(i)
-		if !ok {
+		c := b.Scenarios[i%r.per]
+		r.prog.begin(i+1, total, c.Name)
+		res, ok := sched.next(i)
+		if !ok || !r.record(i, c, res) {
 			break
 		}
-		line := r.line
-		lines = append(lines, line)
-		res := report.Result{Line: line, Group: c.Group, Start: r.started, Duration: r.took, PassIndex: i/per + 1, TimedOut: r.timedOut}
-		results = append(results, res)
-		if events != nil {
-			events.Begin(c.Group, c.Name, r.started)
-			events.End(res)
-		}
-		if ev != nil {
-			// Before the line is printed: the evidence does not depend on
-			// stdout's reader staying.
-			if evErr = ev.Add(line); evErr != nil {
-				break
-			}
-		}
-		if short {
-			err = p.PrintShort(line, res.Duration, nameWidth, width)
-		} else {
-			err = p.Print(line)
-		}
-		if err != nil {
-			writeErr = fmt.Errorf("print result: %w", err)
-			break
-		}
-		if b.Verbose && !r.skipped {
-			keep := "the whole log: --evidence DIR keeps it"
-			if ev != nil {
-				keep = "the whole log goes to " + filepath.Join(b.Evidence, report.LogsDir) + " once the run completes"
-			}
-			printVerbose(out, logDir, c.Name, r.before, keep)
-		}
-		if b.FailFast && line.Failed() {
-			if i+1 < count*per {
-				fmt.Fprintf(status, "rpcbench: --failfast: stopping after %s; %s not run\n", c.Name, plural(count*per-i-1, "scenario run"))
+		if stop, notRun := failFastStop(b.FailFast, res.line, i, total); stop {
+			if notRun > 0 {
+				fmt.Fprintf(r.status, "rpcbench: --failfast: stopping after %s; %s not run\n", c.Name, plural(notRun, "scenario run"))
 			}
 			break
 		}
 		sched.done(i)
 	}
-	sched.stop()
+}
 
-	prog.close()
+// record records run i of scenario c: in the lines and results, the
+// event stream, the evidence and the CASE lines, in that order. It
+// returns false when the evidence or the CASE lines could not be
+// written, which ends the run.
+func (r *batchRun) record(i int, c scenario.Case, res ran) bool {
+	line := res.line
+	r.lines = append(r.lines, line)
+	result := report.Result{Line: line, Group: c.Group, Start: res.started, Duration: res.took, PassIndex: i/r.per + 1, TimedOut: res.timedOut}
+	r.results = append(r.results, result)
+	if r.events != nil {
+		r.events.Begin(c.Group, c.Name, res.started)
+		r.events.End(result)
+	}
+	if r.ev != nil {
+		// Before the line is printed: the evidence does not depend on
+		// stdout's reader staying.
+		if r.evErr = r.ev.Add(line); r.evErr != nil {
+			return false
+		}
+	}
+	var err error
+	if r.short {
+		err = r.printer.PrintShort(line, result.Duration, r.nameWidth, r.width)
+	} else {
+		err = r.printer.Print(line)
+	}
+	if err != nil {
+		r.writeErr = fmt.Errorf("print result: %w", err)
+		return false
+	}
+	if r.b.Verbose && !res.skipped {
+		keep := "the whole log: --evidence DIR keeps it"
+		if r.ev != nil {
+			keep = "the whole log goes to " + filepath.Join(r.b.Evidence, report.LogsDir) + " once the run completes"
+		}
+		printVerbose(r.out, r.logDir, c.Name, res.before, keep)
+	}
+	return true
+}
 
-	// Whatever happened, leave a consistent record of what did run.
-	if count > 1 {
-		writeErr = errors.Join(writeErr, report.WriteCounts(out, report.CountByCase(lines)))
-		if ev != nil {
-			evErr = errors.Join(evErr, ev.AddCounts())
+// failFastStop decides, once run i of total has been recorded with
+// line, whether the run stops there (--failfast and a failure), and how
+// many runs that leaves out. A skipped scenario does not stop it.
+func failFastStop(failFast bool, line report.Line, i, total int) (stop bool, notRun int) {
+	if !failFast || !line.Failed() {
+		return false, 0
+	}
+	return true, total - i - 1
+}
+
+// finish leaves, whatever happened, a consistent record of what did
+// run: the per-case counts, the notes, the summary, the evidence
+// committed or set aside, and the output files.
+func (r *batchRun) finish(ctx context.Context, outs *outputs) {
+	if r.count > 1 {
+		r.writeErr = errors.Join(r.writeErr, report.WriteCounts(r.out, report.CountByCase(r.lines)))
+		if r.ev != nil {
+			r.evErr = errors.Join(r.evErr, r.ev.AddCounts())
 		}
 	}
 	// The findings and n/a are named on lines of their own above the
 	// summary, on the status stream: a reader of stdout's CASE lines
 	// has them there already.
-	for _, n := range report.Notes(lines) {
-		fmt.Fprintln(status, "rpcbench: "+n)
+	for _, n := range report.Notes(r.lines) {
+		fmt.Fprintln(r.status, "rpcbench: "+n)
 	}
-	_, err = fmt.Fprintln(out, report.Summary(lines))
-	writeErr = errors.Join(writeErr, err)
-	if short && ev == nil && len(lines) > 0 {
-		fmt.Fprintln(status, "rpcbench: lines shortened for the terminal; -v or a pipe gives the CASE lines whole")
+	_, err := fmt.Fprintln(r.out, report.Summary(r.lines))
+	r.writeErr = errors.Join(r.writeErr, err)
+	if r.short && r.ev == nil && len(r.lines) > 0 {
+		fmt.Fprintln(r.status, "rpcbench: lines shortened for the terminal; -v or a pipe gives the CASE lines whole")
 	}
-	// The evidence is complete when every scenario ran and was recorded,
-	// whether or not stdout's reader stayed to see the last lines.
-	complete := (ctx.Err() == nil || stdoutClosed(ctx)) && evErr == nil && len(lines) == count*per
-	writeErr = errors.Join(writeErr, evErr)
-	totals := report.Tally(lines)
-	if ev != nil {
-		switch {
-		case complete && totals.Skipped == 0:
-			if err := ev.Commit(); err != nil {
-				writeErr = errors.Join(writeErr, err)
-			} else {
-				fmt.Fprintf(status, "rpcbench: evidence written to %s (%s, %s, %s/)\n", b.Evidence, report.OutputFile, report.EnvFile, report.LogsDir)
-			}
-		case stdoutClosed(ctx):
-			// A partial run whose reader has gone: nobody is left to be
-			// told where it is.
-			ev.Discard()
-		case complete:
-			// A run that skipped scenarios proves less than the evidence
-			// it would replace: evidence from a machine that had what
-			// they need must not give way to SKIP lines.
-			kept, err := ev.Abandon()
-			writeErr = errors.Join(writeErr, err)
-			fmt.Fprintf(status, "rpcbench: %s skipped on this machine; %s is left as it was, this run's output is in %s until the next run there\n", plural(totals.Skipped, "scenario"), b.Evidence, kept)
-		default:
-			partial, err := ev.Abandon()
-			writeErr = errors.Join(writeErr, err)
-			fmt.Fprintf(status, "rpcbench: the run did not complete; %s is left as it was, this run's partial output is in %s until the next run there\n", b.Evidence, partial)
+	end := r.ended(ctx)
+	r.writeErr = errors.Join(r.writeErr, r.evErr)
+	if r.ev != nil {
+		r.settleEvidence(end)
+	}
+	r.info.End = time.Now()
+	if r.json != nil {
+		r.writeErr = errors.Join(r.writeErr, report.WriteJSON(r.json, r.info, r.results))
+	}
+	if r.junit != nil {
+		r.writeErr = errors.Join(r.writeErr, report.WriteJUnit(r.junit, r.info, r.results))
+	}
+	if r.events != nil {
+		r.writeErr = errors.Join(r.writeErr, r.events.Close(r.info.End))
+	}
+	if r.writeErr == nil {
+		r.writeErr = outs.commit()
+		if r.writeErr == nil && len(outs.files) > 0 {
+			fmt.Fprintf(r.status, "rpcbench: wrote %s\n", outs.paths())
 		}
 	}
-	info.End = time.Now()
-	if jsonOut != nil {
-		writeErr = errors.Join(writeErr, report.WriteJSON(jsonOut, info, results))
-	}
-	if junitOut != nil {
-		writeErr = errors.Join(writeErr, report.WriteJUnit(junitOut, info, results))
-	}
-	if events != nil {
-		writeErr = errors.Join(writeErr, events.Close(info.End))
-	}
-	if writeErr == nil {
-		writeErr = outs.commit()
-		if writeErr == nil && len(outs.files) > 0 {
-			fmt.Fprintf(status, "rpcbench: wrote %s\n", outs.paths())
-		}
-	}
+}
 
+// settleEvidence does with the evidence what end decides.
+func (r *batchRun) settleEvidence(end ending) {
+	switch end.evidence() {
+	case evidenceCommit:
+		if err := r.ev.Commit(); err != nil {
+			r.writeErr = errors.Join(r.writeErr, err)
+		} else {
+			fmt.Fprintf(r.status, "rpcbench: evidence written to %s (%s, %s, %s/)\n", r.b.Evidence, report.OutputFile, report.EnvFile, report.LogsDir)
+		}
+	case evidenceDiscard:
+		r.ev.Discard()
+	case evidenceSkipped:
+		kept, err := r.ev.Abandon()
+		r.writeErr = errors.Join(r.writeErr, err)
+		fmt.Fprintf(r.status, "rpcbench: %s skipped on this machine; %s is left as it was, this run's output is in %s until the next run there\n", plural(end.skipped, "scenario"), r.b.Evidence, kept)
+	case evidencePartial:
+		partial, err := r.ev.Abandon()
+		r.writeErr = errors.Join(r.writeErr, err)
+		fmt.Fprintf(r.status, "rpcbench: the run did not complete; %s is left as it was, this run's partial output is in %s until the next run there\n", r.b.Evidence, partial)
+	}
+}
+
+// ending is what a batch knows once its runs have ended, from which the
+// fate of its evidence and its error are decided.
+type ending struct {
+	// cause is why ctx ended, nil when it did not.
+	cause error
+	// readerGone: ctx ended because stdout's reader went away.
+	readerGone bool
+	// evErr is the failure to write the evidence, if any.
+	evErr error
+	// ran is how many runs were recorded, of total.
+	ran, total        int
+	skipped, failures int
+}
+
+// ended is what r knows once its runs have ended.
+func (r *batchRun) ended(ctx context.Context) ending {
+	e := ending{readerGone: stdoutClosed(ctx), evErr: r.evErr, ran: len(r.lines), total: r.count * r.per}
+	if ctx.Err() != nil {
+		e.cause = context.Cause(ctx)
+	}
+	t := report.Tally(r.lines)
+	e.skipped, e.failures = t.Skipped, t.Failures()
+	return e
+}
+
+// complete reports whether every scenario ran and was recorded, whether
+// or not stdout's reader stayed to see the last lines.
+func (e ending) complete() bool {
+	return (e.cause == nil || e.readerGone) && e.evErr == nil && e.ran == e.total
+}
+
+// evidenceFate is what becomes of a batch's evidence directory.
+type evidenceFate int
+
+const (
+	// evidenceCommit: the run replaces the evidence.
+	evidenceCommit evidenceFate = iota
+	// evidenceDiscard: a partial run whose reader has gone, with nobody
+	// left to be told where it is, is thrown away.
+	evidenceDiscard
+	// evidenceSkipped: a complete run that skipped scenarios proves less
+	// than the evidence it would replace, which is left as it was.
+	evidenceSkipped
+	// evidencePartial: a run that did not complete is set aside, and
+	// the evidence left as it was.
+	evidencePartial
+)
+
+// evidence decides the fate of the evidence directory. Evidence from a
+// machine that had what the scenarios need must not give way to SKIP
+// lines.
+func (e ending) evidence() evidenceFate {
 	switch {
-	case ctx.Err() != nil:
+	case e.complete() && e.skipped == 0:
+		return evidenceCommit
+	case e.readerGone:
+		return evidenceDiscard
+	case e.complete():
+		return evidenceSkipped
+	}
+	return evidencePartial
+}
+
+// err is runBatch's error, given writeErr, the failure to write any of
+// the output, and the batch's passes and scenarios per pass: it wraps
+// errInterrupted when ctx ended, saying where; else it is writeErr; else
+// errFailed when a scenario failed or ended in ERROR (rpcbench could not
+// establish what happened, which fails a run as a FAIL does). Findings,
+// n/a and skipped scenarios do not fail the run.
+func (e ending) err(writeErr error, count, per int) error {
+	switch {
+	case e.cause != nil:
 		where := ""
 		if count > 1 {
-			where = fmt.Sprintf(" in run %d/%d", (len(lines)-1)/per+1, count)
+			where = fmt.Sprintf(" in run %d/%d", (e.ran-1)/per+1, count)
 		}
-		return lines, fmt.Errorf("%w (%w)%s; %d of %s not run",
-			errInterrupted, context.Cause(ctx), where, count*per-len(lines), plural(count*per, "scenario"))
+		return fmt.Errorf("%w (%w)%s; %d of %s not run",
+			errInterrupted, e.cause, where, e.total-e.ran, plural(e.total, "scenario"))
 	case writeErr != nil:
-		return lines, writeErr
-	case totals.Failures() > 0:
-		// An ERROR fails a run as a FAIL does: rpcbench could not
-		// establish what happened. Findings, n/a and skipped scenarios do
-		// not fail it; interrupted ones end it above.
-		return lines, errFailed
+		return writeErr
+	case e.failures > 0:
+		return errFailed
 	}
-	return lines, nil
+	return nil
 }
 
 // parallelism is how many scenarios b runs at once: b.Parallel, or 1

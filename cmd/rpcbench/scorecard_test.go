@@ -8,12 +8,12 @@ import (
 )
 
 // scorecardRun is a grpc group run of the reference and two stacks.
-const scorecardRun = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated
-CASE a_grpcgo_retry PASS scenario=a stack=grpc-go config=retry version=1.85.0 exec_at_most_once==holds
-CASE a_grpcjs_default PASS scenario=a stack=grpc-js config=default version=1.14.7 exec_at_most_once==holds
-CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed==holds
-CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed==violated
+const scorecardRun = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once:=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once:=violated
+CASE a_grpcgo_retry PASS scenario=a stack=grpc-go config=retry version=1.85.0 exec_at_most_once:=holds
+CASE a_grpcjs_default PASS scenario=a stack=grpc-js config=default version=1.14.7 exec_at_most_once:=holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed:=holds
+CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed:=violated
 6 passed, 0 failed
 `
 

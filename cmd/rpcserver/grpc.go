@@ -36,8 +36,8 @@ func (f *grpcFaultFlags) Set(v string) error {
 	if err != nil {
 		return err
 	}
-	if ft.Method != "" && !slices.Contains(f.methods, ft.Method) {
-		return errors.New("grpcwire: fault " + ft.String() + ": unknown method " + ft.Method + " (want " + strings.Join(f.methods, ", ") + ")")
+	if err := ft.CheckMethod(f.methods); err != nil {
+		return err
 	}
 	f.rules = append(f.rules, ft)
 	return nil

@@ -29,6 +29,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/grpcwire"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 func main() {
@@ -192,7 +193,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 			serverapi.FlagDedupLease, o.sqlOpts.Lease, serverapi.FlagDedupTTL, o.sqlOpts.TTL)
 	}
 	if err := o.cfg.Validate(); err != nil {
-		var fe *server.FieldError
+		var fe *transport.FieldError
 		if errors.As(err, &fe) && configFlags[fe.Field] != "" {
 			return o, usagef("-%s %v %s", configFlags[fe.Field], fe.Value, fe.Rule)
 		}

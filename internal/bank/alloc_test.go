@@ -6,7 +6,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // executeGet returns one request's worth of what the server asks of the
@@ -17,7 +17,7 @@ import (
 func executeGet(tb testing.TB) func() {
 	tb.Helper()
 	b := bank.New(bank.NewMemory(), nil)
-	req := server.Request{ID: 1, Method: bank.MethodGet, Payload: []byte("account=acct-17"), BudgetMs: 1 << 30,
+	req := transport.Request{ID: 1, Method: bank.MethodGet, Payload: []byte("account=acct-17"), BudgetMs: 1 << 30,
 		Expiry: time.Now().Add(time.Hour), Done: make(chan struct{})}
 	var scratch []byte
 	return func() {

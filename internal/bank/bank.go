@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // Business methods.
@@ -38,7 +38,7 @@ const DefaultBalance = 1000
 // that reuses an idempotency key with a different method or payload.
 const ErrKeyReused = "idempotency key reused with different request"
 
-// Bank executes get and debit over a Store. It is a server.Handler.
+// Bank executes get and debit over a Store. It is a transport.Handler.
 type Bank struct {
 	store Store
 	log   *slog.Logger
@@ -46,7 +46,7 @@ type Bank struct {
 	execGet, execDebit, execEcho, dedupHits, keyConflicts atomic.Int64
 }
 
-var _ server.Handler = (*Bank)(nil)
+var _ transport.Handler = (*Bank)(nil)
 
 // New returns a Bank over store that logs its events (dedup hits, key
 // conflicts, expired waits) to log; nil discards them.
@@ -57,15 +57,15 @@ func New(store Store, log *slog.Logger) *Bank {
 	return &Bank{store: store, log: log}
 }
 
-// Methods implements server.Handler.
+// Methods implements transport.Handler.
 func (b *Bank) Methods() []string { return []string{MethodGet, MethodDebit, MethodEcho} }
 
-// MayBlock implements server.Handler: a keyed request may wait for its
+// MayBlock implements transport.Handler: a keyed request may wait for its
 // original, one with a sleep field may sleep, and one with a work field
 // works. A sleep field counts
 // whatever its value, so sleep=0 is how a caller sends a request through
 // the server's queue without slowing it down.
-func (b *Bank) MayBlock(r *server.Request) bool {
+func (b *Bank) MayBlock(r *transport.Request) bool {
 	if r.Method == MethodEcho {
 		// Never blocks, keyed or not (a keyed echo is refused at once),
 		// and its payload, up to 64 KiB, is not the bank's to scan.
@@ -83,7 +83,7 @@ func (b *Bank) MayBlock(r *server.Request) bool {
 	return err == nil && (a.hasSleep || a.work > 0)
 }
 
-// Counters implements server.Handler.
+// Counters implements transport.Handler.
 func (b *Bank) Counters(add func(string, int64)) {
 	add("exec.get", b.execGet.Load())
 	add("exec.debit", b.execDebit.Load())
@@ -92,11 +92,11 @@ func (b *Bank) Counters(add func(string, int64)) {
 	add("key_conflicts", b.keyConflicts.Load())
 }
 
-// Execute implements server.Handler. A request without a key executes. The
+// Execute implements transport.Handler. A request without a key executes. The
 // first request with a key executes and its answer is recorded; a
 // duplicate with the same fingerprint gets that answer, waiting for it at
 // most until its own budget ends; one with another fingerprint is refused.
-func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
+func (b *Bank) Execute(r *transport.Request, dst []byte) (proto.Status, []byte) {
 	if r.Method == MethodEcho {
 		if r.Key != "" {
 			return proto.StatusInvalidArgument, append(dst, ErrEchoKey...)
@@ -148,7 +148,7 @@ func (b *Bank) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
 
 // apply executes a get or debit; with a key, which the caller holds, it
 // records the answer.
-func (b *Bank) apply(r *server.Request, key Hold, dst []byte) (proto.Status, []byte) {
+func (b *Bank) apply(r *transport.Request, key Hold, dst []byte) (proto.Status, []byte) {
 	a, err := parseArgs(r.Payload)
 	if err == nil {
 		err = a.check(r.Method)
@@ -219,7 +219,7 @@ func (b *Bank) apply(r *server.Request, key Hold, dst []byte) (proto.Status, []b
 // the store: counting the OK debits of an account in the log counts its
 // executions. Checked first, so that a server not logging them pays no
 // allocation per request.
-func (b *Bank) logExec(r *server.Request, account []byte, st proto.Status) {
+func (b *Bank) logExec(r *transport.Request, account []byte, st proto.Status) {
 	if !b.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
@@ -236,7 +236,7 @@ func (b *Bank) logExec(r *server.Request, account []byte, st proto.Status) {
 
 // release gives up a claimed key, if there is one. A store that cannot
 // release it is logged: its duplicates then wait out their budgets.
-func (b *Bank) release(r *server.Request, key Hold) {
+func (b *Bank) release(r *transport.Request, key Hold) {
 	if key.Key == "" {
 		return
 	}
@@ -249,7 +249,7 @@ func (b *Bank) release(r *server.Request, key Hold) {
 // refusal under key when there is one, so that duplicates get it too. A
 // refusal changed nothing, so if it cannot be recorded the key is given
 // back and a duplicate executes to the same refusal.
-func (b *Bank) refuse(r *server.Request, key Hold, ans Answer, dst []byte) (proto.Status, []byte) {
+func (b *Bank) refuse(r *transport.Request, key Hold, ans Answer, dst []byte) (proto.Status, []byte) {
 	if key.Key != "" {
 		if err := b.store.Finish(key, ans); err != nil {
 			b.log.Error(serverapi.EventStoreError, serverapi.KeyID, r.ID, serverapi.KeyKey, key.Key, serverapi.KeyErr, err.Error())
@@ -265,7 +265,7 @@ func okAnswer(account []byte, a Account, budget uint32) Answer {
 	return Answer{Status: proto.StatusOK, Account: string(account), Balance: a.Balance, Debits: a.Debits, Budget: budget}
 }
 
-func fingerprint(r *server.Request) Fingerprint {
+func fingerprint(r *transport.Request) Fingerprint {
 	h := sha256.New()
 	h.Write([]byte(r.Method))
 	h.Write([]byte{0})

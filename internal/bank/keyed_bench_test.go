@@ -7,7 +7,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // BenchmarkExecuteKeyedDebit is the bank's share of a keyed debit on the
@@ -20,7 +20,7 @@ func BenchmarkExecuteKeyedDebit(b *testing.B) {
 	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		req := server.Request{ID: uint64(n), Method: bank.MethodDebit, Key: "k-" + strconv.Itoa(n),
+		req := transport.Request{ID: uint64(n), Method: bank.MethodDebit, Key: "k-" + strconv.Itoa(n),
 			Payload: []byte("account=a" + strconv.Itoa(n/1000) + " amount=1"), BudgetMs: 1 << 30,
 			Expiry: time.Now().Add(time.Hour), Done: done}
 		st, p := bk.Execute(&req, scratch[:0])

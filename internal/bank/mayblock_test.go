@@ -5,7 +5,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // TestMayBlock: the bank, not the transport, says which requests may
@@ -34,7 +34,7 @@ func TestMayBlock(t *testing.T) {
 	b := bank.New(bank.NewMemory(), nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := server.Request{Method: tt.method, Key: tt.key, Payload: []byte(tt.payload)}
+			r := transport.Request{Method: tt.method, Key: tt.key, Payload: []byte(tt.payload)}
 			if got := b.MayBlock(&r); got != tt.want {
 				t.Errorf("MayBlock(key=%q payload=%q) = %v, want %v", tt.key, tt.payload, got, tt.want)
 			}
@@ -56,7 +56,7 @@ func TestWorkIgnoresDone(t *testing.T) {
 		{"account=a amount=1 sleep=20", proto.StatusUnavailable},
 	} {
 		b := bank.New(bank.NewMemory(), nil)
-		r := server.Request{Method: bank.MethodDebit, Payload: []byte(tt.payload), Done: done}
+		r := transport.Request{Method: bank.MethodDebit, Payload: []byte(tt.payload), Done: done}
 		if got, _ := b.Execute(&r, nil); got != tt.want {
 			t.Errorf("%q with Done closed: %v, want %v", tt.payload, got, tt.want)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/pgcluster/pgtest"
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // The PostgreSQL store runs every test the SQLite store runs, each in a
@@ -64,8 +64,8 @@ func TestCommitUnknownIsNotAnswered(t *testing.T) {
 	defer s.Close()
 	b := bank.New(s, nil)
 	never := make(chan struct{})
-	req := func(id uint64) *server.Request {
-		return &server.Request{ID: id, Method: bank.MethodDebit, Key: "k", Payload: []byte("account=a amount=10"),
+	req := func(id uint64) *transport.Request {
+		return &transport.Request{ID: id, Method: bank.MethodDebit, Key: "k", Payload: []byte("account=a amount=10"),
 			BudgetMs: 2000, Expiry: time.Now().Add(2 * time.Second), Done: never}
 	}
 	st, p := b.Execute(req(1), nil)

@@ -186,7 +186,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		wg      sync.WaitGroup
 		histMu  sync.Mutex
 		history []Op
-		applied atomic.Int64
 		nemErrs []string
 	)
 	for i, c := range callers {
@@ -197,10 +196,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			histMu.Unlock()
 		})
 	}
+	nem := &nemesis{fleet: f, clients: clients, sched: sched, start: start, since: since, progress: progress}
 	nemDone := make(chan struct{})
 	go func() {
 		defer close(nemDone)
-		nemErrs = nemesis(runCtx, f, clients, sched, start, since, &applied, progress)
+		nemErrs = nem.run(runCtx)
 	}()
 	// The moment ctx ends is when the run was interrupted, not when the
 	// calls then in flight returned.
@@ -229,7 +229,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		fmt.Fprintf(progress, "chaos: nemesis: %s\n", e)
 	}
 
-	res := check(o, sched, history, f, int(applied.Load()))
+	res := check(o, sched, history, f, int(nem.applied.Load()))
 	res.NemesisErrors = nemErrs
 	res.InterruptedAfter = interrupted
 	if err := writeResult(o, &res, progress); err != nil {
@@ -362,84 +362,111 @@ func record(op *Op, r client.Result) {
 	}
 }
 
-// nemesis carries out the schedule; it returns what went wrong along
-// the way, which the run reports but which does not stop it.
-func nemesis(ctx context.Context, f *fleet, clients []*client.Client, sched []Event, start time.Time, since func() int64, applied *atomic.Int64, progress io.Writer) []string {
-	var errs []string
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
+// nemesis is one run's nemesis: what it acts on, its clock, and what it
+// has done so far.
+type nemesis struct {
+	fleet    *fleet
+	clients  []*client.Client
+	sched    []Event
+	start    time.Time // the workload's start, from which Event.At counts
+	since    func() int64
+	progress io.Writer
+	// applied counts the events carried out, or begun when ctx ended.
+	applied atomic.Int64
+	errs    []string
+}
+
+// run carries out the schedule until it ends or ctx does; it returns
+// what went wrong along the way, which the run reports but which does
+// not stop it.
+func (n *nemesis) run(ctx context.Context) []string {
+	for _, e := range n.sched {
+		if !wait(ctx, time.Until(n.start.Add(e.At))) {
+			break
+		}
+		fmt.Fprintf(n.progress, "chaos: %7.3fs %v\n", time.Since(n.start).Seconds(), e)
+		n.applied.Add(1)
+		n.apply(ctx, e)
+	}
+	return n.errs
+}
+
+// wait waits d, and reports false if ctx ended first.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fail records what went wrong with event e.
+func (n *nemesis) fail(e Event, format string, args ...any) {
+	n.errs = append(n.errs, fmt.Sprintf("%v: ", e)+fmt.Sprintf(format, args...))
+}
+
+// apply carries out event e, undoing it after e.For where it lasts.
+func (n *nemesis) apply(ctx context.Context, e Event) {
+	f := n.fleet
+	switch e.Kind {
+	case NemCut:
+		for _, c := range n.clients {
+			c.Cut()
+		}
+	case NemPause:
+		p := f.proc(e.Server)
+		if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
+			n.fail(e, "%v", err)
+			return
+		}
+		wait(ctx, e.For)
+		if err := syscall.Kill(p.PID, syscall.SIGCONT); err != nil {
+			n.fail(e, "%v", err)
+		}
+	case NemDrain:
+		if err := f.drainRestart(ctx, e.Server, e.For); err != nil {
+			n.fail(e, "%v", err)
+		}
+	case NemRolling:
+		for i := range f.o.Servers {
+			if err := f.drainRestart(ctx, i, e.For); err != nil {
+				n.fail(e, "server %d: %v", i, err)
+			}
+		}
+	case NemKill:
+		// A crash loses the answers in flight: the server first goes on
+		// executing debits without answering them, then dies before any
+		// retry can reach it.
+		p := f.proc(e.Server)
+		if err := control(p.Addr, serverapi.MethodFault, "kind=noreply method=debit"); err != nil {
+			n.fail(e, "%v", err)
+		}
+		wait(ctx, KillSilence)
+		down := n.since()
+		if err := p.Kill(); err != nil {
+			n.fail(e, "%v", err)
+		}
+		wait(ctx, e.For) // even past the run's end: it must be restarted
+		err := f.start(context.WithoutCancel(ctx), e.Server, p.Addr)
+		f.mu.Lock()
+		f.downs[e.Server] = append(f.downs[e.Server], [2]int64{down, n.since()})
+		f.mu.Unlock()
+		if err != nil {
+			n.fail(e, "restart: %v", err)
+		}
+	default:
+		if err := control(f.proc(e.Server).Addr, serverapi.MethodFault, e.Rule); err != nil {
+			n.fail(e, "%v", err)
+			return
+		}
+		wait(ctx, e.For)
+		if err := control(f.proc(e.Server).Addr, serverapi.MethodClear, ""); err != nil {
+			n.fail(e, "clear: %v", err)
 		}
 	}
-	for _, e := range sched {
-		if !wait(time.Until(start.Add(e.At))) {
-			return errs
-		}
-		fmt.Fprintf(progress, "chaos: %7.3fs %v\n", time.Since(start).Seconds(), e)
-		applied.Add(1)
-		switch e.Kind {
-		case NemCut:
-			for _, c := range clients {
-				c.Cut()
-			}
-		case NemPause:
-			p := f.proc(e.Server)
-			if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
-				continue
-			}
-			wait(e.For)
-			if err := syscall.Kill(p.PID, syscall.SIGCONT); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
-			}
-		case NemDrain:
-			if err := f.drainRestart(ctx, e.Server, e.For, wait); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
-			}
-		case NemRolling:
-			for i := range f.o.Servers {
-				if err := f.drainRestart(ctx, i, e.For, wait); err != nil {
-					errs = append(errs, fmt.Sprintf("%v: server %d: %v", e, i, err))
-				}
-			}
-		case NemKill:
-			// A crash loses the answers in flight: the server first
-			// goes on executing debits without answering them, then
-			// dies before any retry can reach it.
-			p := f.proc(e.Server)
-			if err := control(p.Addr, serverapi.MethodFault, "kind=noreply method=debit"); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
-			}
-			wait(KillSilence)
-			down := since()
-			if err := p.Kill(); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
-			}
-			wait(e.For) // even past the run's end: it must be restarted
-			err := f.start(context.WithoutCancel(ctx), e.Server, p.Addr)
-			f.mu.Lock()
-			f.downs[e.Server] = append(f.downs[e.Server], [2]int64{down, since()})
-			f.mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%v: restart: %v", e, err))
-			}
-		default:
-			if err := control(f.proc(e.Server).Addr, serverapi.MethodFault, e.Rule); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: %v", e, err))
-				continue
-			}
-			wait(e.For)
-			if err := control(f.proc(e.Server).Addr, serverapi.MethodClear, ""); err != nil {
-				errs = append(errs, fmt.Sprintf("%v: clear: %v", e, err))
-			}
-		}
-	}
-	return errs
 }
 
 // DrainTimeout is the servers' -drain-timeout: how long a drain may wait
@@ -452,7 +479,7 @@ const DrainTimeout = 2 * time.Second
 // loses no answer and no EXEC line, so unlike a kill it excuses nothing in
 // the exactly-once check. The restart happens even after ctx ended: the
 // run must end with every server up.
-func (f *fleet) drainRestart(ctx context.Context, i int, d time.Duration, wait func(time.Duration) bool) error {
+func (f *fleet) drainRestart(ctx context.Context, i int, d time.Duration) error {
 	p := f.proc(i)
 	if err := p.Terminate(); err != nil {
 		return err
@@ -467,7 +494,7 @@ func (f *fleet) drainRestart(ctx context.Context, i int, d time.Duration, wait f
 		p.Stop()
 		drainErr = fmt.Errorf("the drain did not end within %v", DrainTimeout+serverproc.StartTimeout)
 	}
-	wait(d)
+	wait(ctx, d)
 	if err := f.start(context.WithoutCancel(ctx), i, p.Addr); err != nil {
 		return errors.Join(drainErr, fmt.Errorf("restart: %w", err))
 	}

@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/tail"
+	"github.com/rpcbench/rpcbench/internal/proc"
 )
 
 // Spec says how to start one adapter.
@@ -54,11 +52,9 @@ type answer struct {
 type Adapter struct {
 	bin    string
 	cfg    Config
-	pid    int
+	child  *proc.Proc
 	stdin  *os.File
 	stdout *os.File
-	stderr *os.File
-	tail   tail.Buffer
 
 	writeMu sync.Mutex // guards writes to stdin, so that lines never interleave
 
@@ -75,10 +71,7 @@ type Adapter struct {
 	initOK     chan struct{} // closed when init_ok arrives
 	shutdownOK chan struct{} // closed when shutdown_ok arrives
 	broken     chan struct{} // closed when err is set
-	exited     chan struct{} // closed when the process is reaped
-	waitErr    error         // the process's exit; read after exited is closed
 	readDone   chan struct{} // closed when the stdout reader has returned
-	stderrDone chan struct{} // closed when stderr is copied to its end
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,35 +86,23 @@ func Start(ctx context.Context, spec Spec) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	var files [6]*os.File // stdin r, w; stdout r, w; stderr r, w
-	for i := 0; i < len(files); i += 2 {
-		if files[i], files[i+1], err = os.Pipe(); err != nil {
-			closeAll(files[:i])
-			return nil, fmt.Errorf("cut: %w", err)
-		}
-	}
-	cmd := exec.Command(spec.Bin, spec.Args...)
-	cmd.Env = spec.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[3], files[5]
-	cmd.SysProcAttr = childAttr()
-	err = cmd.Start()
-	closeAll([]*os.File{files[0], files[3], files[5]})
+	// The adapter lives until Close, whatever becomes of ctx. Once it
+	// has exited, its stderr has ExitGrace to come to its end.
+	child, err := proc.Start(context.Background(), proc.Spec{
+		Bin: spec.Bin, Args: spec.Args, Env: spec.Env,
+		StdinPipe: true, StdoutPipe: true, Stderr: spec.Stderr,
+		Group: true, WaitDelay: cfg.ExitGrace,
+	})
 	if err != nil {
-		closeAll([]*os.File{files[1], files[2], files[4]})
 		return nil, fmt.Errorf("cut: start %s: %w", spec.Bin, err)
 	}
 	a := &Adapter{
-		bin: spec.Bin, name: spec.Bin, cfg: cfg, pid: cmd.Process.Pid,
-		stdin: files[1], stdout: files[2], stderr: files[4],
+		bin: spec.Bin, name: spec.Bin, cfg: cfg, child: child,
+		stdin: child.Stdin, stdout: child.Stdout,
 		pending: map[int64]chan answer{}, answered: map[int64]bool{}, channels: map[string]Channel{},
 		initOK: make(chan struct{}), shutdownOK: make(chan struct{}), broken: make(chan struct{}),
-		exited: make(chan struct{}), readDone: make(chan struct{}), stderrDone: make(chan struct{}),
+		readDone: make(chan struct{}),
 	}
-	go func() {
-		a.waitErr = waitGroup(cmd)
-		close(a.exited)
-	}()
-	go a.copyStderr(spec.Stderr)
 	go a.read()
 
 	line, _ := json.Marshal(wireInit{Type: typeInit, Protocol: Protocol, Scenario: spec.Scenario})
@@ -141,12 +122,6 @@ func Start(ctx context.Context, spec Spec) (*Adapter, error) {
 	return nil, a.sessionErr()
 }
 
-func closeAll(fs []*os.File) {
-	for _, f := range fs {
-		f.Close()
-	}
-}
-
 // Info returns what the adapter said about itself in init_ok.
 func (a *Adapter) Info() Info {
 	a.mu.Lock()
@@ -155,7 +130,7 @@ func (a *Adapter) Info() Info {
 }
 
 // PID is the adapter's process id, which is also its process group's.
-func (a *Adapter) PID() int { return a.pid }
+func (a *Adapter) PID() int { return a.child.PID }
 
 // Do sends c and waits for its answer: a Result whatever status the
 // library returned, or a *CallError when the adapter did not invoke the
@@ -245,31 +220,31 @@ func (a *Adapter) close() error {
 	a.writeMu.Unlock()
 	if !a.awaitExit(a.cfg.ExitGrace) {
 		a.fail(a.errorf(IgnoredShutdown, 0, "still running %v after its stdin closed", a.cfg.ExitGrace))
-		syscall.Kill(-a.pid, syscall.SIGTERM)
+		a.child.SignalGroup(syscall.SIGTERM)
 		if !a.awaitExit(a.cfg.KillGrace) {
-			syscall.Kill(-a.pid, syscall.SIGKILL)
-			<-a.exited
+			a.child.SignalGroup(syscall.SIGKILL)
+			<-a.child.Exited()
 		}
 	}
-	// The group is dead, so its pipes end, unless something left the
-	// group holding them: then they are closed under the readers.
+	// The group is dead, so its stdout ends, unless something left the
+	// group holding it: then it is closed under the reader. (Its stderr
+	// is cut off likewise, by the WaitDelay Start set.)
 	t := time.NewTimer(a.cfg.ExitGrace)
 	defer t.Stop()
 	select {
 	case <-a.readDone:
 	case <-t.C:
 		a.stdout.Close()
-		a.stderr.Close()
 	}
 	<-a.readDone
-	<-a.stderrDone
+	<-a.child.Exited()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e, ok := a.err.(*Error); ok {
 		// stderr and stdout are separate pipes: the lines that explain
 		// a misbehaviour may have come after it. Now all of it is in.
 		final := *e
-		final.Stderr = a.tail.Lines(stderrLines)
+		final.Stderr = a.child.Stderr(stderrLines)
 		a.err = &final
 	}
 	if a.err != ErrClosed {
@@ -282,7 +257,7 @@ func (a *Adapter) awaitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-a.exited:
+	case <-a.child.Exited():
 		return true
 	case <-t.C:
 		return false
@@ -327,17 +302,7 @@ func (a *Adapter) errorf(k Kind, id int64, format string, args ...any) *Error {
 	a.mu.Lock()
 	name := a.name
 	a.mu.Unlock()
-	return &Error{Adapter: name, Kind: k, CallID: id, Detail: fmt.Sprintf(format, args...), Stderr: a.tail.Lines(stderrLines)}
-}
-
-func (a *Adapter) copyStderr(w io.Writer) {
-	defer close(a.stderrDone)
-	defer a.stderr.Close()
-	dst := io.Writer(&a.tail)
-	if w != nil {
-		dst = io.MultiWriter(bestEffort{w}, &a.tail)
-	}
-	io.Copy(dst, a.stderr)
+	return &Error{Adapter: name, Kind: k, CallID: id, Detail: fmt.Sprintf(format, args...), Stderr: a.child.Stderr(stderrLines)}
 }
 
 // read reads the adapter's stdout to its end, then waits for the process
@@ -359,14 +324,9 @@ func (a *Adapter) read() {
 		a.fail(a.errorf(LineTooLong, 0, "wrote a line longer than %d bytes", MaxLine))
 		io.Copy(io.Discard, a.stdout)
 	}
-	<-a.exited
-	// The adapter's last words on stderr explain its exit.
-	t := time.NewTimer(a.cfg.ExitGrace)
-	defer t.Stop()
-	select {
-	case <-a.stderrDone:
-	case <-t.C:
-	}
+	// Exited waits for the adapter's last words on stderr too, which
+	// explain its exit.
+	<-a.child.Exited()
 	a.ended()
 }
 
@@ -376,13 +336,14 @@ func (a *Adapter) ended() {
 	a.mu.Lock()
 	n, ph := len(a.pending), a.phase
 	a.mu.Unlock()
-	how := howEnded(a.waitErr)
+	exit := a.child.Exit()
+	how := exit.String()
 	switch {
 	case ph == phaseInit:
 		a.fail(a.errorf(NoInit, 0, "%s before answering init", how))
 	case n > 0:
 		a.fail(a.errorf(Exited, 0, "%s with %d calls unanswered", how, n))
-	case ph == phaseDone && a.waitErr == nil:
+	case ph == phaseDone && exit.Err == nil:
 		a.fail(ErrClosed)
 	case ph == phaseDone:
 		a.fail(a.errorf(Exited, 0, "%s after shutdown_ok", how))
@@ -475,27 +436,4 @@ func (a *Adapter) deliver(id int64, ans answer) error {
 		return a.errorf(DuplicateID, id, "answered call %d a second time", id)
 	}
 	return a.errorf(UnknownID, id, "answered call %d, which was never sent", id)
-}
-
-// howEnded says how a process whose Wait returned err ended.
-func howEnded(err error) string {
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return "exited with status 0"
-	case errors.As(err, &ee) && ee.Exited():
-		return "exited with status " + strconv.Itoa(ee.ExitCode())
-	case errors.As(err, &ee):
-		return "was killed (" + ee.ProcessState.String() + ")"
-	}
-	return fmt.Sprintf("exited (%v)", err)
-}
-
-// bestEffort writes to w and reports success whatever w says, so that a
-// failing destination never stops the copy of the adapter's stderr.
-type bestEffort struct{ w io.Writer }
-
-func (b bestEffort) Write(p []byte) (int, error) {
-	b.w.Write(p)
-	return len(p), nil
 }

@@ -1,17 +1,15 @@
 package grpcwire
 
 import (
-	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
 
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
@@ -72,38 +70,35 @@ const (
 	FaultSilent
 )
 
-var faultNames = map[FaultKind]string{
-	FaultUnavailable:             "unavailable",
-	FaultUnavailableAfterExec:    "unavailable_after_exec",
-	FaultUnavailableAfterHeaders: "unavailable_after_headers",
-	FaultClose:                   "close",
-	FaultReset:                   "reset",
-	FaultCutData:                 "cut_data",
-	FaultRST:                     "rst",
-	FaultGoAwayBelow:             "goaway_below",
-	FaultGoAwayCover:             "goaway_cover",
-	FaultLate:                    "late",
-	FaultSleep:                   "sleep",
-	FaultNoReply:                 "noreply",
-	FaultSilent:                  "silent",
+// grammar is the gRPC side's dialect of the rules' text form: the
+// common keys, and code, headers and wire (ParseFault).
+var grammar = fault.Grammar[FaultKind]{
+	Pkg: "grpcwire",
+	Names: map[FaultKind]string{
+		FaultUnavailable:             "unavailable",
+		FaultUnavailableAfterExec:    "unavailable_after_exec",
+		FaultUnavailableAfterHeaders: "unavailable_after_headers",
+		FaultClose:                   "close",
+		FaultReset:                   "reset",
+		FaultCutData:                 "cut_data",
+		FaultRST:                     "rst",
+		FaultGoAwayBelow:             "goaway_below",
+		FaultGoAwayCover:             "goaway_cover",
+		FaultLate:                    "late",
+		FaultSleep:                   "sleep",
+		FaultNoReply:                 "noreply",
+		FaultSilent:                  "silent",
+	},
+	Keys: []string{"code", "headers"},
 }
 
-func (k FaultKind) String() string {
-	if n, ok := faultNames[k]; ok {
-		return n
-	}
-	return fmt.Sprintf("unknown_fault_%d", uint8(k))
+func init() {
+	// Every kind's name, sorted, for an unknown kind's error.
+	names := slices.Sorted(maps.Values(grammar.Names))
+	grammar.WantKinds = "one of " + strings.Join(names, ", ")
 }
 
-// kindList is every kind's name, sorted, for error messages.
-func kindList() string {
-	names := make([]string, 0, len(faultNames))
-	for _, n := range faultNames {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
-}
+func (k FaultKind) String() string { return grammar.Name(k) }
 
 // rstCodes are the RST_STREAM codes FaultRST may send.
 var rstCodes = []http2.ErrCode{
@@ -124,7 +119,7 @@ type Fault struct {
 	Delay time.Duration
 	// RetryAfter is FaultUnavailable's grpc-retry-pushback-ms: zero sends
 	// none, a positive duration sends it in whole milliseconds rounded
-	// up, server.RetryNever sends -1 ("do not retry").
+	// up, fault.RetryNever sends -1 ("do not retry").
 	RetryAfter time.Duration
 	// Code is FaultRST's RST_STREAM code, one of REFUSED_STREAM, CANCEL,
 	// INTERNAL_ERROR and PROTOCOL_ERROR.
@@ -134,26 +129,16 @@ type Fault struct {
 	Headers bool
 }
 
+// spec returns the keys f shares with every transport's rules.
+func (f Fault) spec() fault.Spec[FaultKind] {
+	return fault.Spec[FaultKind]{Kind: f.Kind, Method: f.Method, Count: f.Count, Delay: f.Delay, RetryAfter: f.RetryAfter}
+}
+
 // String returns the rule's canonical text form, which starts with
 // "wire=grpc" so that a log or a ctl.fault payload says which side it is
 // for.
 func (f Fault) String() string {
-	s := "wire=" + serverapi.WireGRPC + " kind=" + f.Kind.String()
-	if f.Method != "" {
-		s += " method=" + f.Method
-	}
-	if f.Count > 0 {
-		s += " count=" + strconv.Itoa(f.Count)
-	}
-	if f.Delay > 0 {
-		s += " delay=" + f.Delay.String()
-	}
-	switch {
-	case f.RetryAfter < 0:
-		s += " retry_after=never"
-	case f.RetryAfter > 0:
-		s += " retry_after=" + f.RetryAfter.String()
-	}
+	s := "wire=" + serverapi.WireGRPC + " " + grammar.Format(f.spec())
 	if f.Kind == FaultRST {
 		s += " code=" + f.Code.String()
 	}
@@ -163,15 +148,8 @@ func (f Fault) String() string {
 	return s
 }
 
-// pushbackMs is grpc-retry-pushback-ms for f.RetryAfter: whole
-// milliseconds rounded up, so a client honouring it never retries early,
-// or -1.
-func (f Fault) pushbackMs() int64 {
-	if f.RetryAfter < 0 {
-		return -1
-	}
-	return int64((f.RetryAfter + time.Millisecond - 1) / time.Millisecond)
-}
+// pushbackMs is grpc-retry-pushback-ms for f.RetryAfter.
+func (f Fault) pushbackMs() int64 { return fault.RetryAfterMs(f.RetryAfter) }
 
 // executes reports whether the handler runs the request before the fault
 // acts.
@@ -186,7 +164,7 @@ func (f Fault) executes() bool {
 }
 
 // ParseFault parses a gRPC fault rule: rpcserver's text form
-// (server.ParseFault), space-separated key=value pairs with kind
+// (fault.Grammar.Parse), space-separated key=value pairs with kind
 // required, and these keys besides: code=NAME for kind=rst (required
 // there, an HTTP/2 error code name such as CANCEL), headers=true for
 // kind=rst with a code other than REFUSED_STREAM, and wire=grpc, which
@@ -195,125 +173,51 @@ func (f Fault) executes() bool {
 func ParseFault(s string) (Fault, error) {
 	var f Fault
 	hasCode := false
-	for _, field := range strings.Fields(s) {
-		k, v, ok := strings.Cut(field, "=")
-		if !ok {
-			return f, fmt.Errorf("grpcwire: fault %q: %q is not key=value", s, field)
-		}
+	key := func(k, v string) (bool, error) {
 		switch k {
 		case "wire":
 			if v != serverapi.WireGRPC {
-				return f, fmt.Errorf("grpcwire: fault %q: wire=%q, want %s", s, v, serverapi.WireGRPC)
+				return true, grammar.Errorf(s, "wire=%q, want %s", v, serverapi.WireGRPC)
 			}
-		case "kind":
-			for kind, name := range faultNames {
-				if name == v {
-					f.Kind = kind
-				}
-			}
-			if f.Kind == 0 {
-				return f, fmt.Errorf("grpcwire: fault %q: unknown kind %q (want one of %s)", s, v, kindList())
-			}
-		case "method":
-			f.Method = v
-		case "count":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return f, fmt.Errorf("grpcwire: fault %q: count %q is not a whole number >= 0", s, v)
-			}
-			f.Count = n
-		case "delay":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return f, fmt.Errorf("grpcwire: fault %q: delay %q is not a duration >= 0", s, v)
-			}
-			f.Delay = d
-		case "retry_after":
-			if v == "never" {
-				f.RetryAfter = server.RetryNever
-				break
-			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return f, fmt.Errorf("grpcwire: fault %q: retry_after %q is neither a duration > 0 nor never", s, v)
-			}
-			f.RetryAfter = d
 		case "code":
 			i := slices.IndexFunc(rstCodes, func(c http2.ErrCode) bool { return c.String() == v })
 			if i < 0 {
-				return f, fmt.Errorf("grpcwire: fault %q: code %q is not one of REFUSED_STREAM, CANCEL, INTERNAL_ERROR, PROTOCOL_ERROR", s, v)
+				return true, grammar.Errorf(s, "code %q is not one of REFUSED_STREAM, CANCEL, INTERNAL_ERROR, PROTOCOL_ERROR", v)
 			}
 			f.Code, hasCode = rstCodes[i], true
 		case "headers":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return f, fmt.Errorf("grpcwire: fault %q: headers %q is not true or false", s, v)
+				return true, grammar.Errorf(s, "headers %q is not true or false", v)
 			}
 			f.Headers = b
 		default:
-			return f, fmt.Errorf("grpcwire: fault %q: unknown key %q (want kind, method, count, delay, retry_after, code, headers)", s, k)
+			return false, nil
 		}
+		return true, nil
 	}
+	sp, err := grammar.Parse(s, key)
+	f.Kind, f.Method, f.Count, f.Delay, f.RetryAfter = sp.Kind, sp.Method, sp.Count, sp.Delay, sp.RetryAfter
 	switch {
-	case f.Kind == 0:
-		return f, fmt.Errorf("grpcwire: fault %q: kind is required", s)
-	case f.RetryAfter != 0 && f.Kind != FaultUnavailable:
-		return f, fmt.Errorf("grpcwire: fault %q: retry_after is only for kind=unavailable", s)
+	case err != nil:
+		return f, err
 	case hasCode != (f.Kind == FaultRST):
-		return f, fmt.Errorf("grpcwire: fault %q: code is required with kind=rst and only there", s)
+		return f, grammar.Errorf(s, "code is required with kind=rst and only there")
 	case f.Headers && (f.Kind != FaultRST || f.Code == http2.ErrCodeRefusedStream):
-		return f, fmt.Errorf("grpcwire: fault %q: headers=true is only for kind=rst with a code other than REFUSED_STREAM, which says the stream was not processed", s)
+		return f, grammar.Errorf(s, "headers=true is only for kind=rst with a code other than REFUSED_STREAM, which says the stream was not processed")
 	case f.Delay != 0 && f.Kind != FaultLate && f.Kind != FaultSleep && f.Kind != FaultUnavailable:
-		return f, fmt.Errorf("grpcwire: fault %q: delay is only for kind=late, kind=sleep and kind=unavailable", s)
+		return f, grammar.Errorf(s, "delay is only for kind=late, kind=sleep and kind=unavailable")
 	}
 	return f, nil
 }
 
-// faultTable holds the active rules; the first unspent matching rule
-// fires.
-type faultTable struct {
-	mu    sync.Mutex // guards rules
-	rules []faultRule
-	n     atomic.Int32 // len(rules), read without the lock
+// CheckMethod returns a *fault.MethodError if f names a method that is
+// not among methods, the business methods of the handler it is meant
+// for (transport.Handler.Methods).
+func (f Fault) CheckMethod(methods []string) error {
+	return grammar.CheckMethod(f, methods)
 }
 
-type faultRule struct {
-	Fault
-	fired int
-}
-
-func (t *faultTable) add(f Fault) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.rules = append(t.rules, faultRule{Fault: f})
-	t.n.Store(int32(len(t.rules)))
-}
-
-func (t *faultTable) clear() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.rules = nil
-	t.n.Store(0)
-}
-
-// take returns the rule that fires for method, if any, and spends one
-// use of it.
-func (t *faultTable) take(method string) (Fault, bool) {
-	if t.n.Load() == 0 {
-		return Fault{}, false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := range t.rules {
-		r := &t.rules[i]
-		if r.Method != "" && r.Method != method {
-			continue
-		}
-		if r.Count > 0 && r.fired >= r.Count {
-			continue
-		}
-		r.fired++
-		return r.Fault, true
-	}
-	return Fault{}, false
-}
+// Scope returns the method f is for and how many requests it fires on
+// (fault.Rule).
+func (f Fault) Scope() (method string, count int) { return f.Method, f.Count }

@@ -6,13 +6,15 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // Service is the gRPC service the server serves.
@@ -73,13 +75,14 @@ func DefaultConfig() Config {
 	}
 }
 
-// ErrConfig is wrapped by every error Validate returns.
+// ErrConfig is wrapped by every error Validate returns, a
+// *transport.FieldError.
 var ErrConfig = errors.New("grpcwire: invalid config")
 
 // Validate reports the first field that is out of range.
 func (c *Config) Validate() error {
 	bad := func(field string, v any, rule string) error {
-		return fmt.Errorf("%w: %s %v %s", ErrConfig, field, v, rule)
+		return &transport.FieldError{Config: ErrConfig, Field: field, Value: v, Rule: rule}
 	}
 	switch {
 	case c.MaxConcurrentStreams < 1:
@@ -98,14 +101,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Server serves a server.Handler as the Bank gRPC service, injecting
+// Server serves a transport.Handler as the Bank gRPC service, injecting
 // faults on request.
 type Server struct {
 	cfg     Config
-	h       server.Handler
+	h       transport.Handler
 	methods []string
 	log     *slog.Logger
-	faults  faultTable
+	faults  *fault.Table[Fault]
 	done    chan struct{}  // closed by Close
 	wg      sync.WaitGroup // connection goroutines, streams, Serve
 	// slots holds a token per executing request when Config.Workers
@@ -136,14 +139,15 @@ type counters struct {
 
 // New validates cfg and returns a Server for h, which must serve get,
 // debit and echo. A rule naming another method is refused with a
-// *server.MethodError.
-func New(cfg Config, h server.Handler) (*Server, error) {
+// *fault.MethodError.
+func New(cfg Config, h transport.Handler) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	methods := append([]string(nil), h.Methods()...)
 	s := &Server{
 		cfg: cfg, h: h, methods: methods, log: cfg.Log,
+		faults:   fault.NewTable[Fault](grammar.Pkg, methods),
 		done:     make(chan struct{}),
 		conns:    make(map[*conn]struct{}),
 		attempts: make(map[string]int),
@@ -156,7 +160,7 @@ func New(cfg Config, h server.Handler) (*Server, error) {
 		s.slots = make(chan struct{}, cfg.Workers)
 	}
 	for _, m := range methodByPath {
-		if s.method(m) < 0 {
+		if !slices.Contains(methods, m) {
 			return nil, fmt.Errorf("grpcwire: the handler does not serve %q", m)
 		}
 	}
@@ -164,42 +168,21 @@ func New(cfg Config, h server.Handler) (*Server, error) {
 		s.reqs[m] = new(atomic.Int64)
 	}
 	for _, f := range cfg.Faults {
-		if err := s.checkFault(f); err != nil {
+		if err := s.faults.Add(f); err != nil {
 			return nil, err
 		}
-		s.faults.add(f)
 	}
 	return s, nil
 }
 
-func (s *Server) method(name string) int {
-	for i, m := range s.methods {
-		if m == name {
-			return i
-		}
-	}
-	return -1
-}
-
-func (s *Server) checkFault(f Fault) error {
-	return server.Fault{Method: f.Method}.CheckMethod(s.methods)
-}
-
 // AddFault activates a rule. One naming a method the handler does not
-// serve is refused with a *server.MethodError.
-func (s *Server) AddFault(f Fault) error {
-	if err := s.checkFault(f); err != nil {
-		return err
-	}
-	s.faults.add(f)
-	s.log.Info(serverapi.EventFaultSet, serverapi.KeyFault, f.String())
-	return nil
-}
+// serve is refused with a *fault.MethodError.
+func (s *Server) AddFault(f Fault) error { return s.faults.Set(f, s.log) }
 
 // ClearFaults removes every rule and forgets every call's attempts
 // (ctl.clear): the next scenario counts its attempts from 1.
 func (s *Server) ClearFaults() {
-	s.faults.clear()
+	s.faults.Clear()
 	s.amu.Lock()
 	s.attempts, s.order = make(map[string]int), nil
 	s.amu.Unlock()
@@ -222,30 +205,24 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
-	var pause time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-s.done:
-				return ErrClosed
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			s.log.Warn(serverapi.EventAcceptError, serverapi.KeyErr, err.Error(), serverapi.KeyRetryIn, pause.String())
-			select {
-			case <-time.After(pause):
-			case <-s.done:
-				return ErrClosed
-			}
-			continue
-		}
-		pause = 0
-		s.ServeConn(nc)
+	return transport.Acceptor{Log: s.log, Done: s.done, Stopped: s.stopped, Open: s.serveConn, Closed: ErrClosed}.Serve(ln)
+}
+
+// stopped reports whether Close has begun.
+func (s *Server) stopped() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
+}
+
+// serveConn is ServeConn for Serve's loop, which never stops for a
+// connection.
+func (s *Server) serveConn(nc net.Conn) bool {
+	s.ServeConn(nc)
+	return true
 }
 
 // ServeConn serves one accepted connection, on goroutines of its own,

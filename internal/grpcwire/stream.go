@@ -15,8 +15,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // Metadata keys the server reads.
@@ -36,7 +36,7 @@ type stream struct {
 	method  string // the handler's method
 	arrival time.Time
 	key     string
-	attempt server.Attempt
+	attempt transport.Attempt
 	// timeout is the grpc-timeout; hasTimeout is false without one.
 	timeout    time.Duration
 	hasTimeout bool
@@ -94,7 +94,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	s := c.s
 	path := f.PseudoValue("path")
 	st := &stream{c: c, id: f.StreamID, reqID: s.reqSeq.Add(1), arrival: time.Now(), done: make(chan struct{})}
-	st.attempt = server.Attempt{Wire: serverapi.WireGRPC, Stream: f.StreamID, Prev: "-", Timeout: "-"}
+	st.attempt = transport.Attempt{Wire: serverapi.WireGRPC, Stream: f.StreamID, Prev: "-", Timeout: "-"}
 	var contentType, call string
 	for _, hf := range f.RegularFields() {
 		switch hf.Name {
@@ -300,19 +300,19 @@ func (st *stream) run() {
 			return
 		}
 	}
-	fault, faulty := s.faults.take(st.method)
+	fault, faulty := s.faults.Take(st.method, nil)
 	if faulty {
 		s.counters.faultsFired.Add(1)
 		s.log.Info(serverapi.EventFault, serverapi.KeyKind, fault.Kind.String(), serverapi.KeyID, st.reqID, serverapi.KeyMethod, st.method,
 			serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id, serverapi.KeyCall, st.attempt.Call)
 		if !fault.executes() {
-			if fault.Kind == FaultUnavailable && !sleep(fault.Delay, st.done) {
+			if fault.Kind == FaultUnavailable && !transport.Sleep(fault.Delay, st.done, nil) {
 				return // reset meanwhile: nothing to refuse
 			}
 			st.unexecuted(fault)
 			return
 		}
-		if fault.Kind == FaultSleep && !sleep(fault.Delay, st.done) {
+		if fault.Kind == FaultSleep && !transport.Sleep(fault.Delay, st.done, nil) {
 			st.trailersOnly(Unavailable, "server closing", nil)
 			return
 		}
@@ -323,7 +323,7 @@ func (st *stream) run() {
 		budget = uint32(min(st.timeout.Milliseconds(), math.MaxUint32))
 		expiry = st.arrival.Add(st.timeout)
 	}
-	req := server.Request{
+	req := transport.Request{
 		ID: st.reqID, Conn: c.id, Method: st.method, Key: st.key, Payload: payload,
 		BudgetMs: budget, Expiry: expiry, Done: st.done, Attempt: &st.attempt,
 	}
@@ -576,20 +576,4 @@ func (st *stream) forget() {
 		delete(c.streams, st.id)
 	}
 	c.mu.Unlock()
-}
-
-// sleep sleeps d unless done is closed first, and reports whether it
-// slept the whole time.
-func sleep(d time.Duration, done <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-done:
-		return false
-	}
 }

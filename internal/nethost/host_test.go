@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proc"
 )
 
 // startEcho runs the echo helper inside h, listening on addr, and returns
@@ -23,18 +25,16 @@ import (
 func startEcho(t *testing.T, h *Host, addr string) string {
 	t.Helper()
 	bin, args := h.Exec(os.Args[0], "-test.run=^$")
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), helperEnv+"=echo", helperAddrEnv+"="+addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
+	// Killed when the test's context ends, before its cleanups run.
+	p, err := proc.Start(t.Context(), proc.Spec{
+		Bin: bin, Args: args, Env: append(os.Environ(), helperEnv+"=echo", helperAddrEnv+"="+addr),
+		StdoutPipe: true,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	t.Cleanup(func() { p.Err(); p.Stdout.Close() })
+	line, err := bufio.NewReader(p.Stdout).ReadString('\n')
 	if err != nil {
 		t.Fatalf("echo helper: %v", err)
 	}

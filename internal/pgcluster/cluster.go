@@ -1,12 +1,12 @@
 package pgcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rpcbench/rpcbench/internal/proc"
 )
 
 const (
@@ -64,11 +66,9 @@ type Cluster struct {
 	seq   atomic.Uint64
 
 	// The fields below are zero for an external server.
-	dir     string // the temporary directory: data/, postgres.log, the socket
-	logPath string
-	proc    *os.Process   // the postmaster
-	exited  chan struct{} // closed once the postmaster has been waited for
-	waitErr error         // Wait's error; read after exited is closed
+	dir        string // the temporary directory: data/, postgres.log, the socket
+	logPath    string
+	postmaster *proc.Proc
 
 	stopOnce sync.Once
 	stopErr  error
@@ -132,7 +132,7 @@ func start(ctx context.Context, f finder) (_ *Cluster, err error) {
 	if runAs != nil {
 		// dir is still empty, so this is the recursive chown: everything
 		// below it is made by initdb and postgres running as runAs.
-		if err := os.Lchown(dir, int(runAs.uid), int(runAs.gid)); err != nil {
+		if err := os.Lchown(dir, int(runAs.UID), int(runAs.GID)); err != nil {
 			return nil, fmt.Errorf("pgcluster: %w", err)
 		}
 	}
@@ -149,83 +149,75 @@ func start(ctx context.Context, f finder) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// account is a user the server programs run as.
-type account struct {
-	name     string
-	uid, gid uint32
-}
-
 // serverUser returns the user initdb and postgres run as: nil, meaning
 // this process's own, unless that is root, which PostgreSQL refuses; then
 // "nobody".
-func serverUser() *account {
+func serverUser() *proc.User {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	a := &account{name: "nobody", uid: 65534, gid: 65534}
-	u, err := user.Lookup(a.name)
+	a := &proc.User{Name: "nobody", UID: 65534, GID: 65534}
+	u, err := user.Lookup(a.Name)
 	if err != nil {
 		return a
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 == nil && err2 == nil {
-		a.uid, a.gid = uint32(uid), uint32(gid)
+		a.UID, a.GID = uint32(uid), uint32(gid)
 	}
 	return a
 }
 
 // initdb creates the data directory. The C locale keeps the cluster the
 // same whatever locales the machine has; --no-sync is safe because the
-// cluster is thrown away if the machine crashes.
-func initdb(ctx context.Context, bin, data string, runAs *account) error {
-	attr, err := procAttr(runAs, syscall.SIGKILL)
-	if err != nil {
-		return err
+// cluster is thrown away if the machine crashes. Like postgres, initdb
+// runs in a process group of its own (see launch).
+func initdb(ctx context.Context, bin, data string, runAs *proc.User) error {
+	var out bytes.Buffer
+	child, err := proc.Start(ctx, proc.Spec{
+		Bin:  bin,
+		Args: []string{"-D", data, "-U", superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"},
+		Dir:  filepath.Dir(data), Stdout: &out, Stderr: &out,
+		WaitDelay: time.Second, Group: true, User: runAs,
+	})
+	if err == nil {
+		err = child.Err()
 	}
-	cmd := exec.CommandContext(ctx, bin, "-D", data, "-U", superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
-	cmd.Dir = filepath.Dir(data)
-	cmd.SysProcAttr = attr
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
 	if err != nil {
 		detail := ""
 		if runAs != nil {
-			detail = fmt.Sprintf(" (run as %s, who must be able to reach %s)", runAs.name, data)
+			detail = fmt.Sprintf(" (run as %s, who must be able to reach %s)", runAs.Name, data)
 		}
-		if len(out) > 0 {
-			detail += "; its output:\n" + strings.TrimRight(string(out), "\n")
+		if out.Len() > 0 {
+			detail += "; its output:\n" + strings.TrimRight(out.String(), "\n")
 		}
 		return fmt.Errorf("pgcluster: %s: %w%s", bin, err, detail)
 	}
 	return nil
 }
 
-// launch starts the postmaster, its output going to the log file, and a
-// goroutine that waits for it to exit.
-func (c *Cluster) launch(bin, data string, runAs *account) error {
-	attr, err := procAttr(runAs, syscall.SIGQUIT)
-	if err != nil {
-		return err
-	}
+// launch starts the postmaster, its output going to the log file. It
+// runs in a process group of its own, so that a Ctrl-C meant for this
+// process does not shut the server down under it, and it gets an
+// immediate shutdown (SIGQUIT) if this process dies.
+func (c *Cluster) launch(bin, data string, runAs *proc.User) error {
 	logf, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
 	defer logf.Close() // the server has its own descriptor
-	cmd := exec.Command(bin, "-D", data, "-p", strconv.Itoa(port), "-k", c.dir, "-c", "listen_addresses=")
-	cmd.Dir = c.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = attr
-	if err := cmd.Start(); err != nil {
+	// The server runs until Stop, whatever becomes of the context Start
+	// was given.
+	c.postmaster, err = proc.Start(context.Background(), proc.Spec{
+		Bin:  bin,
+		Args: []string{"-D", data, "-p", strconv.Itoa(port), "-k", c.dir, "-c", "listen_addresses="},
+		Dir:  c.dir, Stdout: logf, Stderr: logf, Direct: true,
+		Group: true, DeathSignal: syscall.SIGQUIT, User: runAs,
+	})
+	if err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
-	c.proc = cmd.Process
-	c.exited = make(chan struct{})
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
 	return nil
 }
 
@@ -242,8 +234,8 @@ func (c *Cluster) await(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-c.exited:
-			return fmt.Errorf("pgcluster: postgres exited while starting: %v%s", c.waitErr, c.logExcerpt())
+		case <-c.postmaster.Exited():
+			return fmt.Errorf("pgcluster: postgres exited while starting: %v%s", c.postmaster.Err(), c.logExcerpt())
 		case <-deadline.C:
 			return fmt.Errorf("pgcluster: postgres accepted no connection within %v: %w%s", StartTimeout, err, c.logExcerpt())
 		case <-ctx.Done():
@@ -313,7 +305,7 @@ func (c *Cluster) stop(graceful bool) error {
 		return nil
 	}
 	var errs []error
-	if c.proc != nil {
+	if c.postmaster != nil {
 		if err := c.shutdown(graceful); err != nil {
 			errs = append(errs, err)
 		}
@@ -337,7 +329,7 @@ func (c *Cluster) stop(graceful bool) error {
 // inherited SIGINT as ignored: it is killed at once.
 func (c *Cluster) shutdown(graceful bool) error {
 	select {
-	case <-c.exited:
+	case <-c.postmaster.Exited():
 		// It died by itself, which Start or the failing queries have
 		// already reported.
 		return nil
@@ -346,9 +338,9 @@ func (c *Cluster) shutdown(graceful bool) error {
 	if !graceful {
 		return c.kill()
 	}
-	if c.signalWait(os.Interrupt, StopTimeout) {
-		if c.waitErr != nil {
-			return fmt.Errorf("pgcluster: postgres fast shutdown: %w%s", c.waitErr, c.logExcerpt())
+	if c.signalWait(syscall.SIGINT, StopTimeout) {
+		if err := c.postmaster.Err(); err != nil {
+			return fmt.Errorf("pgcluster: postgres fast shutdown: %w%s", err, c.logExcerpt())
 		}
 		return nil
 	}
@@ -364,18 +356,14 @@ func (c *Cluster) shutdown(graceful bool) error {
 
 // signalWait sends sig to the postmaster and reports whether it has exited
 // within d.
-func (c *Cluster) signalWait(sig os.Signal, d time.Duration) bool {
-	if err := c.proc.Signal(sig); err != nil {
-		if errors.Is(err, os.ErrProcessDone) {
-			<-c.exited
-			return true
-		}
+func (c *Cluster) signalWait(sig syscall.Signal, d time.Duration) bool {
+	if err := c.postmaster.Signal(sig); err != nil {
 		return false // sig is not supported here
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-c.exited:
+	case <-c.postmaster.Exited():
 		return true
 	case <-t.C:
 		return false
@@ -384,9 +372,9 @@ func (c *Cluster) signalWait(sig os.Signal, d time.Duration) bool {
 
 // kill kills the postmaster and waits for it to exit.
 func (c *Cluster) kill() error {
-	err := c.proc.Kill()
-	<-c.exited
-	if err != nil && !errors.Is(err, os.ErrProcessDone) {
+	err := c.postmaster.Signal(syscall.SIGKILL)
+	<-c.postmaster.Exited()
+	if err != nil {
 		return fmt.Errorf("pgcluster: kill postgres: %w", err)
 	}
 	return nil

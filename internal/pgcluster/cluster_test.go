@@ -179,8 +179,8 @@ func TestCluster(t *testing.T) {
 	// postmaster, and the backends and background workers, one of them
 	// serving a session left open across Stop.
 	var pids []int
-	if c.proc != nil {
-		pids = append(pids, c.proc.Pid)
+	if c.postmaster != nil {
+		pids = append(pids, c.postmaster.PID)
 		rows, err := connect(t, c.admin).Query(ctx, "SELECT pid FROM pg_stat_activity")
 		if err != nil {
 			t.Fatal(err)

@@ -22,8 +22,8 @@
 // A pin marked sometimes is a violation that happens in some runs and
 // not in others, a race of the stack's own that the scenario cannot
 // force: either outcome agrees with it, and the scenario records the
-// invariant as "sometimes", not as what this run saw. Blank lines and
-// lines that start with # are ignored.
+// invariant as outcome.Sometimes, not as what this run saw. Blank lines
+// and lines that start with # are ignored.
 package pins
 
 import (
@@ -34,29 +34,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
 )
-
-// Outcome is what a scenario observed of one invariant.
-type Outcome uint8
-
-const (
-	// Holds: the invariant held.
-	Holds Outcome = iota + 1
-	// Violated: the evidence shows the stack broke it.
-	Violated
-	// Unsupported: the stack lacks what the invariant needs (it declared
-	// so), and it was not checked.
-	Unsupported
-)
-
-var outcomeNames = [...]string{Holds: "holds", Violated: "violated", Unsupported: "unsupported"}
-
-func (o Outcome) String() string {
-	if o >= Holds && int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("unknown_outcome_%d", uint8(o))
-}
 
 // Key names one pinned violation.
 type Key struct {
@@ -124,7 +104,7 @@ func (p *Pins) read(r io.Reader, known Known) error {
 		body, reason, ok := strings.Cut(line, "#")
 		reason = strings.TrimSpace(reason)
 		f := strings.Fields(body)
-		sometimes := len(f) == 4 && f[3] == "sometimes"
+		sometimes := len(f) == 4 && f[3] == outcome.Sometimes.String()
 		if sometimes {
 			f = f[:3]
 		}
@@ -169,12 +149,6 @@ func (p Pins) All() []Pin {
 	return out
 }
 
-// Observation is what one scenario saw of one invariant.
-type Observation struct {
-	Invariant string
-	Outcome   Outcome
-}
-
 // Judgement is a scenario's verdict on one (stack, configuration): Agree
 // when every observation matches the pins, else the disagreements, each
 // one sentence; Findings, the invariants whose observation agreed with a
@@ -202,31 +176,32 @@ func (j Judgement) Agree() bool { return len(j.Disagreements) == 0 }
 //   - a pin of config and scenario on an invariant the scenario did not
 //     observe at all disagrees (stale as well).
 //
-// An observation of an unknown outcome disagrees.
-func (p Pins) Judge(config, scenario string, obs []Observation) Judgement {
+// An observation of any other outcome (none, Sometimes, which is a record
+// and not an observation, or an unknown one) disagrees.
+func (p Pins) Judge(config, scenario string, obs []outcome.Observation) Judgement {
 	var j Judgement
 	j.AllUnsupported = len(obs) > 0
 	for _, o := range obs {
 		k := Key{Config: config, Scenario: scenario, Invariant: o.Invariant}
 		pin, pinned := p.pins[k]
 		switch {
-		case o.Outcome == Violated && !pinned:
+		case o.Outcome == outcome.Violated && !pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s violated %s, and %s pins no such violation", o.Invariant, p.Stack, o.Invariant, p.Path))
-		case pin.Sometimes && (o.Outcome == Holds || o.Outcome == Violated),
-			o.Outcome == Violated && pinned:
+		case pin.Sometimes && (o.Outcome == outcome.Holds || o.Outcome == outcome.Violated),
+			o.Outcome == outcome.Violated && pinned:
 			j.Findings = append(j.Findings, o.Invariant)
-		case o.Outcome == Holds && pinned:
+		case o.Outcome == outcome.Holds && pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d says %s violates it (%s), but it held", o.Invariant, p.Path, pin.Line, p.Stack, pin.Reason))
-		case o.Outcome == Unsupported && pinned:
+		case o.Outcome == outcome.Unsupported && pinned:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s:%d pins a violation, but %s declares it unsupported", o.Invariant, p.Path, pin.Line, p.Stack))
-		case o.Outcome != Holds && o.Outcome != Violated && o.Outcome != Unsupported:
-			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: observed %v", o.Invariant, o.Outcome))
+		case o.Outcome != outcome.Holds && o.Outcome != outcome.Violated && o.Outcome != outcome.Unsupported:
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: observed %q", o.Invariant, o.Outcome))
 		}
-		j.AllUnsupported = j.AllUnsupported && o.Outcome == Unsupported
+		j.AllUnsupported = j.AllUnsupported && o.Outcome == outcome.Unsupported
 	}
 	for _, pin := range p.All() {
 		if pin.Config == config && pin.Scenario == scenario &&
-			!slices.ContainsFunc(obs, func(o Observation) bool { return o.Invariant == pin.Invariant }) {
+			!slices.ContainsFunc(obs, func(o outcome.Observation) bool { return o.Invariant == pin.Invariant }) {
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d pins it, but %s does not check it", pin.Invariant, p.Path, pin.Line, scenario))
 		}
 	}

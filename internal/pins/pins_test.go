@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
 )
 
 // known accepts the names the tests use and refuses any other scenario.
@@ -85,38 +87,40 @@ func TestJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sc = "grpc_unavailable_after_exec"
-	obs := func(pairs ...any) []Observation {
-		var out []Observation
+	obs := func(pairs ...any) []outcome.Observation {
+		var out []outcome.Observation
 		for i := 0; i < len(pairs); i += 2 {
-			out = append(out, Observation{pairs[i].(string), pairs[i+1].(Outcome)})
+			out = append(out, outcome.Observation{Invariant: pairs[i].(string), Outcome: pairs[i+1].(outcome.Outcome)})
 		}
 		return out
 	}
 	tests := []struct {
 		name, config string
-		obs          []Observation
+		obs          []outcome.Observation
 		want         []string // substrings, one per disagreement
 		unsupported  bool
 		findings     []string
 	}{
-		{"pinned violation", "retry", obs("no_double_exec", Violated, "within_deadline", Holds), nil, false, []string{"no_double_exec"}},
-		{"holds, no pin", "default", obs("no_double_exec", Holds), nil, false, nil},
-		{"unpinned violation", "default", obs("no_double_exec", Violated),
+		{"pinned violation", "retry", obs("no_double_exec", outcome.Violated, "within_deadline", outcome.Holds), nil, false, []string{"no_double_exec"}},
+		{"holds, no pin", "default", obs("no_double_exec", outcome.Holds), nil, false, nil},
+		{"unpinned violation", "default", obs("no_double_exec", outcome.Violated),
 			[]string{"no_double_exec: grpc-go violated no_double_exec, and grpc-go.txt pins no such violation"}, false, nil},
-		{"stale pin", "retry", obs("no_double_exec", Holds),
+		{"stale pin", "retry", obs("no_double_exec", outcome.Holds),
 			[]string{"no_double_exec: stale pin: grpc-go.txt:2 says grpc-go violates it (trailers-only UNAVAILABLE is retried by the policy), but it held"}, false, nil},
-		{"pinned but unsupported", "retry", obs("no_double_exec", Unsupported),
+		{"pinned but unsupported", "retry", obs("no_double_exec", outcome.Unsupported),
 			[]string{"grpc-go.txt:2 pins a violation, but grpc-go declares it unsupported"}, true, nil},
-		{"pin never checked", "throttled", obs("within_deadline", Holds),
+		{"pin never checked", "throttled", obs("within_deadline", outcome.Holds),
 			[]string{"no_double_exec: stale pin: grpc-go.txt:4 pins it, but grpc_unavailable_after_exec does not check it"}, false, nil},
 		// A sometimes pin is a finding in every run, whichever way this
 		// run went, so that two runs' verdicts agree.
-		{"sometimes pin, violated", "keepalive", obs("no_double_exec", Violated), nil, false, []string{"no_double_exec"}},
-		{"sometimes pin, held", "keepalive", obs("no_double_exec", Holds), nil, false, []string{"no_double_exec"}},
-		{"sometimes pin, unsupported", "keepalive", obs("no_double_exec", Unsupported),
+		{"sometimes pin, violated", "keepalive", obs("no_double_exec", outcome.Violated), nil, false, []string{"no_double_exec"}},
+		{"sometimes pin, held", "keepalive", obs("no_double_exec", outcome.Holds), nil, false, []string{"no_double_exec"}},
+		{"sometimes pin, unsupported", "keepalive", obs("no_double_exec", outcome.Unsupported),
 			[]string{"grpc-go.txt:5 pins a violation, but grpc-go declares it unsupported"}, true, nil},
-		{"all unsupported", "default", obs("hedge_tail", Unsupported, "hedge_extra", Unsupported), nil, true, nil},
-		{"an unknown outcome", "default", obs("no_double_exec", Outcome(0)), []string{"no_double_exec: observed unknown_outcome_0"}, false, nil},
+		{"all unsupported", "default", obs("hedge_tail", outcome.Unsupported, "hedge_extra", outcome.Unsupported), nil, true, nil},
+		{"no outcome", "default", obs("no_double_exec", outcome.Outcome(0)), []string{`no_double_exec: observed ""`}, false, nil},
+		{"an unknown outcome", "default", obs("no_double_exec", outcome.Outcome(9)), []string{`no_double_exec: observed "unknown_outcome_9"`}, false, nil},
+		{"sometimes is a record, not an observation", "default", obs("no_double_exec", outcome.Sometimes), []string{`no_double_exec: observed "sometimes"`}, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

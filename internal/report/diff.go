@@ -63,8 +63,8 @@ func (d Difference) skipChanged() bool {
 //   - its verdict changed, SKIP included: a scenario that passed in one
 //     run and was skipped in the other proved nothing in the second, and
 //     its fields are then not compared;
-//   - a stable field (recorded, asserted, or an upper or lower bound)
-//     changed its value,
+//   - a stable field (recorded, asserted, an upper or lower bound, or a
+//     judged stack's outcome) changed its value,
 //     appeared or disappeared;
 //   - a field changed its kind, between stable and volatile or between
 //     recorded and asserted, even with the same value: a kind change

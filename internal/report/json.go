@@ -20,8 +20,10 @@ import (
 // failure, and pass is false, since pass means every invariant held) and
 // "n/a" (the stack lacks what the configuration needs), the counts
 // findings and not_applicable, and counts a per_case entry's finding and
-// n/a runs in its passed, as runs that went as pinned.
-const SchemaVersion = 3
+// n/a runs in its passed, as runs that went as pinned. Version 4 gave a
+// judged stack's invariants the field kind "outcome" (they were
+// "asserted"), whose text is holds, violated, unsupported or sometimes.
+const SchemaVersion = 4
 
 // Result is one scenario run: its line and what the machine-readable
 // outputs add to it.

@@ -37,7 +37,7 @@ func TestWriteJSON(t *testing.T) {
 	}
 	start := "2026-12-01T03:04:05Z"
 	want := map[string]any{
-		"schema_version": 3.0,
+		"schema_version": 4.0,
 		"run": map[string]any{"command": []any{"rpcbench", "all"}, "version": "v commit c go", "start": start,
 			"end": "2026-12-01T03:04:07Z", "duration_ms": 2000.0},
 		"cases": []any{

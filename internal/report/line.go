@@ -25,8 +25,12 @@
 //	            was at most value
 //	key>=value  LowerBound: stable; the measured value was at least value
 //	key~=value  Volatile: shown, never compared (times, chunk counts)
+//	key:=value  Outcome: stable; the key is an invariant of a judged stack,
+//	            the value what the stack did with it (package outcome's
+//	            words), and the scenario failed unless that agreed with
+//	            the stack's pins
 //
-// A key is non-empty and holds no white space, '=', '~', '<' or '>'. How a value
+// A key is non-empty and holds no white space, '=', '~', '<', '>' or ':'. How a value
 // is written (bare, [bracketed] or "quoted") is in Format's doc.
 package report
 
@@ -34,6 +38,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
 )
 
 // Kind says what a field's value claims, and so whether Diff compares it.
@@ -60,6 +66,11 @@ const (
 	// scenario checked the measured value against, as Bound is an upper
 	// one.
 	LowerBound
+	// Outcome is written key:=value: what a judged stack did with the
+	// invariant named by the key, an outcome.Outcome, which the scenario
+	// checked against the stack's pins. Parse refuses a value that names
+	// no outcome; Line.Observations reads them back typed.
+	Outcome
 )
 
 var kinds = [...]struct{ name, op string }{
@@ -68,10 +79,11 @@ var kinds = [...]struct{ name, op string }{
 	Bound:      {"bound", "<="},
 	Volatile:   {"volatile", "~="},
 	LowerBound: {"lower-bound", ">="},
+	Outcome:    {"outcome", ":="},
 }
 
-// String returns "recorded", "asserted", "bound" or "volatile", and
-// UNKNOWN_KIND_<n> for any other value.
+// String returns "recorded", "asserted", "bound", "volatile",
+// "lower-bound" or "outcome", and UNKNOWN_KIND_<n> for any other value.
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kinds) {
 		return kinds[k].name
@@ -91,7 +103,7 @@ func (k Kind) Op() string {
 
 // Field is one key and value of a CASE line.
 type Field struct {
-	// Key must be non-empty and hold no white space, '=', '~', '<' or '>': Format
+	// Key must be non-empty and hold no white space, '=', '~', '<', '>' or ':': Format
 	// writes it verbatim, and Parse finds its end at the operator.
 	Key   string
 	Value string
@@ -103,6 +115,20 @@ type Line struct {
 	Name    string
 	Verdict Verdict
 	Fields  []Field
+}
+
+// Observations returns the line's Outcome fields, typed, in line order.
+// Parse has refused a line whose outcome names no outcome; a Line made
+// in code with such a value gets the zero Outcome for it.
+func (l Line) Observations() []outcome.Observation {
+	var out []outcome.Observation
+	for _, f := range l.Fields {
+		if f.Kind == Outcome {
+			o, _ := outcome.Parse(f.Value)
+			out = append(out, outcome.Observation{Invariant: f.Key, Outcome: o})
+		}
+	}
+	return out
 }
 
 // Skip returns the line of a scenario that was not run: CASE <name> SKIP
@@ -147,8 +173,8 @@ func (l Line) Failed() bool {
 //	CASE <name> PASS|FAIL|ERROR|INTERRUPTED|SKIP key=value key==value key<=value key~=value ...
 //
 // with one space between items and each field written as its key, its
-// Kind's operator (= Recorded, == Asserted, <= Bound, ~= Volatile) and its
-// value.
+// Kind's operator (= Recorded, == Asserted, <= Bound, >= LowerBound,
+// ~= Volatile, := Outcome) and its value.
 //
 // Newlines in a value become spaces, so a CASE line is always one line;
 // everything else survives Parse(Format(l)). A value is written

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
 )
 
 // SyntaxError reports a CASE line that Parse cannot read.
@@ -98,8 +100,8 @@ func (p *parser) field() (Field, error) {
 	if sp := strings.IndexByte(rest, ' '); eq < 0 || (sp >= 0 && sp < eq) {
 		return Field{}, p.errorf("field %q has no '='", p.word())
 	}
-	// Keys hold no '=', '~', '<' or '>', so the first '=' is in the operator
-	// and the byte before it or after it tells which operator.
+	// Keys hold no '=', '~', '<', '>' or ':', so the first '=' is in the
+	// operator and the byte before it or after it tells which operator.
 	f := Field{Key: rest[:eq]}
 	opLen := 1
 	switch {
@@ -109,19 +111,26 @@ func (p *parser) field() (Field, error) {
 		f.Key, f.Kind = f.Key[:len(f.Key)-1], Bound
 	case strings.HasSuffix(f.Key, ">"):
 		f.Key, f.Kind = f.Key[:len(f.Key)-1], LowerBound
+	case strings.HasSuffix(f.Key, ":"):
+		f.Key, f.Kind = f.Key[:len(f.Key)-1], Outcome
 	case strings.HasPrefix(rest[eq:], "=="):
 		f.Kind, opLen = Asserted, 2
 	}
 	if f.Key == "" {
 		return Field{}, p.errorf("field with an empty key")
 	}
-	if strings.ContainsAny(f.Key, "~<>") {
-		return Field{}, p.errorf("key %q holds '~', '<' or '>'", f.Key)
+	if strings.ContainsAny(f.Key, "~<>:") {
+		return Field{}, p.errorf("key %q holds '~', '<', '>' or ':'", f.Key)
 	}
 	p.i += eq + opLen
 	var err error
 	if f.Value, err = p.value(f.Key); err != nil {
 		return Field{}, err
+	}
+	if f.Kind == Outcome {
+		if _, err := outcome.Parse(f.Value); err != nil {
+			return Field{}, p.errorf("invariant %s: %v", f.Key, err)
+		}
 	}
 	if p.i < len(p.s) && p.s[p.i] != ' ' {
 		return Field{}, p.errorf("want a space after the value of %q, got %q", f.Key, p.s[p.i])

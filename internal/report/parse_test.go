@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
 )
 
 func TestFormat(t *testing.T) {
@@ -164,6 +166,9 @@ func TestFormatParseNewlinesBecomeSpaces(t *testing.T) {
 	}
 }
 
+// outcomes are the values an Outcome field may hold.
+var outcomes = []outcome.Outcome{outcome.Holds, outcome.Violated, outcome.Unsupported, outcome.Sometimes}
+
 // caseVerdicts are the verdicts a CASE line may carry.
 var caseVerdicts = func() []Verdict {
 	var out []Verdict
@@ -182,6 +187,11 @@ func FuzzFormatParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string, kv uint8) {
 		kind := Kind(kv % uint8(len(kinds)))
 		verdict := caseVerdicts[int(kv)%len(caseVerdicts)]
+		if kind == Outcome {
+			// Parse refuses an Outcome field whose value names no
+			// outcome (TestParseErrors): the value is one of them.
+			v = outcomes[int(kv)%len(outcomes)].String()
+		}
 		in := Line{Name: "fuzz", Verdict: verdict, Fields: []Field{{Key: "k", Value: v, Kind: kind}, {Key: "z", Value: "end"}}}
 		want := Line{Name: "fuzz", Verdict: verdict, Fields: []Field{{Key: "k", Value: strings.ReplaceAll(v, "\n", " "), Kind: kind}, {Key: "z", Value: "end"}}}
 		got, err := Parse(Format(in))
@@ -248,10 +258,13 @@ func TestParseErrors(t *testing.T) {
 		{"CASE a PASS ~=1", "empty key"},
 		{"CASE a PASS <=1", "empty key"},
 		{"CASE a PASS ==1", "empty key"},
-		{"CASE a PASS a~b=1", `key "a~b" holds '~', '<' or '>'`},
-		{"CASE a PASS a<b==1", `key "a<b" holds '~', '<' or '>'`},
-		{"CASE a PASS k~~=1", `key "k~" holds '~', '<' or '>'`},
-		{"CASE a PASS a>b==1", `key "a>b" holds '~', '<' or '>'`},
+		{"CASE a PASS a~b=1", `key "a~b" holds '~', '<', '>' or ':'`},
+		{"CASE a PASS a<b==1", `key "a<b" holds '~', '<', '>' or ':'`},
+		{"CASE a PASS k~~=1", `key "k~" holds '~', '<', '>' or ':'`},
+		{"CASE a PASS a>b==1", `key "a>b" holds '~', '<', '>' or ':'`},
+		{"CASE a PASS a:b=1", `key "a:b" holds '~', '<', '>' or ':'`},
+		{"CASE a PASS inv:=held", `invariant inv: outcome: unknown outcome "held"`},
+		{"CASE a PASS inv:=", `invariant inv: outcome: unknown outcome ""`},
 		{"CASE a PASS k===1", `value of "k" starts with '='`},
 		{"CASE a PASS k~==1", `value of "k" starts with '='`},
 		{"CASE a PASS k<==1", `value of "k" starts with '='`},
@@ -486,5 +499,27 @@ func TestReadOutputSummary(t *testing.T) {
 				t.Errorf("ReadOutput error = %v, want ErrSummaryMismatch containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestObservations: a judged line's invariants come back typed from their
+// Outcome fields alone; an asserted field whose value happens to be an
+// outcome's word is not one of them.
+func TestObservations(t *testing.T) {
+	l, err := Parse("CASE c FINDING scenario=s code==holds exec_at_most_once:=violated ok_only_if_executed:=holds own_answer:=sometimes own_answer_this_run~=holds recovers:=unsupported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []outcome.Observation{
+		{Invariant: "exec_at_most_once", Outcome: outcome.Violated},
+		{Invariant: "ok_only_if_executed", Outcome: outcome.Holds},
+		{Invariant: "own_answer", Outcome: outcome.Sometimes},
+		{Invariant: "recovers", Outcome: outcome.Unsupported},
+	}
+	if diff := cmp.Diff(want, l.Observations()); diff != "" {
+		t.Errorf("Observations mismatch (-want +got):\n%s", diff)
+	}
+	if got := Format(l); !strings.Contains(got, " exec_at_most_once:=violated ") {
+		t.Errorf("Format wrote %q, want the outcome as exec_at_most_once:=violated", got)
 	}
 }

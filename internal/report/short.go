@@ -10,8 +10,8 @@ import (
 
 // Short is the line a person reads on a terminal for l, as go test prints
 // without -v: the verdict, the name padded to nameWidth, how long it took,
-// then its checked fields (asserted, among them a judged stack's
-// invariants, and bounds), then its other stable fields (what was
+// then a judged stack's invariants (Outcome), then its other checked
+// fields (asserted, and bounds), then its other stable fields (what was
 // observed: executions=2, code=OK), as far as width columns allow, cut
 // with "…". The fields that only name the column (ColumnKeys) are left
 // out: the name says them. A FINDING's fields are never cut: those that
@@ -24,6 +24,11 @@ func Short(l Line, d time.Duration, nameWidth, width int) string {
 		return head + "\n    " + strings.ReplaceAll(why, "\n", "\n    ")
 	}
 	var shown []Field
+	for _, f := range l.Fields {
+		if f.Kind == Outcome {
+			shown = append(shown, f)
+		}
+	}
 	for _, f := range l.Fields {
 		if f.Kind == Asserted || f.Kind == Bound || f.Kind == LowerBound {
 			shown = append(shown, f)

@@ -21,7 +21,7 @@ func TestShort(t *testing.T) {
 	finding := Line{Name: "grpc_x_go_retry", Verdict: Finding, Fields: []Field{
 		{Key: ScenarioKey, Value: "grpc_x"}, {Key: "stack", Value: "grpc-go"}, {Key: "config", Value: "retry"}, {Key: "version", Value: "1.85.0"},
 		{Key: "code", Value: "OK"}, {Key: "executions", Value: "2"}, {Key: "elapsed", Kind: Volatile, Value: "22ms"},
-		{Key: "exec_at_most_once", Kind: Asserted, Value: "violated"}, {Key: "ok_only_if_executed", Kind: Asserted, Value: "holds"},
+		{Key: "exec_at_most_once", Kind: Outcome, Value: "violated"}, {Key: "ok_only_if_executed", Kind: Outcome, Value: "holds"},
 	}}
 	na := Line{Name: "grpc_x_connect_retry", Verdict: NotApplicable, Fields: []Field{
 		{Key: "unsupported", Value: "connect-go lacks retry_policy"}, {Key: WhyKey, Value: "connect-go lacks retry_policy"},
@@ -38,9 +38,12 @@ func TestShort(t *testing.T) {
 		// The double execution a person runs the scenario to see is on
 		// the line: the invariants, then what decided them.
 		{"a finding shows its invariants and observations", finding, 200,
-			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once==violated  ok_only_if_executed==holds  code=OK  executions=2"},
+			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once:=violated  ok_only_if_executed:=holds  code=OK  executions=2"},
 		{"a finding is wrapped, never cut", finding, 60,
-			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once==violated\n    ok_only_if_executed==holds  code=OK  executions=2"},
+			"FINDING grpc_x_go_retry   0.21s  exec_at_most_once:=violated\n    ok_only_if_executed:=holds  code=OK  executions=2"},
+		{"the invariants come first, before other checked fields", Line{Name: "s", Verdict: Pass, Fields: []Field{
+			{Key: "code", Kind: Asserted, Value: "OK"}, {Key: "seen", Value: "1"}, {Key: "own_answer", Kind: Outcome, Value: "holds"},
+		}}, 200, "PASS    s        0.21s  own_answer:=holds  code==OK  seen=1"},
 		{"n/a says what the stack lacks", na, 200, "N/A     grpc_x_connect_retry   0.21s\n    connect-go lacks retry_policy"},
 	}
 	for _, tt := range tests {

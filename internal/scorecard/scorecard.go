@@ -12,11 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
-
-// The outcomes a cell may show, as the grpc scenarios write them.
-var outcomes = []string{"holds", "violated", "unsupported", "sometimes"}
 
 // Column is one (stack, configuration).
 type Column struct {
@@ -34,9 +32,9 @@ func (c Column) String() string {
 
 // Cell is what one column did on one row.
 type Cell struct {
-	// Outcome is holds, violated or unsupported; "" when the column did
-	// not run the row's scenario.
-	Outcome string `json:"outcome"`
+	// Outcome is what the column's stack did with the row's invariant;
+	// none ("" in JSON) when the column did not run the row's scenario.
+	Outcome outcome.Outcome `json:"outcome"`
 	// Case is the CASE line's name, for a link to its timeline.
 	Case string `json:"case"`
 	// Verdict is the case's verdict; one that does not agree with the
@@ -82,13 +80,10 @@ func Build(lines []report.Line) (Card, error) {
 	var entries []entry
 	for _, l := range lines {
 		f := map[string]string{}
-		var invs []string
 		for _, fl := range l.Fields {
 			f[fl.Key] = fl.Value
-			if fl.Kind == report.Asserted && slices.Contains(outcomes, fl.Value) {
-				invs = append(invs, fl.Key)
-			}
 		}
+		obs := l.Observations()
 		sc, stack, config := f["scenario"], f["stack"], f["config"]
 		if sc == "" || stack == "" || config == "" {
 			continue
@@ -103,21 +98,27 @@ func Build(lines []report.Line) (Card, error) {
 		if v := f["version"]; v != "" {
 			c.Columns[ci].Version = v
 		}
-		if len(invs) == 0 {
+		if len(obs) == 0 && l.Verdict.Agrees() {
+			// A judged case that went as its pins say observed each of
+			// its invariants (the scenario checks that it did): none
+			// means output this scorecard cannot read.
+			return c, fmt.Errorf("scorecard: CASE %s %s records no invariant as invariant:=outcome: output of an rpcbench that wrote them as ==? re-run it", l.Name, l.Verdict)
+		}
+		if len(obs) == 0 {
 			// A case that stopped before observing anything (an ERROR, a
 			// FAIL before its first observation) still shows, on a row
 			// of its own.
-			invs = []string{"-"}
+			obs = []outcome.Observation{{Invariant: "-"}}
 		}
-		for _, inv := range invs {
-			rk := rowKey{sc, inv}
+		for _, o := range obs {
+			rk := rowKey{sc, o.Invariant}
 			ri, ok := rows[rk]
 			if !ok {
 				ri = len(c.Rows)
 				rows[rk] = ri
-				c.Rows = append(c.Rows, Row{Scenario: sc, Invariant: inv})
+				c.Rows = append(c.Rows, Row{Scenario: sc, Invariant: o.Invariant})
 			}
-			entries = append(entries, entry{ri, ci, Cell{Outcome: f[inv], Case: l.Name, Verdict: l.Verdict.String()}})
+			entries = append(entries, entry{ri, ci, Cell{Outcome: o.Outcome, Case: l.Name, Verdict: l.Verdict.String()}})
 		}
 	}
 	if len(c.Columns) == 0 {
@@ -146,16 +147,16 @@ func Build(lines []report.Line) (Card, error) {
 func (cl Cell) Text() string {
 	var s string
 	switch cl.Outcome {
-	case "":
+	case 0:
 		s = "-"
-	case "violated":
+	case outcome.Violated:
 		s = "VIOLATED"
-	case "sometimes":
-		s = "VIOLATED sometimes"
-	case "unsupported":
+	case outcome.Sometimes:
+		s = "VIOLATED " + outcome.Sometimes.String()
+	case outcome.Unsupported:
 		s = "n/a"
 	default:
-		s = cl.Outcome
+		s = cl.Outcome.String()
 	}
 	if cl.Verdict != "" && !cl.Agrees() {
 		s += " (" + cl.Verdict + ")"
@@ -177,7 +178,7 @@ func (c Card) WriteMarkdown(w io.Writer, page string) error {
 		fmt.Fprintf(&b, "| `%s` | `%s` |", r.Scenario, r.Invariant)
 		for _, cl := range r.Cells {
 			t := cl.Text()
-			if cl.Outcome == "violated" || cl.Outcome == "sometimes" {
+			if cl.Outcome.Broken() {
 				t = "**" + t + "**"
 			}
 			if page != "" && cl.Case != "" {
@@ -258,7 +259,7 @@ func (c Card) ByStack() []StackCard {
 func (c Card) runs(i int) bool {
 	for _, r := range c.Rows {
 		cl := r.Cells[i]
-		if cl.Case != "" && (cl.Outcome != "unsupported" || !cl.Agrees()) {
+		if cl.Case != "" && (cl.Outcome != outcome.Unsupported || !cl.Agrees()) {
 			return true
 		}
 	}

@@ -2,18 +2,20 @@ package scorecard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
-const sample = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client code=OK exec_at_most_once==holds recovers==holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 code=UNAVAILABLE exec_at_most_once==holds recovers==violated
-CASE b_rpcbench PASS scenario=b stack=rpcbench config=client unsupported=[no such fault] exec_at_most_once==unsupported
-CASE b_grpcgo_default FAIL scenario=b stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated why=[unpinned]
+const sample = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client code=OK exec_at_most_once:=holds recovers:=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 code=UNAVAILABLE exec_at_most_once:=holds recovers:=violated
+CASE b_rpcbench PASS scenario=b stack=rpcbench config=client unsupported=[no such fault] exec_at_most_once:=unsupported
+CASE b_grpcgo_default FAIL scenario=b stack=grpc-go config=default version=1.85.0 exec_at_most_once:=violated why=[unpinned]
 CASE c_grpcgo_default ERROR scenario=c stack=grpc-go config=default why=[adapter grpc-go exited]
 CASE late_response_dropped_by_id PASS A==DEADLINE_EXCEEDED
 4 passed, 1 failed, 1 error
@@ -43,10 +45,10 @@ func TestBuild(t *testing.T) {
 	want := Card{
 		Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpc-go", Config: "default", Version: "1.85.0"}},
 		Rows: []Row{
-			{"a", "exec_at_most_once", []Cell{{"holds", "a_rpcbench", "PASS"}, {"holds", "a_grpcgo_default", "PASS"}}},
-			{"a", "recovers", []Cell{{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcgo_default", "PASS"}}},
-			{"b", "exec_at_most_once", []Cell{{"unsupported", "b_rpcbench", "PASS"}, {"violated", "b_grpcgo_default", "FAIL"}}},
-			{"c", "-", []Cell{{}, {"", "c_grpcgo_default", "ERROR"}}},
+			{"a", "exec_at_most_once", []Cell{{outcome.Holds, "a_rpcbench", "PASS"}, {outcome.Holds, "a_grpcgo_default", "PASS"}}},
+			{"a", "recovers", []Cell{{outcome.Holds, "a_rpcbench", "PASS"}, {outcome.Violated, "a_grpcgo_default", "PASS"}}},
+			{"b", "exec_at_most_once", []Cell{{outcome.Unsupported, "b_rpcbench", "PASS"}, {outcome.Violated, "b_grpcgo_default", "FAIL"}}},
+			{"c", "-", []Cell{{}, {0, "c_grpcgo_default", "ERROR"}}},
 		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
@@ -83,20 +85,20 @@ func TestWriteText(t *testing.T) {
 
 // wide is a run of the reference and two stacks in every configuration,
 // and their servers.
-const wide = `CASE a_rpcbench PASS scenario=a_scenario_with_a_long_name stack=rpcbench config=client exec_at_most_once==holds
-CASE a_grpcgo_default PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated
-CASE a_grpcgo_retry PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=retry version=1.85.0 exec_at_most_once==sometimes
-CASE a_grpcgo_retry_key PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=retry+key version=1.85.0 exec_at_most_once==holds
-CASE a_grpcgo_throttled PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=throttled version=1.85.0 exec_at_most_once==holds
-CASE a_connectgo_default PASS scenario=a_scenario_with_a_long_name stack=connect-go config=default version=1.21.1 exec_at_most_once==holds
-CASE a_connectgo_retry PASS scenario=a_scenario_with_a_long_name stack=connect-go config=retry version=1.21.1 exec_at_most_once==unsupported
-CASE h_rpcbench PASS scenario=h stack=rpcbench config=hedged hedges_bounded==holds
-CASE h_grpcgo_default PASS scenario=h stack=grpc-go config=default version=1.85.0 hedges_bounded==holds
-CASE h_grpcgo_hedged PASS scenario=h stack=grpc-go config=hedged version=1.85.0 hedges_bounded==violated
-CASE h_connectgo_default PASS scenario=h stack=connect-go config=default version=1.21.1 hedges_bounded==holds
-CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed==holds
-CASE s_grpcgo PASS scenario=s stack=grpc-go config=server version=1.85.0 srv_expired_not_executed==holds
-CASE s_connectgo PASS scenario=s stack=connect-go config=server version=1.21.1 srv_expired_not_executed==violated
+const wide = `CASE a_rpcbench PASS scenario=a_scenario_with_a_long_name stack=rpcbench config=client exec_at_most_once:=holds
+CASE a_grpcgo_default PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=default version=1.85.0 exec_at_most_once:=violated
+CASE a_grpcgo_retry PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=retry version=1.85.0 exec_at_most_once:=sometimes
+CASE a_grpcgo_retry_key PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=retry+key version=1.85.0 exec_at_most_once:=holds
+CASE a_grpcgo_throttled PASS scenario=a_scenario_with_a_long_name stack=grpc-go config=throttled version=1.85.0 exec_at_most_once:=holds
+CASE a_connectgo_default PASS scenario=a_scenario_with_a_long_name stack=connect-go config=default version=1.21.1 exec_at_most_once:=holds
+CASE a_connectgo_retry PASS scenario=a_scenario_with_a_long_name stack=connect-go config=retry version=1.21.1 exec_at_most_once:=unsupported
+CASE h_rpcbench PASS scenario=h stack=rpcbench config=hedged hedges_bounded:=holds
+CASE h_grpcgo_default PASS scenario=h stack=grpc-go config=default version=1.85.0 hedges_bounded:=holds
+CASE h_grpcgo_hedged PASS scenario=h stack=grpc-go config=hedged version=1.85.0 hedges_bounded:=violated
+CASE h_connectgo_default PASS scenario=h stack=connect-go config=default version=1.21.1 hedges_bounded:=holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed:=holds
+CASE s_grpcgo PASS scenario=s stack=grpc-go config=server version=1.85.0 srv_expired_not_executed:=holds
+CASE s_connectgo PASS scenario=s stack=connect-go config=server version=1.21.1 srv_expired_not_executed:=violated
 `
 
 // TestWriteTextFits: every line fits the width, at any width that
@@ -136,8 +138,8 @@ func TestWriteTextColor(t *testing.T) {
 	c := Card{
 		Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpc-go", Config: "default"}, {Stack: "grpc-go", Config: "retry"}},
 		Rows: []Row{
-			{"a", "one", []Cell{{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcgo_default", "FINDING"}, {"sometimes", "a_grpcgo_retry", "PASS"}}},
-			{"a", "two", []Cell{{"unsupported", "a_rpcbench", "N/A"}, {"holds", "a_grpcgo_default", "FAIL"}, {}}},
+			{"a", "one", []Cell{{outcome.Holds, "a_rpcbench", "PASS"}, {outcome.Violated, "a_grpcgo_default", "FINDING"}, {outcome.Sometimes, "a_grpcgo_retry", "PASS"}}},
+			{"a", "two", []Cell{{outcome.Unsupported, "a_rpcbench", "N/A"}, {outcome.Holds, "a_grpcgo_default", "FAIL"}, {}}},
 		},
 	}
 	var on, off strings.Builder
@@ -248,12 +250,12 @@ func TestBuildNothing(t *testing.T) {
 // TestByStack: each stack beside the reference columns, a column of n/a
 // cells named instead of shown, rows the stack has no cell in dropped.
 func TestByStack(t *testing.T) {
-	const two = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once==violated
-CASE a_connectgo_default PASS scenario=a stack=connect-go config=default version=1.21.1 exec_at_most_once==holds
-CASE a_connectgo_retry PASS scenario=a stack=connect-go config=retry version=1.21.1 unsupported=[connect-go lacks retry_policy] exec_at_most_once==unsupported
-CASE k_rpcbench PASS scenario=k stack=rpcbench config=client dead_peer_detected==unsupported
-CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1.85.0 dead_peer_detected==holds
+	const two = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once:=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once:=violated
+CASE a_connectgo_default PASS scenario=a stack=connect-go config=default version=1.21.1 exec_at_most_once:=holds
+CASE a_connectgo_retry PASS scenario=a stack=connect-go config=retry version=1.21.1 unsupported=[connect-go lacks retry_policy] exec_at_most_once:=unsupported
+CASE k_rpcbench PASS scenario=k stack=rpcbench config=client dead_peer_detected:=unsupported
+CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1.85.0 dead_peer_detected:=holds
 `
 	var b strings.Builder
 	if err := buildFrom(t, two).WriteMarkdownByStack(&b, ""); err != nil {
@@ -275,10 +277,10 @@ CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1
 // table after the client stacks', never a stack card of their own, and
 // their rows are left out of the client tables.
 func TestServersSection(t *testing.T) {
-	const mixed = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds
-CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once==holds
-CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed==holds log_matches_bank==holds
-CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed==violated log_matches_bank==sometimes log_matches_bank_this_run~=holds
+	const mixed = `CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once:=holds
+CASE a_grpcgo_default PASS scenario=a stack=grpc-go config=default version=1.85.0 exec_at_most_once:=holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_expired_not_executed:=holds log_matches_bank:=holds
+CASE s_grpcjs PASS scenario=s stack=grpc-js config=server version=1.14.7 srv_expired_not_executed:=violated log_matches_bank:=sometimes log_matches_bank_this_run~=holds
 `
 	var b strings.Builder
 	if err := buildFrom(t, mixed).WriteMarkdownByStack(&b, ""); err != nil {
@@ -303,16 +305,16 @@ func TestCellText(t *testing.T) {
 		cell Cell
 		want string
 	}{
-		{Cell{"holds", "a", "PASS"}, "holds"},
-		{Cell{"violated", "a", "FINDING"}, "VIOLATED"},
-		{Cell{"sometimes", "a", "FINDING"}, "VIOLATED sometimes"},
-		{Cell{"unsupported", "a", "N/A"}, "n/a"},
-		{Cell{"violated", "a", "FAIL"}, "VIOLATED (FAIL)"},
-		{Cell{"", "a", "ERROR"}, "- (ERROR)"},
+		{Cell{outcome.Holds, "a", "PASS"}, "holds"},
+		{Cell{outcome.Violated, "a", "FINDING"}, "VIOLATED"},
+		{Cell{outcome.Sometimes, "a", "FINDING"}, "VIOLATED sometimes"},
+		{Cell{outcome.Unsupported, "a", "N/A"}, "n/a"},
+		{Cell{outcome.Violated, "a", "FAIL"}, "VIOLATED (FAIL)"},
+		{Cell{0, "a", "ERROR"}, "- (ERROR)"},
 		{Cell{}, "-"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.cell.Outcome+"/"+tt.cell.Verdict, func(t *testing.T) {
+		t.Run(tt.cell.Outcome.String()+"/"+tt.cell.Verdict, func(t *testing.T) {
 			if got := tt.cell.Text(); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
@@ -332,7 +334,7 @@ func TestByStackAgreeingVerdicts(t *testing.T) {
 			c := Card{
 				Columns: []Column{{Stack: "rpcbench", Config: "client"}, {Stack: "grpcio", Config: "default"}, {Stack: "grpcio", Config: "hedged"}},
 				Rows: []Row{{"a", "exec_at_most_once", []Cell{
-					{"holds", "a_rpcbench", "PASS"}, {"violated", "a_grpcio_default", "FINDING"}, {"unsupported", "a_grpcio_hedged", tt.verdict},
+					{outcome.Holds, "a_rpcbench", "PASS"}, {outcome.Violated, "a_grpcio_default", "FINDING"}, {outcome.Unsupported, "a_grpcio_hedged", tt.verdict},
 				}}},
 			}
 			sc := c.ByStack()
@@ -343,5 +345,38 @@ func TestByStackAgreeingVerdicts(t *testing.T) {
 				t.Errorf("hedged named as unrun: got %t, want %t (Unrun %q)", got, tt.unrun, sc[0].Unrun)
 			}
 		})
+	}
+}
+
+// TestRowsAreOutcomeFields: a row is an Outcome field (inv:=outcome),
+// never an asserted field whose value merely spells an outcome.
+func TestRowsAreOutcomeFields(t *testing.T) {
+	lines, err := report.ReadOutput(strings.NewReader("CASE a_rpcbench PASS scenario=a stack=rpcbench config=client state==holds recovers:=holds\n1 passed, 0 failed\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Build(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, r := range c.Rows {
+		rows = append(rows, r.Invariant)
+	}
+	if want := []string{"recovers"}; !slices.Equal(rows, want) {
+		t.Errorf("rows %v, want %v", rows, want)
+	}
+}
+
+// TestRefusesOldOutput: a judged case that passed with no outcome field,
+// as rpcbench wrote them before invariant:=outcome, is refused by name,
+// not tabulated as rows of "-".
+func TestRefusesOldOutput(t *testing.T) {
+	lines, err := report.ReadOutput(strings.NewReader("CASE a_rpcbench PASS scenario=a stack=rpcbench config=client exec_at_most_once==holds\n1 passed, 0 failed\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(lines); err == nil || !strings.Contains(err.Error(), "CASE a_rpcbench PASS records no invariant") {
+		t.Errorf("got %v, want a refusal naming a_rpcbench", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/fatih/color"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
 )
 
 // TextOptions say how WriteText lays the card out for a person.
@@ -229,11 +231,11 @@ func (p painter) cell(cl Cell) string {
 	}
 	var c *color.Color
 	switch cl.Outcome {
-	case "holds":
+	case outcome.Holds:
 		c = p.holds
-	case "violated":
+	case outcome.Violated:
 		c = p.violated
-	case "sometimes":
+	case outcome.Sometimes:
 		c = p.sometimes
 	default:
 		c = p.faint

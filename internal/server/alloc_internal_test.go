@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // getHandler answers "get" like the bank does an account never debited,
@@ -16,11 +17,11 @@ import (
 // bank's own share is BenchmarkExecuteGet in internal/bank.)
 type getHandler struct{}
 
-func (getHandler) Methods() []string            { return []string{"get"} }
-func (getHandler) MayBlock(*Request) bool       { return false }
-func (getHandler) Counters(func(string, int64)) {}
+func (getHandler) Methods() []string                { return []string{"get"} }
+func (getHandler) MayBlock(*transport.Request) bool { return false }
+func (getHandler) Counters(func(string, int64))     {}
 
-func (getHandler) Execute(r *Request, dst []byte) (proto.Status, []byte) {
+func (getHandler) Execute(r *transport.Request, dst []byte) (proto.Status, []byte) {
 	account, ok := bytes.CutPrefix(r.Payload, []byte("account="))
 	if !ok {
 		return proto.StatusInvalidArgument, append(dst, "account is required"...)

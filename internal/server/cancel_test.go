@@ -11,6 +11,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/servertest"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 func oneWorker() server.Config {
@@ -116,10 +117,10 @@ type gateHandler struct {
 	release chan struct{}
 }
 
-func (gateHandler) Methods() []string             { return []string{"work"} }
-func (gateHandler) MayBlock(*server.Request) bool { return true }
-func (gateHandler) Counters(func(string, int64))  {}
-func (h gateHandler) Execute(r *server.Request, dst []byte) (proto.Status, []byte) {
+func (gateHandler) Methods() []string                { return []string{"work"} }
+func (gateHandler) MayBlock(*transport.Request) bool { return true }
+func (gateHandler) Counters(func(string, int64))     {}
+func (h gateHandler) Execute(r *transport.Request, dst []byte) (proto.Status, []byte) {
 	h.started <- r.ID
 	<-h.release
 	return proto.StatusOK, append(dst, "done"...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // Config tunes a Server. Start from DefaultConfig; New validates it
@@ -86,31 +87,18 @@ func DefaultConfig() Config {
 	}
 }
 
-// ErrConfig is wrapped by every error Validate returns.
+// ErrConfig is wrapped by every error Validate returns, a
+// *transport.FieldError.
 var ErrConfig = errors.New("server: invalid config")
 
 // minOutBytes is the smallest MaxOutBytes: one largest frame.
 const minOutBytes = proto.MaxFrameLen + 4
 
-// FieldError is Validate's error: a field out of range. It wraps
-// ErrConfig.
-type FieldError struct {
-	// Field is the Config field's name.
-	Field string
-	// Value is its value, and Rule what it must satisfy.
-	Value any
-	Rule  string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%v: %s %v %s", ErrConfig, e.Field, e.Value, e.Rule)
-}
-
-func (e *FieldError) Unwrap() error { return ErrConfig }
-
 // Validate reports the first field that is out of range.
 func (c *Config) Validate() error {
-	bad := func(field string, v any, rule string) error { return &FieldError{Field: field, Value: v, Rule: rule} }
+	bad := func(field string, v any, rule string) error {
+		return &transport.FieldError{Config: ErrConfig, Field: field, Value: v, Rule: rule}
+	}
 	switch {
 	case c.Workers < 1:
 		return bad("Workers", c.Workers, "must be at least 1")

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // conn is one accepted connection: a reader goroutine that decodes and
@@ -78,20 +78,6 @@ type conn struct {
 	done      chan struct{} // closed by close
 }
 
-// outRef is a lent answer payload, written from its own memory after
-// the first at bytes of the output buffer. recycle, when not nil, is the
-// request payload p lies in, whose memory goes back to the server's pool
-// once p is written.
-type outRef struct {
-	at      int
-	p       []byte
-	recycle []byte
-}
-
-// writevMin is the smallest lent payload written from its own memory:
-// a smaller one costs less to copy than an iovec and its bookkeeping.
-const writevMin = 2048
-
 // readerState is what the reader goroutine keeps across requests it
 // executes itself.
 type readerState struct {
@@ -101,9 +87,9 @@ type readerState struct {
 	// readers on several cores do not trade the queue's counter back
 	// and forth once per request.
 	slot    bool
-	scratch []byte  // payload buffer for the answers
-	req     Request // the request being executed, reused
-	held    bool    // answers are queued that nobody was woken for
+	scratch []byte            // payload buffer for the answers
+	req     transport.Request // the request being executed, reused
+	held    bool              // answers are queued that nobody was woken for
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -213,7 +199,7 @@ func (c *conn) take(f *proto.Frame, arrival time.Time) {
 	}
 	m := s.method(f.Method)
 	if m >= 0 {
-		if _, ok := s.faults.take(f.Method, true); ok {
+		if _, ok := s.faults.Take(f.Method, isDrain); ok {
 			s.counters.faultsFired.Add(1)
 			s.log.Info(serverapi.EventFault, serverapi.KeyKind, FaultDrain.String(), serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
 			c.beginDrain()
@@ -233,18 +219,21 @@ func (c *conn) dropDrained(f *proto.Frame) {
 	c.s.log.Info(serverapi.EventDrainDropped, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
 }
 
-// dispatch handles one decoded request on the reader: control methods at
-// once; a business method on the reader itself when no fault rule is
-// configured, the handler says it cannot block and a slot is free, so
-// that the reader is back to reading at once; otherwise through the queue.
-// A business request is one take counted in work: dispatch marks it
-// finished unless a worker now holds it. i is f's index among the
+// dispatch handles one decoded request on the reader: a business method
+// is started (start), a control method answered at once, any other
+// method refused INVALID_ARGUMENT, unexecuted. A business request is one
+// take counted in work: dispatch marks it finished when start turns it
+// away, and start when the reader ran it. i is f's index among the
 // handler's methods, -1 for none.
 func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 	s := c.s
+	st, refusal := proto.StatusUnavailable, ""
 	switch {
 	case i >= 0:
 		c.reqs[i].Add(1)
+		if refusal = c.start(f, arrival); refusal == "" {
+			return
+		}
 	case serverapi.IsControl(f.Method):
 		s.counters.requestsCtl.Add(1)
 		c.send(s.control(c, f))
@@ -254,11 +243,24 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 		return
 	default:
 		s.counters.requestsOther.Add(1)
-		c.send(respond(f, proto.StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)))
-		return
+		st, refusal = proto.StatusInvalidArgument, "unknown method "+strconv.Quote(f.Method)
 	}
+	c.send(respond(f, st, refusal))
+	if i >= 0 {
+		c.finished()
+	}
+}
+
+// start runs a business request on the reader itself when no fault rule
+// is configured, the handler says it cannot block and a slot is free, so
+// that the reader is back to reading at once; otherwise it queues the
+// request for a worker. When it can do neither, because the connection's
+// share of the queue or the queue is full, it returns why, for an
+// UNAVAILABLE answer: the request is not executed. "" means started.
+func (c *conn) start(f *proto.Frame, arrival time.Time) (refusal string) {
+	s := c.s
 	j := job{c: c, f: *f, arrival: arrival}
-	if s.faults.empty() {
+	if s.faults.Empty() {
 		c.rd.req = request(&j, s.done)
 		if !s.h.MayBlock(&c.rd.req) && c.runSlot() {
 			rf, lent, ok := s.serve(&j, &c.rd.req, &c.rd.scratch)
@@ -266,7 +268,7 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 				c.hold(&rf, lent, j.f.Payload)
 			}
 			c.finished()
-			return
+			return ""
 		}
 	}
 	// A connection may hold only its share of the queue, so that one
@@ -276,9 +278,7 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 		s.counters.connQueueFull.Add(1)
 		s.counters.unavailable.Add(1)
 		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method, serverapi.KeyShare, true)
-		c.send(respond(f, proto.StatusUnavailable, "connection's queue share full"))
-		c.finished()
-		return
+		return "connection's queue share full"
 	}
 	c.queued.Add(1)
 	j.queued = true
@@ -287,295 +287,9 @@ func (c *conn) dispatch(f *proto.Frame, i int, arrival time.Time) {
 		s.counters.queueFull.Add(1)
 		s.counters.unavailable.Add(1)
 		s.log.Warn(serverapi.EventQueueFull, serverapi.KeyConn, c.id, serverapi.KeyID, f.ID, serverapi.KeyMethod, f.Method)
-		c.send(respond(f, proto.StatusUnavailable, "queue full"))
-		c.finished()
+		return "queue full"
 	}
-}
-
-// hold queues an answer the reader executed itself; flushHeld writes it
-// after the batch. In chunk mode answers always go through the writer.
-// lent and recycle are queueFrame's.
-func (c *conn) hold(f *proto.Frame, lent bool, recycle []byte) {
-	if c.rng != nil {
-		c.sendFrame(f, lent, recycle)
-		return
-	}
-	c.rd.held = c.queueFrame(f, lent, recycle) || c.rd.held
-}
-
-// send queues the encoded frame b for writing.
-func (c *conn) send(b []byte) { c.enqueue(b, false) }
-
-// sendThenClose queues b (possibly nil or part of a frame) and then a
-// close of the connection; anything queued later is dropped.
-func (c *conn) sendThenClose(b []byte) { c.enqueue(b, true) }
-
-// sendFrame encodes f straight into the output queue and wakes the
-// writer; lent and recycle are queueFrame's.
-func (c *conn) sendFrame(f *proto.Frame, lent bool, recycle []byte) {
-	if c.queueFrame(f, lent, recycle) {
-		c.signal()
-	}
-}
-
-// queueFrame encodes f into the output queue without waking the writer;
-// the caller flushes or signals. It reports whether f was queued. lent
-// says f.Payload stays unchanged until written (Handler.Execute's
-// contract): then, at writevMin bytes or more and outside chunk mode,
-// only the frame's head is copied and the payload is written from where
-// it lies. recycle, when not nil, is the payload of the request f
-// answers, which the handler is done with: its memory goes back to the
-// server's pool as soon as f no longer needs it, now or once written.
-func (c *conn) queueFrame(f *proto.Frame, lent bool, recycle []byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.closing || c.finSent {
-		c.s.payloads.put(recycle)
-		return false
-	}
-	n := len(c.out)
-	if lent && len(f.Payload) >= writevMin && c.rng == nil {
-		if out, err := proto.AppendFrameHead(c.out, f); err == nil {
-			ref := outRef{at: len(out), p: f.Payload}
-			if overlaps(f.Payload, recycle) {
-				// An answer in the request's memory: that memory goes
-				// back once written, not before.
-				ref.recycle = recycle
-			} else {
-				c.s.payloads.put(recycle)
-			}
-			c.out = out
-			c.refs = append(c.refs, ref)
-			c.outBytes += len(out) - n + len(f.Payload)
-			c.outFrames++
-			return true
-		}
-		// Too large a frame: appendResponse answers so.
-	}
-	var err error
-	c.out, err = appendResponse(c.out, f)
-	c.s.payloads.put(recycle) // copied, or not sent at all
-	if err != nil {
-		return false
-	}
-	c.outBytes += len(c.out) - n
-	c.outFrames++
-	return true
-}
-
-// sendAt queues b at time at, unless the connection is closed by then.
-func (c *conn) sendAt(b []byte, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	var t *time.Timer
-	t = time.AfterFunc(time.Until(at), func() {
-		c.mu.Lock()
-		delete(c.timers, t)
-		c.mu.Unlock()
-		c.send(b)
-		c.maybeFIN()
-	})
-	c.timers[t] = struct{}{}
-}
-
-func (c *conn) enqueue(b []byte, closeAfter bool) {
-	c.mu.Lock()
-	if c.closed || c.closing || c.finSent {
-		c.mu.Unlock()
-		return
-	}
-	if len(b) > 0 {
-		c.out = append(c.out, b...)
-		c.outBytes += len(b)
-		c.outFrames++
-	}
-	c.closing = closeAfter
-	c.mu.Unlock()
-	c.signal()
-}
-
-func (c *conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (c *conn) writeLoop() {
-	defer c.s.wg.Done()
-	defer c.close()
-	for {
-		select {
-		case <-c.wake:
-		case <-c.done:
-			return
-		}
-		if c.rng != nil {
-			// Chunk mode: let more responses pile up so that one write
-			// sequence carries several frames.
-			select {
-			case <-time.After(c.s.cfg.ChunkWindow):
-			case <-c.done:
-				return
-			}
-		} else {
-			// Let workers that are already runnable queue their answers
-			// too, so that one write carries them all.
-			runtime.Gosched()
-		}
-		c.wmu.Lock()
-		ok := c.flush()
-		c.wmu.Unlock()
-		if !ok {
-			return
-		}
-	}
-}
-
-// writeTimedOut counts and logs, once per connection, that the peer
-// accepted nothing for WriteTimeout; unwritten is what the server still
-// held.
-func (c *conn) writeTimedOut(unwritten int, err error) {
-	if c.timedOut.Swap(true) {
-		return
-	}
-	c.s.counters.writeTimeouts.Add(1)
-	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
-		serverapi.KeyUnwritten, unwritten, serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error())
-}
-
-// flush writes everything queued; the caller holds wmu. It returns false
-// when the connection must close: the write failed, or a close was queued.
-func (c *conn) flush() bool {
-	// Swap buffers: others append to the spare while buf is written.
-	c.mu.Lock()
-	buf, refs, size, frames, closeAfter := c.out, c.refs, c.outBytes, c.outFrames, c.closing
-	c.out, c.refs, c.outBytes, c.outFrames = c.spare[:0], c.spareRefs[:0], 0, 0
-	fin := c.finQueued && !c.finSent
-	c.finSent = c.finSent || fin
-	c.mu.Unlock()
-	select {
-	case c.drained <- struct{}{}:
-	default:
-	}
-	var err error
-	if len(refs) == 0 {
-		err = c.write(buf, c.rng)
-	} else {
-		err = c.writev(buf, refs)
-	}
-	for _, r := range refs {
-		c.s.payloads.put(r.recycle)
-	}
-	// Dropped, so that a spare does not keep lent payloads alive.
-	clear(refs)
-	c.spare, c.spareRefs = buf, refs
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			c.writeTimedOut(size, err)
-		}
-		return false
-	}
-	c.s.counters.framesSent.Add(int64(frames))
-	if fin {
-		c.closeWrite()
-	}
-	if closeAfter {
-		c.s.log.Info(serverapi.EventConnCloseInjected, serverapi.KeyRemote, c.nc.RemoteAddr().String())
-		return false
-	}
-	return true
-}
-
-// awaitRoom holds the reader back while the connection's unwritten
-// answers are at MaxOutBytes, so that a client that does not read its
-// answers stops being read instead of growing the server's memory. It
-// returns false if the connection closed meanwhile.
-func (c *conn) awaitRoom() bool {
-	for {
-		c.mu.Lock()
-		full := c.outBytes >= c.s.cfg.MaxOutBytes
-		c.mu.Unlock()
-		if !full {
-			return true
-		}
-		c.s.counters.outLimitWaits.Add(1)
-		select {
-		case <-c.drained:
-		case <-c.done:
-			return false
-		}
-	}
-}
-
-// flushHeld writes the answers the reader queued itself, on the reader
-// goroutine, which saves waking the writer; if the writer is busy it is
-// left to the writer. It returns false when the connection must close.
-func (c *conn) flushHeld() bool {
-	if !c.rd.held {
-		return true
-	}
-	c.rd.held = false
-	if !c.wmu.TryLock() {
-		c.signal()
-		return true
-	}
-	defer c.wmu.Unlock()
-	return c.flush()
-}
-
-// write writes b in one call, or in random 1-13 byte pieces when rng is set.
-func (c *conn) write(b []byte, rng *rand.Rand) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
-		return err
-	}
-	for len(b) > 0 {
-		n := len(b)
-		if rng != nil {
-			n = min(n, 1+rng.IntN(13))
-		}
-		if _, err := c.nc.Write(b[:n]); err != nil {
-			return err
-		}
-		c.s.counters.writeChunks.Add(1)
-		b = b[n:]
-	}
-	return nil
-}
-
-// writev writes buf with each ref's payload after its first at bytes,
-// in one writev where the kernel takes it all. Never in chunk mode,
-// whose answers are not lent (queueFrame).
-func (c *conn) writev(buf []byte, refs []outRef) error {
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
-		return err
-	}
-	iov, prev := c.iov[:0], 0
-	for _, r := range refs {
-		if r.at > prev {
-			iov = append(iov, buf[prev:r.at])
-		}
-		iov = append(iov, r.p)
-		prev = r.at
-	}
-	if prev < len(buf) {
-		iov = append(iov, buf[prev:])
-	}
-	c.iov = iov
-	// WriteTo consumes its receiver: a copy of the slice, so that c.iov
-	// keeps its backing array.
-	w := iov
-	_, err := w.WriteTo(c.nc)
-	clear(iov)
-	c.s.counters.writeChunks.Add(1)
-	return err
+	return ""
 }
 
 // close closes the socket once, stops pending late responses and drops

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -42,7 +43,7 @@ func TestParseFault(t *testing.T) {
 		{"kind=late colour=red", server.Fault{}, `unknown key "colour"`},
 		{"kind=unavailable count=1 retry_after=200ms", server.Fault{Kind: server.FaultUnavailable, Count: 1, RetryAfter: 200 * time.Millisecond}, ""},
 		{"kind=unavailable retry_after=1.5s", server.Fault{Kind: server.FaultUnavailable, RetryAfter: 1500 * time.Millisecond}, ""},
-		{"kind=unavailable retry_after=never", server.Fault{Kind: server.FaultUnavailable, RetryAfter: server.RetryNever}, ""},
+		{"kind=unavailable retry_after=never", server.Fault{Kind: server.FaultUnavailable, RetryAfter: fault.RetryNever}, ""},
 		{"kind=unavailable retry_after=0s", server.Fault{}, `retry_after "0s" is neither a duration > 0 nor never`},
 		{"kind=unavailable retry_after=-1", server.Fault{}, `retry_after "-1" is neither a duration > 0 nor never`},
 		{"kind=unavailable retry_after=-1s", server.Fault{}, `retry_after "-1s" is neither a duration > 0 nor never`},
@@ -81,7 +82,7 @@ func TestFaultString(t *testing.T) {
 		{server.Fault{Kind: server.FaultUnavailable}, "kind=unavailable"},
 		{server.Fault{Kind: server.FaultLate, Method: "get", Count: 1, Delay: 150 * time.Millisecond}, "kind=late method=get count=1 delay=150ms"},
 		{server.Fault{Kind: server.FaultUnavailable, Count: 1, RetryAfter: 200 * time.Millisecond}, "kind=unavailable count=1 retry_after=200ms"},
-		{server.Fault{Kind: server.FaultUnavailable, Method: "get", RetryAfter: server.RetryNever}, "kind=unavailable method=get retry_after=never"},
+		{server.Fault{Kind: server.FaultUnavailable, Method: "get", RetryAfter: fault.RetryNever}, "kind=unavailable method=get retry_after=never"},
 		{server.Fault{Kind: server.FaultUnavailable, RetryAfter: -time.Second}, "kind=unavailable retry_after=never"},
 	}
 	for _, tt := range tests {
@@ -192,13 +193,13 @@ func TestFaultUnknownMethod(t *testing.T) {
 					}
 					return
 				}
-				var me *server.MethodError
+				var me *fault.MethodError
 				if !errors.As(err, &me) || err.Error() != tt.want {
-					t.Errorf("%s: got error %v, want a *server.MethodError %s", where, err, tt.want)
+					t.Errorf("%s: got error %v, want a *fault.MethodError %s", where, err, tt.want)
 					return
 				}
-				if me.Fault != f {
-					t.Errorf("%s: MethodError.Fault got %+v, want %+v", where, me.Fault, f)
+				if got, ok := me.Rule.(server.Fault); !ok || got != f {
+					t.Errorf("%s: MethodError.Rule got %+v, want %+v", where, me.Rule, f)
 				}
 			}
 			t.Run("Config.Faults", func(t *testing.T) {

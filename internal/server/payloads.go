@@ -13,7 +13,7 @@ import (
 // proto.SmallPayload bytes gets a buffer of the next power of two from
 // its class, and goes back once nothing refers to it: when its
 // request's answer is queued (copied), or written, when the answer is the
-// payload itself (Handler.Execute's contract says the handler keeps no
+// payload itself (transport.Handler.Execute's contract says the handler keeps no
 // other reference past Execute).
 //
 // Each class is a buffered channel: a put to a full class, or of memory

@@ -9,13 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/proc"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
-	"github.com/rpcbench/rpcbench/internal/tail"
 )
 
 // StopGrace is how long a process has to exit after SIGINT before it is
@@ -50,10 +49,8 @@ type Proc struct {
 
 	spec   Spec
 	cancel context.CancelFunc
-	first  chan string   // the first stdout line; closed without one at EOF
-	exited chan struct{} // closed when Wait returns
-	err    error         // Wait's error; read after exited is closed
-	stderr tail.Buffer   // the end of the process's stderr
+	child  *proc.Proc
+	first  chan string // the first stdout line; closed without one at EOF
 }
 
 // Start starts the process without waiting for its announcement. It is
@@ -63,38 +60,24 @@ type Proc struct {
 // with Terminate. On Linux the kernel also kills it if this
 // process dies.
 func Start(ctx context.Context, spec Spec) (*Proc, error) {
-	if spec.Stderr == nil {
-		spec.Stderr = io.Discard
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Proc{spec: spec, cancel: cancel, first: make(chan string, 1), exited: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, spec.Bin, spec.Args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
-	cmd.WaitDelay = StopGrace
-	cmd.SysProcAttr = childAttr()
-	// Wait returns only once stderr is copied, so p.stderr is complete
-	// by the time exited is closed.
-	cmd.Stderr = io.MultiWriter(bestEffort{spec.Stderr}, &p.stderr)
-	stdout, err := cmd.StdoutPipe()
+	child, err := proc.Start(ctx, proc.Spec{
+		Bin: spec.Bin, Args: spec.Args, StdoutPipe: true, Stderr: spec.Stderr,
+		Interrupt: syscall.SIGINT, WaitDelay: StopGrace,
+	})
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("serverproc: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("serverproc: start %s: %w", spec.Bin, err)
 	}
-	p.PID = cmd.Process.Pid
+	p := &Proc{PID: child.PID, spec: spec, cancel: cancel, child: child, first: make(chan string, 1)}
 	go func() {
-		// Wait only once stdout is drained: Wait closes the pipe.
-		sc := bufio.NewScanner(stdout)
+		defer child.Stdout.Close()
+		sc := bufio.NewScanner(child.Stdout)
 		if sc.Scan() {
 			p.first <- sc.Text()
 		}
 		close(p.first)
-		io.Copy(io.Discard, stdout)
-		p.err = cmd.Wait()
-		close(p.exited)
+		io.Copy(io.Discard, child.Stdout)
 	}()
 	return p, nil
 }
@@ -106,7 +89,6 @@ func (p *Proc) Await(ctx context.Context, timeout time.Duration) error {
 	select {
 	case line, ok := <-p.first:
 		if !ok {
-			<-p.exited
 			return p.earlyExit()
 		}
 		addr, err := p.spec.Announce(line)
@@ -124,29 +106,16 @@ func (p *Proc) Await(ctx context.Context, timeout time.Duration) error {
 
 // earlyExit is Await's error for a process that exited without
 // announcing its address: how it ended, and what it said on stderr or,
-// if nothing, what it was meant to be. Call it after exited is closed.
+// if nothing, what it was meant to be. It waits for the exit.
 func (p *Proc) earlyExit() error {
-	msg := fmt.Sprintf("serverproc: %s %s before announcing its address", p.spec.Bin, howEnded(p.err))
-	if last := p.stderr.Lines(stderrLines); last != "" {
+	exit := p.child.Exit()
+	msg := fmt.Sprintf("serverproc: %s %s before announcing its address", p.spec.Bin, exit)
+	if last := p.child.Stderr(stderrLines); last != "" {
 		msg += fmt.Sprintf("; its stderr ended: %q", last)
 	} else if p.spec.Want != "" {
 		msg += fmt.Sprintf(" (is %s %s?)", p.spec.Bin, p.spec.Want)
 	}
-	return &exitError{msg: msg, err: p.err}
-}
-
-// howEnded says how a process whose Wait returned err ended.
-func howEnded(err error) string {
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return "exited with status 0"
-	case errors.As(err, &ee) && ee.Exited():
-		return "exited with status " + strconv.Itoa(ee.ExitCode())
-	case errors.As(err, &ee):
-		return "was killed (" + ee.ProcessState.String() + ")"
-	}
-	return fmt.Sprintf("exited (%v)", err)
+	return &exitError{msg: msg, err: exit.Err}
 }
 
 // exitError is an error about a process that exited: it wraps ErrExited
@@ -186,30 +155,27 @@ var ErrExited = errors.New("serverproc: process exited")
 // Alive returns an error wrapping ErrExited if the process has exited.
 func (p *Proc) Alive() error {
 	select {
-	case <-p.exited:
-		return fmt.Errorf("%w: %s (pid %d): %v", ErrExited, p.spec.Bin, p.PID, p.err)
+	case <-p.child.Exited():
+		return fmt.Errorf("%w: %s (pid %d): %v", ErrExited, p.spec.Bin, p.PID, p.child.Err())
 	default:
 		return nil
 	}
 }
 
 // Exited is closed once the process has exited and been reaped.
-func (p *Proc) Exited() <-chan struct{} { return p.exited }
+func (p *Proc) Exited() <-chan struct{} { return p.child.Exited() }
 
 // ExitErr is the process's exit status as Wait reported it; nil for a
 // clean exit. Call it after Exited is closed.
-func (p *Proc) ExitErr() error {
-	<-p.exited
-	return p.err
-}
+func (p *Proc) ExitErr() error { return p.child.Err() }
 
 // Kill sends SIGKILL, as a crash would, and returns once the process is
 // gone and reaped. A process that already exited is not an error.
 func (p *Proc) Kill() error {
-	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("serverproc: kill %d: %w", p.PID, err)
+	if err := p.child.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("serverproc: %w", err)
 	}
-	<-p.exited
+	<-p.child.Exited()
 	return nil
 }
 
@@ -217,8 +183,8 @@ func (p *Proc) Kill() error {
 // and returns at once; Exited says when the process is gone. A process
 // that already exited is not an error.
 func (p *Proc) Terminate() error {
-	if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("serverproc: terminate %d: %w", p.PID, err)
+	if err := p.child.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("serverproc: %w", err)
 	}
 	return nil
 }
@@ -227,7 +193,7 @@ func (p *Proc) Terminate() error {
 // returns once it is gone. It may be called more than once.
 func (p *Proc) Stop() {
 	p.cancel()
-	<-p.exited
+	<-p.child.Exited()
 }
 
 // RPCServer are the rpcserver flags a caller sets. Zero values leave the
@@ -336,13 +302,3 @@ func (o RPCServer) Spec() Spec {
 // stderrLines is how many of its last stderr lines an early exit quotes:
 // enough for rpcserver's usage error and the line that follows it.
 const stderrLines = 5
-
-// bestEffort writes to w and reports success whatever w says: a closed
-// stderr of ours must not stop the copy of the child's, or the child
-// would block or die on a full pipe, and its tail would stop filling.
-type bestEffort struct{ w io.Writer }
-
-func (b bestEffort) Write(p []byte) (int, error) {
-	b.w.Write(p)
-	return len(p), nil
-}

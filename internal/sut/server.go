@@ -6,16 +6,17 @@ package sut
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/proc"
 )
 
 // Protocol is the version of the protocol the harness speaks.
@@ -52,7 +53,8 @@ type Spec struct {
 	Env []string
 	// Scenario is sent in init, for the adapter's logs.
 	Scenario string
-	// Stderr receives the adapter's stderr; nil discards it.
+	// Stderr receives the adapter's stderr; nil discards it. Its last
+	// lines are also kept, to quote in an *Error.
 	Stderr io.Writer
 	// Lines, when not nil, receives every line the adapter writes on
 	// stdout, verbatim: the record the harness judged.
@@ -95,7 +97,7 @@ func (e *Error) Error() string { return fmt.Sprintf("sut: server adapter %s: %s"
 // concurrently.
 type Server struct {
 	name  string
-	cmd   *exec.Cmd
+	child *proc.Proc
 	stdin io.WriteCloser
 
 	mu     sync.Mutex // guards the fields below
@@ -106,8 +108,7 @@ type Server struct {
 	phase  int                     // 0 before serving, 1 serving, 2 shutdown sent, 3 shutdown_ok
 	change chan struct{}           // closed and replaced whenever the fields change
 
-	exited chan struct{} // closed when the process has exited
-	stderr bytes.Buffer  // the end of stderr, for errors
+	exited chan struct{} // closed when the process has exited and its exit is judged
 }
 
 // Start starts the adapter and waits for its serving line. ctx bounds
@@ -118,38 +119,25 @@ func Start(ctx context.Context, spec Spec) (*Server, error) {
 	if args == nil {
 		args = []string{"serve"}
 	}
-	cmd := exec.Command(spec.Bin, args...)
-	cmd.Env = spec.Env
-	// A process group of its own, killed as a whole; killed by the
-	// kernel if the thread that started it dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stderr := spec.Stderr
-	if stderr == nil {
-		stderr = io.Discard
-	}
-	s := &Server{name: spec.Bin, cmd: cmd, open: map[[2]string]*handlers{}, change: make(chan struct{}), exited: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(stderr, &tailWriter{s: s})
-	stdin, err := cmd.StdinPipe()
+	// A process group of its own, killed as a whole, which lives until
+	// Close whatever becomes of ctx.
+	child, err := proc.Start(context.Background(), proc.Spec{
+		Bin: spec.Bin, Args: args, Env: spec.Env,
+		StdinPipe: true, StdoutPipe: true, Stderr: spec.Stderr, Group: true,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sut: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("sut: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sut: start %s: %w", spec.Bin, err)
 	}
-	s.stdin = stdin
+	s := &Server{name: spec.Bin, child: child, stdin: child.Stdin, open: map[[2]string]*handlers{}, change: make(chan struct{}), exited: make(chan struct{})}
 	readDone := make(chan struct{})
 	go func() {
-		s.read(stdout, spec.Lines)
+		defer child.Stdout.Close()
+		s.read(child.Stdout, spec.Lines)
 		close(readDone)
 	}()
 	go func() {
 		<-readDone
-		err := cmd.Wait()
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err := child.Err()
 		s.mu.Lock()
 		if s.phase < 3 {
 			s.failLocked("exited before shutdown_ok (%v)", err)
@@ -270,7 +258,7 @@ func (s *Server) Close() error {
 
 // kill kills the process group and waits for the exit.
 func (s *Server) kill() {
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	s.child.SignalGroup(syscall.SIGKILL)
 	s.stdin.Close()
 	<-s.exited
 }
@@ -289,8 +277,8 @@ func (s *Server) fail(format string, args ...any) {
 func (s *Server) failLocked(format string, args ...any) {
 	if s.err == nil {
 		text := fmt.Sprintf(format, args...)
-		if tail := bytes.TrimSpace(s.stderr.Bytes()); len(tail) > 0 {
-			text += "; its stderr ends: " + string(tail)
+		if tail := strings.TrimSpace(s.child.Stderr(stderrLines)); tail != "" {
+			text += "; its stderr ends: " + tail
 		}
 		s.err = &Error{Adapter: s.nameLocked(), Text: text}
 		s.changedLocked()
@@ -330,18 +318,5 @@ func (s *Server) read(r io.Reader, lines io.Writer) {
 	io.Copy(io.Discard, r)
 }
 
-// tailWriter keeps the last 2 KiB of the adapter's stderr.
-type tailWriter struct{ s *Server }
-
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	b := &w.s.stderr
-	b.Write(p)
-	if b.Len() > 2048 {
-		rest := bytes.Clone(b.Bytes()[b.Len()-2048:])
-		b.Reset()
-		b.Write(rest)
-	}
-	return len(p), nil
-}
+// stderrLines is how many of its last stderr lines an error quotes.
+const stderrLines = 5

@@ -137,8 +137,8 @@ func TestRenderScorecard(t *testing.T) {
 		}
 		return b.String()
 	}
-	page := render("CASE s_rpcbench PASS scenario=s stack=rpcbench config=client exec_at_most_once==holds\n" +
-		"CASE s_grpcgo_retry PASS scenario=s stack=grpc-go config=retry version=1.85.0 exec_at_most_once==violated\n" +
+	page := render("CASE s_rpcbench PASS scenario=s stack=rpcbench config=client exec_at_most_once:=holds\n" +
+		"CASE s_grpcgo_retry PASS scenario=s stack=grpc-go config=retry version=1.85.0 exec_at_most_once:=violated\n" +
 		"2 passed, 0 failed\n")
 	for _, want := range []string{
 		`id="scorecard"`,

@@ -121,10 +121,10 @@ type Scenario struct {
 type Field struct {
 	Key, Value string
 	// Op is the operator written between key and value: "=", "==",
-	// "<=", ">=" or "~=".
+	// "<=", ">=", "~=" or ":=".
 	Op string
 	// Kind is report.Kind's name: "recorded", "asserted", "bound",
-	// "lower-bound" or "volatile".
+	// "lower-bound", "volatile" or "outcome".
 	Kind string
 }
 

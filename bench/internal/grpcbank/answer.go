@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
 )
 
 // ErrAnswer is wrapped by the errors of ParseAnswer.

@@ -1,5 +1,5 @@
 // Package grpcbank is the grpc-bank rows' gRPC code: grpc-go's generated
-// Bank client and server (adapters/grpcgo/bankpb, the protoc output of
+// Bank client and server (adapters/gokit/bankpb, the protoc output of
 // proto/rpcbench/bank/v1/bank.proto), the server executing Get on
 // internal/bank's handler as rpcserver -grpc does.
 package grpcbank
@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
 )
 
 // Client calls Bank over one *grpc.ClientConn.

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
 	"github.com/rpcbench/rpcbench/bench/internal/workload"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/serverproc"

@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/rpcbench/rpcbench/adapters/grpcgo/bankpb"
+	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/proto"
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // NewServer returns a grpc-go server, default options, whose Bank
@@ -56,7 +56,7 @@ func (s *service) Get(ctx context.Context, in *bankpb.GetRequest) (*bankpb.Accou
 		payload = append(payload, " sleep="...)
 		payload = strconv.AppendInt(payload, ms, 10)
 	}
-	req := server.Request{
+	req := transport.Request{
 		ID: s.ids.Add(1), Method: bank.MethodGet, Payload: payload,
 		BudgetMs: math.MaxUint32, Expiry: time.Now().Add(noBudget),
 		// The call's end, the client's cancel or the server's stop: a

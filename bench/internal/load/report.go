@@ -349,7 +349,7 @@ var systemNotes = map[string]string{
 	KeyGoverned: "- rpcbench-governed is rpcbench with the client's governance on: a retry budget (10 tokens, ratio 0.1), " +
 		"a circuit breaker (10 s window of 1 s buckets, opening at a 50% failure rate over at least 100 attempts, open for 1 s, 5 probes) " +
 		"and an in-flight cap of 4×G, which never refuses; no rate limit.\n",
-	KeyGRPCBankFault: "- grpc-bank-rpcserver: grpc-go's generated Bank client (adapters/grpcgo/bankpb), one *grpc.ClientConn, default options, " +
+	KeyGRPCBankFault: "- grpc-bank-rpcserver: grpc-go's generated Bank client (adapters/gokit/bankpb), one *grpc.ClientConn, default options, " +
 		"making Bank Get calls (GetRequest, AccountReply) of rpcserver -grpc, the gRPC fault server (internal/grpcwire), with no fault rule; " +
 		"its request and answer are the bank's text to the driver (MB/s counts that text), protobuf on the wire. " +
 		"The fault server logs an ATTEMPT event per request, which is part of what it costs.\n",

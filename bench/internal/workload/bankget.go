@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
-	"github.com/rpcbench/rpcbench/internal/server"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 // BankGet returns a maker of handlers that do the work rpcserver does for
@@ -26,11 +26,11 @@ func BankGet() func() func(dst, payload []byte) []byte {
 	b := bank.New(bank.NewMemory(), nil)
 	never := time.Now().Add(100 * 365 * 24 * time.Hour)
 	return func() func(dst, payload []byte) []byte {
-		req := new(server.Request)
+		req := new(transport.Request)
 		return func(dst, payload []byte) []byte {
 			// The payload aliases the caller's read buffer; the bank
 			// keeps nothing of a get without a key.
-			*req = server.Request{Method: bank.MethodGet, Payload: payload, BudgetMs: BudgetMs, Expiry: never}
+			*req = transport.Request{Method: bank.MethodGet, Payload: payload, BudgetMs: BudgetMs, Expiry: never}
 			_, out := b.Execute(req, dst)
 			return out
 		}

@@ -50,7 +50,7 @@ var evidenceMutants = []scenariotest.Mutant{
 	{
 		Name: "expiry_off_by_one",
 		Bug:  "the server's expiry check compares whole milliseconds with >, so a request with budgetMs 0 executes",
-		File: "internal/server/server.go",
+		File: "internal/server/worker.go",
 		Old:  "if waited := time.Since(j.arrival); waited >= budget {",
 		New:  "if waited := time.Since(j.arrival); waited.Milliseconds() > budget.Milliseconds() {",
 		Catch: map[string]string{

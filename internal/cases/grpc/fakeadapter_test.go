@@ -167,10 +167,10 @@ func TestJudgeCatchesFakeAdapters(t *testing.T) {
 	tests := []struct {
 		mode, scenario, want string
 	}{
-		{fakeTwice, "grpc_refused_stream_grpcgo_default", "exec_at_most_once==violated"},
-		{fakeTwice, "grpc_noreply_within_deadline_grpcgo_retry", "exec_at_most_once==violated"},
-		{fakeLiar, "grpc_goaway_below_grpcgo_default", "ok_only_if_executed==violated"},
-		{fakeLiar, "grpc_unavailable_before_exec_grpcgo_retry", "ok_only_if_executed==violated"},
+		{fakeTwice, "grpc_refused_stream_grpcgo_default", "exec_at_most_once:=violated"},
+		{fakeTwice, "grpc_noreply_within_deadline_grpcgo_retry", "exec_at_most_once:=violated"},
+		{fakeLiar, "grpc_goaway_below_grpcgo_default", "ok_only_if_executed:=violated"},
+		{fakeLiar, "grpc_unavailable_before_exec_grpcgo_retry", "ok_only_if_executed:=violated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+"/"+tt.scenario, func(t *testing.T) {
@@ -215,9 +215,9 @@ func TestCapabilityGating(t *testing.T) {
 		verdict report.Verdict
 		want    []string
 	}{
-		{"grpc_unavailable_before_exec_grpcgo_retry", report.NotApplicable, []string{"unsupported=[grpc-go lacks retry_policy]", "exec_at_most_once==unsupported", "ok_only_if_executed==unsupported", "recovers==unsupported"}},
-		{"grpc_throttling_caps_amplification_grpcgo_throttled", report.NotApplicable, []string{"unsupported=[grpc-go lacks retry_policy]", "amplification_capped==unsupported"}},
-		{"grpc_unavailable_before_exec_grpcgo_default", report.Fail, []string{"ok_only_if_executed==violated"}},
+		{"grpc_unavailable_before_exec_grpcgo_retry", report.NotApplicable, []string{"unsupported=[grpc-go lacks retry_policy]", "exec_at_most_once:=unsupported", "ok_only_if_executed:=unsupported", "recovers:=unsupported"}},
+		{"grpc_throttling_caps_amplification_grpcgo_throttled", report.NotApplicable, []string{"unsupported=[grpc-go lacks retry_policy]", "amplification_capped:=unsupported"}},
+		{"grpc_unavailable_before_exec_grpcgo_default", report.Fail, []string{"ok_only_if_executed:=violated"}},
 	} {
 		c, ok := scenario.Registry(Cases()).Lookup(tt.name)
 		if !ok {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/scenario/scenariotest"
@@ -358,10 +359,11 @@ func TestServerJudgeCatches(t *testing.T) {
 				line := c.Run(context.Background(), e)
 				s := report.Format(line)
 				t.Log(s)
-				want, verdict := tt.row+"==violated", report.Fail
+				o, verdict := outcome.Violated, report.Fail
 				if mode == fakeSrvGood {
-					want, verdict = tt.row+"==holds", report.Pass
+					o, verdict = outcome.Holds, report.Pass
 				}
+				want := report.FormatField(report.Field{Key: tt.row, Value: o.String(), Kind: report.Outcome})
 				if !strings.Contains(s, " "+want) || line.Verdict != verdict {
 					t.Errorf("got %s, want %s and %s", s, want, verdict)
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -297,7 +298,7 @@ type T struct {
 	Target   string           // where the calls go
 	Adapter  *cut.Adapter     // nil in the reference column
 	RB       *client.Client
-	obs      []pins.Observation
+	obs      []outcome.Observation
 	pins     pins.Pins // the stack's
 	calls    int
 	// lacks is why the column is unsupported, when it is.
@@ -360,7 +361,7 @@ func (g *T) observedAll() { observedExactly(g.T, g.obs, g.Scenario.Invs) }
 
 // observedExactly fails the scenario, unless it has already failed,
 // when obs do not name each of want once and nothing else.
-func observedExactly(t *scenario.T, obs []pins.Observation, want []string) {
+func observedExactly(t *scenario.T, obs []outcome.Observation, want []string) {
 	var got []string
 	for _, o := range obs {
 		got = append(got, o.Invariant)
@@ -421,39 +422,33 @@ func (s Suite) KnownPin(stack string) pins.Known {
 
 // Observe records the outcome of invariant inv as a stable field and for
 // the judgement.
-func (g *T) Observe(inv string, o pins.Outcome) {
+func (g *T) Observe(inv string, o outcome.Outcome) {
 	g.obs = append(g.obs, record(g.T, g.pins, pins.Key{Config: g.Col.config, Scenario: g.Scenario.Name, Invariant: inv}, o))
 }
 
-// record records the outcome o of k's invariant as a stable field and
-// returns it as an observation. A violation pinned as happening
-// sometimes is recorded as "sometimes", and this run's outcome as the
-// volatile field INV_this_run: either may be seen.
-//
-// The field is asserted (INV==violated): the scenario failed unless the
-// outcome agreed with the stack's pins.
-func record(t *scenario.T, p pins.Pins, k pins.Key, o pins.Outcome) pins.Observation {
-	v := o.String()
-	if p.Sometimes(k) && (o == pins.Holds || o == pins.Violated) {
-		v = outcomeSometimes
+// record records the outcome o of k's invariant as an Outcome field
+// (INV:=violated) and returns it as an observation. A violation pinned as
+// happening sometimes is recorded as outcome.Sometimes, and this run's
+// outcome as the volatile field INV_this_run: either may be seen. The
+// scenario failed unless the outcome agreed with the stack's pins.
+func record(t *scenario.T, p pins.Pins, k pins.Key, o outcome.Outcome) outcome.Observation {
+	v := o
+	if p.Sometimes(k) && (o == outcome.Holds || o == outcome.Violated) {
+		v = outcome.Sometimes
 	}
-	t.Fields = append(t.Fields, report.Field{Key: k.Invariant, Value: v, Kind: report.Asserted})
-	if v == outcomeSometimes {
+	t.Fields = append(t.Fields, report.Field{Key: k.Invariant, Value: v.String(), Kind: report.Outcome})
+	if v == outcome.Sometimes {
 		t.Volatile(k.Invariant+"_this_run", o)
 	}
-	return pins.Observation{Invariant: k.Invariant, Outcome: o}
+	return outcome.Observation{Invariant: k.Invariant, Outcome: o}
 }
 
-// outcomeSometimes is the field value of an invariant pinned as violated
-// in some runs only.
-const outcomeSometimes = "sometimes"
-
 // Holds is Holds when ok, else Violated.
-func Holds(ok bool) pins.Outcome {
+func Holds(ok bool) outcome.Outcome {
 	if ok {
-		return pins.Holds
+		return outcome.Holds
 	}
-	return pins.Violated
+	return outcome.Violated
 }
 
 // Fault is one fault, as the gRPC side's rule and as the reference
@@ -764,6 +759,6 @@ func (g *T) Unsupported(why string, invs ...string) {
 	g.Field("unsupported", why)
 	g.lacks = why
 	for _, inv := range invs {
-		g.Observe(inv, pins.Unsupported)
+		g.Observe(inv, outcome.Unsupported)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -113,7 +114,7 @@ type ServerT struct {
 	addr  string
 	rpc   *scenario.Server // rpcserver's column
 	sut   *sut.Server      // an adapter's
-	obs   []pins.Observation
+	obs   []outcome.Observation
 	pins  pins.Pins // the stack's
 	calls int
 	// sent are the debit amounts the scenario sent, by call, and the
@@ -190,7 +191,7 @@ func (g *ServerT) logFile(name string) *os.File {
 }
 
 // Observe records inv's outcome as a stable field and for the judgement.
-func (g *ServerT) Observe(inv string, o pins.Outcome) {
+func (g *ServerT) Observe(inv string, o outcome.Outcome) {
 	g.obs = append(g.obs, record(g.T, g.pins, pins.Key{Config: configServer, Scenario: g.sc.Name, Invariant: inv}, o))
 }
 
