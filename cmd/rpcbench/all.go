@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 type allOptions struct {
 	*app
-	// Group selects the scenarios; cases.GroupAll runs every one.
+	// Group selects the scenarios; scenario.GroupAll runs every one.
 	Group string
 	// Count is how many times the group runs; 0 means 1.
 	Count int
@@ -106,7 +107,7 @@ func defaultEvidence(group string) string {
 	switch group {
 	case cases.GroupEvidence:
 		return "evidence"
-	case cases.GroupAll:
+	case scenario.GroupAll:
 		return ""
 	}
 	return filepath.Join("evidence", group)

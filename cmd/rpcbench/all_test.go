@@ -14,6 +14,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 func TestRunAll(t *testing.T) {
@@ -43,7 +44,7 @@ func TestRunAll(t *testing.T) {
 		},
 		{
 			name:     "group all",
-			group:    cases.GroupAll,
+			group:    scenario.GroupAll,
 			wantRuns: []string{"one", "extra", "two"},
 			wantCode: exitOK,
 			wantOut:  "CASE one PASS n=1 t~=3ms\nCASE extra PASS\nCASE two PASS\n3 passed, 0 failed\n",
@@ -198,7 +199,7 @@ func TestRunAllInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first := r.fake("one", cases.GroupEvidence, true)
-	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
+	interrupting := scenario.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env scenario.Env) report.Line {
 		cancel() // as SIGINT would, while the scenario runs
 		<-ctx.Done()
 		return report.Line{Name: "two", Verdict: report.Interrupted, Fields: []report.Field{{Key: "why", Value: "interrupted: " + ctx.Err().Error()}}}
@@ -271,9 +272,9 @@ func TestRunAllColor(t *testing.T) {
 
 // flaky returns a scenario that fails on the calls listed (1-based) and
 // passes otherwise, recording its runs in r.
-func (r *fakeRuns) flaky(name, group string, failOn ...int) cases.Case {
+func (r *fakeRuns) flaky(name, group string, failOn ...int) scenario.Case {
 	calls := 0
-	return cases.Fake(name, group, "proves "+name, func(_ context.Context, env cases.Env) report.Line {
+	return scenario.Fake(name, group, "proves "+name, func(_ context.Context, env scenario.Env) report.Line {
 		r.mu.Lock()
 		r.runs = append(r.runs, fakeRun{name, env})
 		r.mu.Unlock()
@@ -432,7 +433,7 @@ func TestRunAllCountInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := 0
-	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
+	interrupting := scenario.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env scenario.Env) report.Line {
 		if calls++; calls < 2 {
 			return report.Line{Name: "two", Verdict: report.Pass}
 		}
@@ -513,10 +514,10 @@ func TestExitByVerdict(t *testing.T) {
 				line.Fields = append(line.Fields, report.Field{Key: report.WhyKey, Value: "connect-go lacks retry_policy"})
 			}
 			a, stdout, stderr := testApp(t,
-				cases.Fake("one", cases.GroupEvidence, "proves one", func(context.Context, cases.Env) report.Line {
+				scenario.Fake("one", cases.GroupEvidence, "proves one", func(context.Context, scenario.Env) report.Line {
 					return report.Line{Name: "one", Verdict: report.Pass}
 				}),
-				cases.Fake(line.Name, cases.GroupEvidence, "judges a stack", func(context.Context, cases.Env) report.Line { return line }),
+				scenario.Fake(line.Name, cases.GroupEvidence, "judges a stack", func(context.Context, scenario.Env) report.Line { return line }),
 			)
 			err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupEvidence, Evidence: ""})
 			code, errText := outcome(err, stderr)

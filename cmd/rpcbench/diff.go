@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 type diffOptions struct {
@@ -146,7 +146,7 @@ func runDiff(ctx context.Context, o *diffOptions) error {
 // evidence directory, printing progress to o.Err. Names no longer
 // registered are left out, so Diff reports them missing.
 func rerun(ctx context.Context, o *diffOptions, old []report.Line) ([]report.Line, string, error) {
-	var list cases.Registry
+	var list scenario.Registry
 	for _, l := range old {
 		c, ok := o.Scenarios.Lookup(l.Name)
 		if !ok {

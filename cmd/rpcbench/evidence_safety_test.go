@@ -12,6 +12,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // command runs rpcbench with args over a's scenarios and returns the exit
@@ -107,7 +108,7 @@ func TestAllInterruptedKeepsEvidence(t *testing.T) {
 	var r fakeRuns
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	interrupting := cases.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env cases.Env) report.Line {
+	interrupting := scenario.Fake("two", cases.GroupEvidence, "proves two", func(ctx context.Context, env scenario.Env) report.Line {
 		cancel()
 		<-ctx.Done()
 		return report.Line{Name: "two", Fields: []report.Field{{Key: "why", Value: "interrupted"}}}
@@ -179,7 +180,7 @@ func TestAllSelectionKeepsEvidence(t *testing.T) {
 			if (err == nil) != (tt.written == "ev") {
 				t.Errorf("ev/output.txt: %v, want it written: %v", err, tt.written == "ev")
 			}
-			if _, err := os.Stat(filepath.Join("evidence", cases.GroupAll)); err == nil {
+			if _, err := os.Stat(filepath.Join("evidence", scenario.GroupAll)); err == nil {
 				t.Errorf("evidence/all was written")
 			}
 		})

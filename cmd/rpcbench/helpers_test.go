@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // fakeRuns records the scenarios a test ran, in order, with their Env.
@@ -20,7 +20,7 @@ type fakeRuns struct {
 
 type fakeRun struct {
 	Name string
-	Env  cases.Env
+	Env  scenario.Env
 }
 
 func (r *fakeRuns) names() []string {
@@ -36,8 +36,8 @@ func (r *fakeRuns) names() []string {
 // fake returns a scenario that records its run and returns a line with
 // the given verdict and fields; it writes its server log into the log
 // directory as a real one would.
-func (r *fakeRuns) fake(name, group string, pass bool, fields ...report.Field) cases.Case {
-	return cases.Fake(name, group, "proves "+name, func(_ context.Context, env cases.Env) report.Line {
+func (r *fakeRuns) fake(name, group string, pass bool, fields ...report.Field) scenario.Case {
+	return scenario.Fake(name, group, "proves "+name, func(_ context.Context, env scenario.Env) report.Line {
 		r.mu.Lock()
 		r.runs = append(r.runs, fakeRun{name, env})
 		r.mu.Unlock()
@@ -52,7 +52,7 @@ func (r *fakeRuns) fake(name, group string, pass bool, fields ...report.Field) c
 // empty executable file next to a pretend rpcbench), writing to the
 // returned buffers. The working directory is a fresh temporary one, so
 // the default "evidence" directory lands there.
-func testApp(t *testing.T, list ...cases.Case) (a *app, stdout, stderr *bytes.Buffer) {
+func testApp(t *testing.T, list ...scenario.Case) (a *app, stdout, stderr *bytes.Buffer) {
 	t.Helper()
 	t.Chdir(t.TempDir())
 	bin := t.TempDir()

@@ -9,12 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 type listOptions struct {
 	*app
-	// Group selects the scenarios listed; cases.GroupAll lists every one.
+	// Group selects the scenarios listed; scenario.GroupAll lists every one.
 	Group string
 	// JSON prints the list as a JSON array.
 	JSON bool
@@ -50,7 +50,7 @@ scripts; --group limits either form to one group.`,
 	f := cmd.Flags()
 	f.BoolVar(&o.Names, "names", false, "print bare names, one per line")
 	f.BoolVar(&o.JSON, "json", false, `print a JSON array of {"group", "name", "doc", "needs"}`)
-	f.StringVar(&o.Group, "group", cases.GroupAll, `list only this group ("all" for every scenario)`)
+	f.StringVar(&o.Group, "group", scenario.GroupAll, `list only this group ("all" for every scenario)`)
 	_ = cmd.RegisterFlagCompletionFunc("group", completeGroups(a))
 	return cmd
 }
@@ -62,7 +62,7 @@ func runList(o *listOptions) error {
 	}
 	groups := list.Groups()
 	list = slices.Clone(list)
-	slices.SortStableFunc(list, func(x, y cases.Case) int {
+	slices.SortStableFunc(list, func(x, y scenario.Case) int {
 		return slices.Index(groups, x.Group) - slices.Index(groups, y.Group)
 	})
 	if o.JSON {

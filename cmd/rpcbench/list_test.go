@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 func TestRunList(t *testing.T) {
@@ -19,14 +20,14 @@ func TestRunList(t *testing.T) {
 		wantCode int
 		wantOut  string
 	}{
-		{"table, group by group", listOptions{Group: cases.GroupAll}, exitOK,
+		{"table, group by group", listOptions{Group: scenario.GroupAll}, exitOK,
 			"GROUP       NAME       PROVES\n" +
 				"evidence    alpha      proves alpha\n" +
 				"evidence    long_name  proves long_name\n" +
 				"robustness  gamma      proves gamma\n" +
 				"robustness  delta      proves delta\n" +
 				"extra       omega      proves omega\n"},
-		{"names, group by group", listOptions{Group: cases.GroupAll, Names: true}, exitOK, "alpha\nlong_name\ngamma\ndelta\nomega\n"},
+		{"names, group by group", listOptions{Group: scenario.GroupAll, Names: true}, exitOK, "alpha\nlong_name\ngamma\ndelta\nomega\n"},
 		{"one group", listOptions{Group: "robustness"}, exitOK,
 			"GROUP       NAME   PROVES\n" +
 				"robustness  gamma  proves gamma\n" +

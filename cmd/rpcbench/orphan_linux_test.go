@@ -19,7 +19,7 @@ import (
 // it mid-run while a server is up, and checks that no rpcserver outlives
 // it by more than a second. An interrupted rpcbench stops its server
 // itself (the scenario's cleanup sends SIGINT); a killed one cannot, and
-// relies on the kernel: internal/cases starts each server with
+// relies on the kernel: internal/scenario starts each server with
 // Pdeathsig=SIGKILL.
 func TestNoOrphans(t *testing.T) {
 	if testing.Short() {

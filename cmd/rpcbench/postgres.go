@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // startPostgres starts a throwaway PostgreSQL cluster, or connects
 // through RPCBENCH_PG_DSN; stop is never nil. Without PostgreSQL binaries
 // the error wraps pgcluster.ErrNotFound.
-func startPostgres(ctx context.Context, status io.Writer) (pg cases.Databases, stop func(), err error) {
+func startPostgres(ctx context.Context, status io.Writer) (pg scenario.Databases, stop func(), err error) {
 	cl, err := pgcluster.Start(ctx)
 	if err != nil {
 		return nil, func() {}, err

@@ -7,11 +7,11 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // The checks a batch makes of this machine, variables so that tests can
@@ -25,11 +25,11 @@ var (
 )
 
 // prereqs is what a batch found, once before its first scenario, about
-// what its scenarios need beyond an rpcserver binary (cases.Case.Needs).
+// what its scenarios need beyond an rpcserver binary (scenario.Case.Needs).
 type prereqs struct {
 	// Postgres serves the scenarios that need PostgreSQL; nil when none
 	// does, or PostgreSQL is missing.
-	Postgres cases.Databases
+	Postgres scenario.Databases
 	// Adapters are the client adapters' binaries, by stack, for the
 	// scenarios that need one.
 	Adapters map[string]string
@@ -54,7 +54,7 @@ type unmet struct {
 // prerequisite of it is missing, and false when c is to run. A required
 // prerequisite's FAIL outweighs another's SKIP; among equals the first of
 // c.Needs is reported.
-func (p prereqs) instead(c cases.Case) (report.Line, bool) {
+func (p prereqs) instead(c scenario.Case) (report.Line, bool) {
 	var m unmet
 	ok := false
 	for _, n := range c.Needs {
@@ -75,16 +75,16 @@ func (p prereqs) instead(c cases.Case) (report.Line, bool) {
 // says on status what is missing and what the scenarios needing it will
 // report:
 //
-//   - cases.NeedsPostgres: it starts the throwaway PostgreSQL cluster
+//   - scenario.NeedsPostgres: it starts the throwaway PostgreSQL cluster
 //     those scenarios share (or connects through RPCBENCH_PG_DSN).
 //     Without PostgreSQL binaries they SKIP, saying how to install them;
 //     with RPCBENCH_REQUIRE_PG=1, or on any other failure, the batch
 //     cannot be set up and the error says why.
-//   - cases.NeedsNetwork: nethost.Available. When test hosts cannot be
+//   - scenario.NeedsNetwork: nethost.Available. When test hosts cannot be
 //     made here the scenarios SKIP with its error, which says how to get
 //     them; with RPCBENCH_REQUIRE_NETNS=1 they FAIL instead, saying that
 //     the variable demands them.
-//   - cases.NeedsAdapter(stack), for each stack of cut.Stacks: the
+//   - scenario.NeedsAdapter(stack), for each stack of cut.Stacks: the
 //     stack's adapter, beside rpcserver or where its variable says,
 //     started once to read its init_ok (cut.Stack.Find). When it is
 //     missing or does not start, the scenarios SKIP with what to get;
@@ -94,7 +94,7 @@ func (p prereqs) instead(c cases.Case) (report.Line, bool) {
 // A Needs value this runner does not know is not checked: the scenario
 // runs and fails if its need is not met. The returned Stop is never nil,
 // even with an error.
-func checkPrereqs(ctx context.Context, r cases.Registry, serverBin string, status io.Writer) (prereqs, error) {
+func checkPrereqs(ctx context.Context, r scenario.Registry, serverBin string, status io.Writer) (prereqs, error) {
 	p := prereqs{Stop: func() {}, missing: map[string]unmet{}}
 	need := map[string]int{} // Needs → scenarios that have it
 	for _, c := range r {
@@ -102,20 +102,20 @@ func checkPrereqs(ctx context.Context, r cases.Registry, serverBin string, statu
 			need[n]++
 		}
 	}
-	if n := need[cases.NeedsPostgres]; n > 0 {
+	if n := need[scenario.NeedsPostgres]; n > 0 {
 		pg, stop, err := startPG(ctx, status)
 		switch {
 		case err == nil:
 			p.Postgres, p.Stop = pg, stop
 		case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
-			p.missing[cases.NeedsPostgres] = unmet{report.Skipped, err.Error()}
+			p.missing[scenario.NeedsPostgres] = unmet{report.Skipped, err.Error()}
 			fmt.Fprintf(status, "rpcbench: %s will SKIP without PostgreSQL: %v\n", plural(n, "scenario"), err)
 		default:
 			return p, fmt.Errorf("PostgreSQL for %s: %w", plural(n, "scenario"), err)
 		}
 	}
 	for _, st := range cut.Stacks() {
-		n := need[cases.NeedsAdapter(st.Name)]
+		n := need[scenario.NeedsAdapter(st.Name)]
 		if n == 0 {
 			continue
 		}
@@ -129,20 +129,20 @@ func checkPrereqs(ctx context.Context, r cases.Registry, serverBin string, statu
 			p.Stacks = append(p.Stacks, fmt.Sprintf("%s %s (%s)", st.Name, info.Version, info.Runtime))
 			continue
 		case cut.Required():
-			p.missing[cases.NeedsAdapter(st.Name)] = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands it", err, cut.EnvRequire)}
+			p.missing[scenario.NeedsAdapter(st.Name)] = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands it", err, cut.EnvRequire)}
 		default:
-			p.missing[cases.NeedsAdapter(st.Name)] = unmet{report.Skipped, err.Error()}
+			p.missing[scenario.NeedsAdapter(st.Name)] = unmet{report.Skipped, err.Error()}
 		}
-		m := p.missing[cases.NeedsAdapter(st.Name)]
+		m := p.missing[scenario.NeedsAdapter(st.Name)]
 		fmt.Fprintf(status, "rpcbench: %s will %s without the %s adapter: %v\n", plural(n, "scenario"), m.verdict, st.Name, err)
 	}
-	if n := need[cases.NeedsNetwork]; n > 0 {
+	if n := need[scenario.NeedsNetwork]; n > 0 {
 		if err := netnsAvailable(); err != nil {
 			m := unmet{report.Skipped, err.Error()}
 			if nethost.Required() {
 				m = unmet{report.Fail, fmt.Sprintf("%v; %s=1 demands test hosts", err, nethost.EnvRequire)}
 			}
-			p.missing[cases.NeedsNetwork] = m
+			p.missing[scenario.NeedsNetwork] = m
 			fmt.Fprintf(status, "rpcbench: %s will %s without test hosts: %v\n", plural(n, "scenario"), m.verdict, err)
 		}
 	}

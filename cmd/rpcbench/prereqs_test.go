@@ -20,6 +20,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // errNoRoot is what nethost.Available says without root.
@@ -52,7 +53,7 @@ func machine(t *testing.T, netns, pg error, requireNetns, requirePG bool) (stopp
 	t.Setenv(pgcluster.EnvRequire, env(requirePG))
 	stopped = new(int)
 	netnsAvailable = func() error { return netns }
-	startPG = func(context.Context, io.Writer) (cases.Databases, func(), error) {
+	startPG = func(context.Context, io.Writer) (scenario.Databases, func(), error) {
 		if pg != nil {
 			return nil, func() {}, pg
 		}
@@ -62,7 +63,7 @@ func machine(t *testing.T, netns, pg error, requireNetns, requirePG bool) (stopp
 }
 
 // needing returns c with Needs set to need.
-func needing(c cases.Case, need ...string) cases.Case {
+func needing(c scenario.Case, need ...string) scenario.Case {
 	c.Needs = need
 	return c
 }
@@ -165,11 +166,11 @@ func TestPrereqs(t *testing.T) {
 			var runs fakeRuns
 			a, stdout, stderr := testApp(t,
 				runs.fake("one", cases.GroupEvidence, true),
-				needing(runs.fake("net", cases.GroupNetwork, true), cases.NeedsNetwork),
-				needing(runs.fake("db", cases.GroupDurability, true), cases.NeedsPostgres),
+				needing(runs.fake("net", cases.GroupNetwork, true), scenario.NeedsNetwork),
+				needing(runs.fake("db", cases.GroupDurability, true), scenario.NeedsPostgres),
 				runs.fake("two", cases.GroupEvidence, !tt.failLast),
 			)
-			err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupAll, Evidence: "ev", EvidenceSet: true,
+			err := runAll(context.Background(), &allOptions{app: a, Group: scenario.GroupAll, Evidence: "ev", EvidenceSet: true,
 				Count: tt.count, control: control{FailFast: tt.failFast}})
 			code, errText := outcome(err, stderr)
 			if code != tt.wantCode {
@@ -213,9 +214,9 @@ func TestPrereqs(t *testing.T) {
 // is not replaced by a later run that had to skip them.
 func TestSkipsKeepEvidence(t *testing.T) {
 	var runs fakeRuns
-	scenarios := []cases.Case{
+	scenarios := []scenario.Case{
 		runs.fake("one", cases.GroupEvidence, true),
-		needing(runs.fake("net", cases.GroupNetwork, true), cases.NeedsNetwork),
+		needing(runs.fake("net", cases.GroupNetwork, true), scenario.NeedsNetwork),
 	}
 	// testApp moves to a fresh directory each time: the evidence lives
 	// at an absolute path that both runs share.
@@ -223,7 +224,7 @@ func TestSkipsKeepEvidence(t *testing.T) {
 	run := func(netns error) (string, error) {
 		machine(t, netns, nil, false, false)
 		a, _, stderr := testApp(t, scenarios...)
-		err := runAll(context.Background(), &allOptions{app: a, Group: cases.GroupAll, Evidence: ev, EvidenceSet: true})
+		err := runAll(context.Background(), &allOptions{app: a, Group: scenario.GroupAll, Evidence: ev, EvidenceSet: true})
 		return stderr.String(), err
 	}
 	if _, err := run(nil); err != nil {
@@ -252,15 +253,15 @@ func TestPrereqsCheckedOnce(t *testing.T) {
 	machine(t, nil, nil, false, false)
 	checks, starts := 0, 0
 	netnsAvailable = func() error { checks++; return nil }
-	startPG = func(context.Context, io.Writer) (cases.Databases, func(), error) {
+	startPG = func(context.Context, io.Writer) (scenario.Databases, func(), error) {
 		starts++
 		return fakeDatabases{}, func() {}, nil
 	}
 	var runs fakeRuns
 	a, _, stderr := testApp(t,
-		needing(runs.fake("net1", cases.GroupNetwork, true), cases.NeedsNetwork),
-		needing(runs.fake("net2", cases.GroupNetwork, true), cases.NeedsNetwork),
-		needing(runs.fake("db", cases.GroupDurability, true), cases.NeedsPostgres),
+		needing(runs.fake("net1", cases.GroupNetwork, true), scenario.NeedsNetwork),
+		needing(runs.fake("net2", cases.GroupNetwork, true), scenario.NeedsNetwork),
+		needing(runs.fake("db", cases.GroupDurability, true), scenario.NeedsPostgres),
 		runs.fake("plain", cases.GroupEvidence, true),
 	)
 	err := runRun(context.Background(), &runOptions{app: a, Names: []string{"net1", "net2", "db"}, Count: 3})
@@ -292,7 +293,7 @@ func TestPrereqsMachineReadable(t *testing.T) {
 	machine(t, errNoRoot, nil, false, false)
 	var runs fakeRuns
 	a, _, stderr := testApp(t, runs.fake("good", cases.GroupEvidence, true),
-		needing(runs.fake("net", cases.GroupNetwork, true), cases.NeedsNetwork))
+		needing(runs.fake("net", cases.GroupNetwork, true), scenario.NeedsNetwork))
 	err := runRun(context.Background(), &runOptions{app: a, Names: []string{"good", "net"}, JSON: "r.json",
 		control: control{JUnit: "r.xml", Events: "r.events"}})
 	if code, errText := outcome(err, stderr); code != exitOK {
@@ -357,7 +358,7 @@ func TestPrereqsMachineReadable(t *testing.T) {
 func TestInsteadOfTwoNeeds(t *testing.T) {
 	skip := unmet{report.Skipped, "no adapter"}
 	fail := unmet{report.Fail, "no test hosts; required"}
-	c := needing(cases.Fake("both", cases.GroupGRPC, "", nil), cases.NeedsAdapter("grpc-go"), cases.NeedsNetwork)
+	c := needing(scenario.Fake("both", cases.GroupGRPC, "", nil), scenario.NeedsAdapter("grpc-go"), scenario.NeedsNetwork)
 	tests := []struct {
 		name        string
 		missing     map[string]unmet
@@ -365,10 +366,10 @@ func TestInsteadOfTwoNeeds(t *testing.T) {
 		want        report.Verdict
 		wantWhy     string
 	}{
-		{"both met", map[string]unmet{cases.NeedsPostgres: fail}, false, report.Pass, ""},
-		{"the first missing", map[string]unmet{cases.NeedsAdapter("grpc-go"): skip}, true, report.Skipped, skip.why},
-		{"the second missing", map[string]unmet{cases.NeedsNetwork: skip}, true, report.Skipped, skip.why},
-		{"a FAIL outweighs a SKIP", map[string]unmet{cases.NeedsAdapter("grpc-go"): skip, cases.NeedsNetwork: fail}, true, report.Fail, fail.why},
+		{"both met", map[string]unmet{scenario.NeedsPostgres: fail}, false, report.Pass, ""},
+		{"the first missing", map[string]unmet{scenario.NeedsAdapter("grpc-go"): skip}, true, report.Skipped, skip.why},
+		{"the second missing", map[string]unmet{scenario.NeedsNetwork: skip}, true, report.Skipped, skip.why},
+		{"a FAIL outweighs a SKIP", map[string]unmet{scenario.NeedsAdapter("grpc-go"): skip, scenario.NeedsNetwork: fail}, true, report.Fail, fail.why},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

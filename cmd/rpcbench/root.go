@@ -14,6 +14,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // app is what every command shares: where it writes, which scenarios
@@ -25,7 +26,7 @@ type app struct {
 	// Err receives status messages and errors.
 	Err io.Writer
 	// Scenarios is every scenario in run order.
-	Scenarios cases.Registry
+	Scenarios scenario.Registry
 	// Executable locates the running binary; rpcserver is looked for
 	// next to it (os.Executable in production).
 	Executable func() (string, error)
@@ -177,7 +178,7 @@ func (countFlag) Type() string { return "N" }
 // completeGroups offers the group names and "all" for --group.
 func completeGroups(a *app) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return append(a.Scenarios.Groups(), cases.GroupAll), cobra.ShellCompDirectiveNoFileComp
+		return append(a.Scenarios.Groups(), scenario.GroupAll), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

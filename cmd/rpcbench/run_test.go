@@ -11,6 +11,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 func TestRunRun(t *testing.T) {
@@ -149,10 +150,10 @@ func TestRunRunCount(t *testing.T) {
 // line saying nothing ran, where one that ran beside them keeps the run's
 // own status.
 func TestRunOnlySkipped(t *testing.T) {
-	skip := cases.Fake("needs_pg", "durability", "needs PostgreSQL", func(context.Context, cases.Env) report.Line {
+	skip := scenario.Fake("needs_pg", "durability", "needs PostgreSQL", func(context.Context, scenario.Env) report.Line {
 		return report.Skip("needs_pg", "no PostgreSQL: install Debian's postgresql")
 	})
-	pass := cases.Fake("alpha", "g1", "passes", func(context.Context, cases.Env) report.Line {
+	pass := scenario.Fake("alpha", "g1", "passes", func(context.Context, scenario.Env) report.Line {
 		return report.Line{Name: "alpha", Verdict: report.Pass}
 	})
 	for _, tt := range []struct {

@@ -11,14 +11,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // batch is one run of scenarios, as all, run and diff start it.
 type batch struct {
-	Scenarios cases.Registry
+	Scenarios scenario.Registry
 	// Count is how many times the whole of Scenarios runs, one pass after
 	// the other; 0 means 1.
 	Count     int
@@ -55,7 +55,7 @@ type batch struct {
 	// Status or Out besides the stream.
 	Events string
 	// Parallel is how many scenarios may run at once (-p); 0 means 1.
-	// Only scenarios of one pool (cases.Case.Pool) run beside each other;
+	// Only scenarios of one pool (scenario.Case.Pool) run beside each other;
 	// the rest run alone. FailFast and Count > 1 run one at a time.
 	Parallel int
 	// Announce, when set, has the batch say on Status what it runs once
@@ -222,7 +222,7 @@ func (r *batchRun) start(outs *outputs) {
 // ctx ends.
 func (r *batchRun) runAll(ctx context.Context, pre prereqs) {
 	b, total := r.b, r.count*r.per
-	env := cases.Env{ServerBin: b.ServerBin, LogDir: r.logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
+	env := scenario.Env{ServerBin: b.ServerBin, LogDir: r.logDir, Postgres: pre.Postgres, Adapters: pre.Adapters}
 	sched := startScheduler(ctx, total, b.parallelism(r.count),
 		func(i int) string { return b.Scenarios[i%r.per].Pool },
 		func(ctx context.Context, i int) ran {
@@ -264,7 +264,7 @@ func (r *batchRun) runAll(ctx context.Context, pre prereqs) {
 // event stream, the evidence and the CASE lines, in that order. It
 // returns false when the evidence or the CASE lines could not be
 // written, which ends the run.
-func (r *batchRun) record(i int, c cases.Case, res ran) bool {
+func (r *batchRun) record(i int, c scenario.Case, res ran) bool {
 	line := res.line
 	r.lines = append(r.lines, line)
 	result := report.Result{Line: line, Group: c.Group, Start: res.started, Duration: res.took, PassIndex: i/r.per + 1, TimedOut: res.timedOut}

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // TestBatchCheck: a batch that could never finish, or whose timeout is
 // no bound, is a usage error before anything is set up.
 func TestBatchCheck(t *testing.T) {
-	two := cases.Registry{{Name: "a"}, {Name: "b"}}
+	two := scenario.Registry{{Name: "a"}, {Name: "b"}}
 	tests := []struct {
 		name  string
 		b     batch

@@ -12,26 +12,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // runOne runs c, bounded by timeout when it is positive. A scenario cut
 // off by its timeout, not by the run being interrupted, FAILs with a why
-// that names the timeout (cases.TimeoutError); Run has stopped its
+// that names the timeout (scenario.TimeoutError); Run has stopped its
 // servers by then.
-func runOne(ctx context.Context, c cases.Case, env cases.Env, timeout time.Duration) (line report.Line, timedOut bool) {
+func runOne(ctx context.Context, c scenario.Case, env scenario.Env, timeout time.Duration) (line report.Line, timedOut bool) {
 	if timeout <= 0 {
 		return c.Run(ctx, env), false
 	}
-	sctx, cancel := context.WithTimeoutCause(ctx, timeout, &cases.TimeoutError{After: timeout, Bound: "--timeout"})
+	sctx, cancel := context.WithTimeoutCause(ctx, timeout, &scenario.TimeoutError{After: timeout, Bound: "--timeout"})
 	defer cancel()
 	line = c.Run(sctx, env)
 	// Timed out only if the line says so: a scenario that finished just
 	// as the bound passed keeps its verdict.
-	_, cut := errors.AsType[*cases.TimeoutError](context.Cause(sctx))
+	_, cut := errors.AsType[*scenario.TimeoutError](context.Cause(sctx))
 	return line, ctx.Err() == nil && cut && line.Verdict == report.Fail
 }
 

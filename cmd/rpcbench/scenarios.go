@@ -7,16 +7,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // selectGroup returns the scenarios of group g, or all of them for
-// cases.GroupAll. An unknown or empty group is a usage error listing the
+// scenario.GroupAll. An unknown or empty group is a usage error listing the
 // groups.
-func selectGroup(r cases.Registry, g string) (cases.Registry, error) {
+func selectGroup(r scenario.Registry, g string) (scenario.Registry, error) {
 	out := r.Select(g)
 	if len(out) == 0 {
-		valid := append(r.Groups(), cases.GroupAll)
+		valid := append(r.Groups(), scenario.GroupAll)
 		return nil, usageErrorf("valid groups: "+strings.Join(valid, ", "), "no scenarios in group %q", g)
 	}
 	return out, nil
@@ -25,11 +25,11 @@ func selectGroup(r cases.Registry, g string) (cases.Registry, error) {
 // selectNames returns the named scenarios in the order given, each once.
 // Unknown names are a usage error that suggests the near names, or lists
 // every valid one when none is near.
-func selectNames(r cases.Registry, names []string) (cases.Registry, error) {
-	var out cases.Registry
+func selectNames(r scenario.Registry, names []string) (scenario.Registry, error) {
+	var out scenario.Registry
 	var unknown []string
-	add := func(c cases.Case) {
-		if !slices.ContainsFunc(out, func(o cases.Case) bool { return o.Name == c.Name }) {
+	add := func(c scenario.Case) {
+		if !slices.ContainsFunc(out, func(o scenario.Case) bool { return o.Name == c.Name }) {
 			out = append(out, c)
 		}
 	}
@@ -105,8 +105,8 @@ func plural(n int, noun string) string {
 // serverFor is resolveServer for the scenarios of r: "" and no error
 // when none of them starts a server or drives an adapter, so that those
 // run without one. The adapters are looked for beside the server.
-func serverFor(r cases.Registry, flag string, executable func() (string, error)) (string, error) {
-	if flag == "" && !slices.ContainsFunc(r, func(c cases.Case) bool {
+func serverFor(r scenario.Registry, flag string, executable func() (string, error)) (string, error) {
+	if flag == "" && !slices.ContainsFunc(r, func(c scenario.Case) bool {
 		_, adapter := c.Adapter()
 		return !c.NoServer || adapter
 	}) {

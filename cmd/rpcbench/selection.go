@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // control are the flags all and run share: which scenarios, and how
@@ -53,7 +53,7 @@ func (c *control) flags(cmd *cobra.Command) {
 
 // filter applies --run and --skip to r; an invalid expression is a usage
 // error, and so is a selection left empty.
-func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, error) {
+func (c *control) filter(r scenario.Registry, all scenario.Registry) (scenario.Registry, error) {
 	match := func(flag, expr string) (*regexp.Regexp, error) {
 		if expr == "" {
 			return nil, nil
@@ -76,8 +76,8 @@ func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, 
 	if err != nil {
 		return nil, err
 	}
-	matched := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool { return run != nil && !run.MatchString(s.Name) })
-	out := slices.DeleteFunc(slices.Clone(matched), func(s cases.Case) bool { return skip != nil && skip.MatchString(s.Name) })
+	matched := slices.DeleteFunc(slices.Clone(r), func(s scenario.Case) bool { return run != nil && !run.MatchString(s.Name) })
+	out := slices.DeleteFunc(slices.Clone(matched), func(s scenario.Case) bool { return skip != nil && skip.MatchString(s.Name) })
 	switch {
 	case len(matched) == 0:
 		msg := fmt.Sprintf("no scenario matches --run %q", c.Run)
@@ -96,7 +96,7 @@ func (c *control) filter(r cases.Registry, all cases.Registry) (cases.Registry, 
 // columns applies --stack and --config to r: a name that no scenario of
 // all runs is a usage error listing those that are, and so is a
 // selection they leave empty.
-func (c *control) columns(r, all cases.Registry) (cases.Registry, error) {
+func (c *control) columns(r, all scenario.Registry) (scenario.Registry, error) {
 	check := func(flag string, got, valid []string) error {
 		for _, v := range got {
 			if !slices.Contains(valid, v) {
@@ -114,7 +114,7 @@ func (c *control) columns(r, all cases.Registry) (cases.Registry, error) {
 	if len(c.Stacks) == 0 && len(c.Configs) == 0 {
 		return r, nil
 	}
-	out := slices.DeleteFunc(slices.Clone(r), func(s cases.Case) bool {
+	out := slices.DeleteFunc(slices.Clone(r), func(s scenario.Case) bool {
 		return (len(c.Stacks) > 0 && !slices.Contains(c.Stacks, s.Column.Stack)) ||
 			(len(c.Configs) > 0 && !slices.Contains(c.Configs, s.Column.Config))
 	})
@@ -133,7 +133,7 @@ const listHint = "'rpcbench list' shows every scenario"
 // of, and those within an edit distance of 2, nearest first. A judging
 // scenario's own name (which runs every column) is a candidate as well
 // as each column's case.
-func suggest(r cases.Registry, name string) []string {
+func suggest(r scenario.Registry, name string) []string {
 	type cand struct {
 		name string
 		d    int

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rpcbench/rpcbench/internal/cases"
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
@@ -21,7 +21,7 @@ import (
 // usage errors that say what to do.
 func TestRunAndSkip(t *testing.T) {
 	var runs fakeRuns
-	list := []cases.Case{
+	list := []scenario.Case{
 		runs.fake("late_response_dropped_by_id", "evidence", true),
 		runs.fake("late_then_retry_new_request_id", "evidence", true),
 		runs.fake("normal_multiplex", "evidence", true),
@@ -60,7 +60,7 @@ func TestRunAndSkip(t *testing.T) {
 
 // checkSelection runs the command args over list and checks its exit
 // code, the scenarios it ran and what stderr says; it returns stderr.
-func checkSelection(t *testing.T, runs *fakeRuns, list []cases.Case, args, wantRuns []string, wantCode int, wantErr []string) string {
+func checkSelection(t *testing.T, runs *fakeRuns, list []scenario.Case, args, wantRuns []string, wantCode int, wantErr []string) string {
 	t.Helper()
 	runs.runs = nil
 	a, _, stderr := testApp(t, list...)
@@ -89,12 +89,12 @@ func checkSelection(t *testing.T, runs *fakeRuns, list []cases.Case, args, wantR
 // no error prints the whole catalogue.
 func TestSelectColumns(t *testing.T) {
 	var runs fakeRuns
-	col := func(sc, stack, config, slug string) cases.Case {
+	col := func(sc, stack, config, slug string) scenario.Case {
 		c := runs.fake(sc+"_"+slug, "grpc", true)
-		c.Column = cases.Column{Scenario: sc, Stack: stack, Config: config}
+		c.Column = scenario.Column{Scenario: sc, Stack: stack, Config: config}
 		return c
 	}
-	list := []cases.Case{
+	list := []scenario.Case{
 		runs.fake("normal_multiplex", "evidence", true),
 		col("grpc_close_after_exec", "rpcbench", "client", "rpcbench"),
 		col("grpc_close_after_exec", "grpc-go", "default", "grpcgo_default"),
@@ -142,9 +142,9 @@ func TestSelectColumns(t *testing.T) {
 // timeout, and the run goes on to the next one.
 func TestTimeout(t *testing.T) {
 	var runs fakeRuns
-	stuck := cases.Fake("stuck", "evidence", "never ends by itself", func(ctx context.Context, _ cases.Env) report.Line {
+	stuck := scenario.Fake("stuck", "evidence", "never ends by itself", func(ctx context.Context, _ scenario.Env) report.Line {
 		<-ctx.Done() // a scenario ends when its context does, as Run does
-		return cases.Stopped(ctx, "stuck", nil, nil)
+		return scenario.Stopped(ctx, "stuck", nil, nil)
 	})
 	a, stdout, stderr := testApp(t, stuck, runs.fake("after", "evidence", true))
 	err := runRun(context.Background(), &runOptions{app: a, Names: []string{"stuck", "after"}, control: control{Timeout: 50 * time.Millisecond}})
@@ -189,7 +189,7 @@ func TestVerbose(t *testing.T) {
 		{Client: 1, Call: 1, Attempt: 2, Method: "debit", Key: "k1", ID: 2, Start: at, End: at, Outcome: client.OutcomeResponse,
 			Class: client.ClassFinal, Status: "OK", BudgetMs: 300},
 	}
-	sc := cases.Fake("v", "evidence", "verbose", func(_ context.Context, env cases.Env) report.Line {
+	sc := scenario.Fake("v", "evidence", "verbose", func(_ context.Context, env scenario.Env) report.Line {
 		os.WriteFile(filepath.Join(env.LogDir, report.ServerLog("v", 1)), []byte(logLine), 0o644)
 		f, _ := os.Create(filepath.Join(env.LogDir, report.TraceLog("v")))
 		trace.Write(f, recs)

@@ -1,17 +1,11 @@
-// Package cases holds the named scenarios. Each one starts its own
-// rpcserver process, drives it through the client with faults switched on,
-// checks its invariants and reports one CASE line.
+// Package cases is the list of scenario groups: Default concatenates
+// them in run order, and the Group constants name them.
 //
-// The files are of three kinds:
-//
-//   - group_NAME.go declares a group and lists its scenarios in run order,
-//     and nothing else; Default concatenates the groups.
-//   - harness_*.go is what scenarios stand on: Case and T, the registry,
-//     starting servers, raw connections, relays, calls and their fields,
-//     bounds, client traces, and (harness_robustness.go) the memory and
-//     goroutine probes the robustness scenarios share.
-//   - every other file holds scenarios by theme (framing.go, retry.go,
-//     durability.go, network.go, ...), with the helpers only they use,
-//     and negative.go the deliberately wrong clients of the negative
-//     controls.
+// Each group is a package of its own below this one
+// (internal/cases/GROUP): group.go declares the group and lists its
+// scenarios in run order (Cases), and its other files hold the scenarios
+// by theme, with the helpers only they use. What every scenario stands
+// on (Case and T, the registry, servers, raw connections, relays, calls,
+// bounds, traces, probes) is package scenario; the grpc group's judge is
+// package judge.
 package cases

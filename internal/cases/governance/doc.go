@@ -1,0 +1,2 @@
+// Package governance is the governance group: the client's retry budgets, breakers, hedging, pushback and cancellation.
+package governance

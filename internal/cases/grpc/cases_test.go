@@ -1,0 +1,62 @@
+package grpc
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/scenario/scenariotest"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary is also the fake adapters and servers the judge's
+	// own tests start.
+	if mode := os.Getenv(envFakeAdapter); mode != "" {
+		os.Exit(fakeAdapterMain(mode))
+	}
+	if mode := os.Getenv(envFakeServer); mode != "" {
+		os.Exit(fakeServerMain(mode))
+	}
+	os.Exit(scenariotest.Main(m))
+}
+
+// TestCases runs every scenario of the group as a subtest of the same
+// name, so go test -run 'TestCases/^NAME$' selects what rpcbench run NAME
+// does.
+func TestCases(t *testing.T) { scenariotest.Cases(t, Cases(), leftOut) }
+
+// leftOut reports the scenarios TestCases leaves to the group's run. It
+// runs every column of rpcbench's own client and grpc-go's but the
+// keepalive scenarios' (each waits out 11s of keepalive), and of the
+// other stacks only the scenarios of goTestStackScenarios, so that go
+// test sees each adapter work while keeping within its time: the grpc
+// group runs them all (rpcbench all --group grpc, which .ci/run diffs
+// against the evidence).
+func leftOut(c scenario.Case) bool {
+	is := func(scs []string) bool {
+		return slices.ContainsFunc(scs, func(sc string) bool { return strings.HasPrefix(c.Name, sc+"_") })
+	}
+	if is(goTestLeftOut) {
+		return true
+	}
+	stack, ok := c.Adapter()
+	if !ok || stack == judge.StackGRPCGo {
+		return false
+	}
+	return !is(goTestStackScenarios)
+}
+
+// goTestLeftOut are the grpc scenarios TestCases runs in no column.
+var goTestLeftOut = []string{"grpc_silent_peer", "grpc_half_open_link"}
+
+// goTestStackScenarios are the grpc scenarios TestCases runs in every
+// stack's columns, client and server.
+var goTestStackScenarios = []string{"grpc_concurrent_own_answers", "grpc_unavailable_after_exec", "grpcserver_timeout_1n",
+	"grpcserver_cancel_stops_handler"}
+
+// TestMutants proves the group's scenarios catch the bugs they exist
+// for (RPCBENCH_MUTANTS=1).
+func TestMutants(t *testing.T) { scenariotest.Mutants(t, Cases(), grpcMutants) }

@@ -1,0 +1,291 @@
+package grpc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/scenario"
+)
+
+// srvScenarios are the grpcserver scenarios.
+func srvScenarios() []judge.ServerScenario {
+	expired := []string{judge.InvSrvExpired, judge.InvSrvOKIffExec}
+	return []judge.ServerScenario{
+		{Name: "grpcserver_timeout_0n", Doc: "100 keyless debits, one at a time, with grpc-timeout 0n, a deadline already past: the server must execute none", Run: srvTimeout("0n", true), Invs: expired},
+		{Name: "grpcserver_timeout_1n", Doc: "100 keyless debits, one at a time, with grpc-timeout 1n, past before the server can read them: none may execute", Run: srvTimeout("1n", true), Invs: expired},
+		{Name: "grpcserver_timeout_1u", Doc: "100 keyless debits with grpc-timeout 1u: how many execute, and how many are answered as if they had not, is the machine's race: recorded, not judged", Run: srvTimeout("1u", false)},
+		{Name: "grpcserver_timeout_100u", Doc: "100 keyless debits with grpc-timeout 100u: how many execute, and how many are answered as if they had not, is the machine's race: recorded, not judged", Run: srvTimeout("100u", false)},
+		{Name: "grpcserver_timeout_1m", Doc: "100 keyless debits with grpc-timeout 1m: how many execute, and how many are answered as if they had not, is the machine's race: recorded, not judged", Run: srvTimeout("1m", false)},
+		{Name: "grpcserver_timeout_597h", Doc: "a keyless debit with grpc-timeout 597H, 8 digits as the spec allows: a deadline 25 days away is not one already past; it executes, OK", Run: srvFarDeadline, Invs: []string{judge.InvSrvOKIffExec, judge.InvSrvPropagated}},
+		{Name: "grpcserver_body_after_deadline", Doc: "a keyless debit's HEADERS carry grpc-timeout 100m and its body comes 300ms later, after the deadline: the server must not execute it", Run: srvBodyAfterDeadline, Invs: expired},
+		{Name: "grpcserver_deadline_propagated", Doc: "a get with grpc-timeout 3S: the handler's deadline is the 3s less what reaching it took, at most 1s", Run: srvPropagated, Invs: []string{judge.InvSrvPropagated}},
+		{Name: "grpcserver_work_past_deadline", Doc: "a keyless debit under grpc-timeout 100m whose handler works 300ms without looking at its context, then executes: is the client told that it ran?", Run: srvWorkPastDeadline, Invs: []string{judge.InvSrvOKIffExec}},
+		{Name: "grpcserver_deadline_stops_handler", Doc: "a keyless debit whose handler waits 3s under grpc-timeout 300m, the client never resetting it: the handler's wait ends at the deadline, unexecuted; what the client is told is recorded", Run: srvDeadlineStops, Invs: []string{judge.InvSrvDeadline, judge.InvSrvOKIffExec}},
+		{Name: "grpcserver_cancel_stops_handler", Doc: "a keyless debit whose handler waits 3s is reset with RST_STREAM(CANCEL) once it started: the handler's wait ends within 1s and it never executes", Run: srvCancelStops, Invs: []string{judge.InvSrvCancel}},
+		{Name: "grpcserver_bad_message", Doc: "a debit whose message claims compression the request never declared: that stream fails unexecuted, and a get on the same connection is served", Run: srvBadMessage, Invs: []string{judge.InvSrvIsolated, judge.InvSrvOKIffExec}},
+		{Name: "grpcserver_bad_frame", Doc: "a WINDOW_UPDATE of 0 on a connection that served a get, a connection error: a get on another connection is served", Run: srvBadFrame, Invs: []string{judge.InvSrvIsolated}},
+		{Name: "grpcserver_oversize_message", Doc: "a debit's message prefix announces 64 MiB, and 1 KiB follows: the server refuses it without waiting for the rest, unexecuted", Run: srvOversize, Invs: []string{judge.InvSrvOversize}},
+	}
+}
+
+// srvSettle bounds how long a handler may take to end once its wait was
+// cut, on a loaded 2-core machine.
+const srvSettle = time.Second
+
+// srvTries is how many debits a timeout scenario sends, one at a time:
+// a server that runs expired work only when its threads race the
+// deadline (grpcio's C-core at 1n) shows it in every run, not in some.
+// From 1u up the race is the machine's, in both directions: grpc-go
+// executed 12 of 50 debits at 1u, and at 100u answered 4 of 50 executed
+// ones RST_STREAM(CANCEL) on an idle machine and none of 100 on a
+// loaded one. Those scenarios record what happened and judge only
+// log_matches_bank; grpcserver_work_past_deadline stages the same
+// question so that its answer does not depend on the race.
+const srvTries = 100
+
+// srvTimeout sends srvTries keyless debits, one at a time, under
+// grpc-timeout timeout. When expired, the deadline is past before any
+// server can read the request, and executing any of them violates
+// InvSrvExpired; otherwise how many executed is recorded as the race it
+// is. Every answer must say what happened to its own debit.
+func srvTimeout(timeout string, expired bool) func(g *judge.ServerT) {
+	return func(g *judge.ServerT) {
+		c := g.Dial()
+		calls := make([]string, srvTries)
+		answers := make([]rawgrpc.Result, srvTries)
+		for i := range srvTries {
+			var st *rawgrpc.Stream
+			st, calls[i] = g.Debit(c, "acct-T", judge.DebitSpec{Amount: 1, Timeout: timeout})
+			answers[i] = g.Answer(st, "a debit")
+		}
+		g.Sync()
+		execs, executedNotOK, told := 0, 0, true
+		codes := map[string]int{}
+		for i, call := range calls {
+			h := g.HandledOf(call)
+			if h.Started && !h.Ended {
+				h = g.AwaitEnded(call, scenario.SettleTimeout)
+			}
+			r := answers[i]
+			execs += h.Execs
+			codes[r.Outcome()]++
+			ok := r.HasCode && r.Code == 0
+			told = told && ok == (h.Execs == 1) && h.Execs <= 1
+			if h.Execs > 0 && !ok {
+				executedNotOK++
+			}
+		}
+		g.Volatile("codes", countsText(codes))
+		g.Volatile("executions", execs)
+		g.Volatile("executed_not_ok", executedNotOK)
+		if expired {
+			g.Observe(judge.InvSrvExpired, judge.Holds(execs == 0))
+			g.Observe(judge.InvSrvOKIffExec, judge.Holds(told))
+		}
+	}
+}
+
+// countsText is a map of counts as sorted name=count pairs.
+func countsText(m map[string]int) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// srvWorkPastDeadline sends a debit under a 100ms grpc-timeout whose
+// handler works 300ms without looking at its context, then executes:
+// the deadline has certainly passed before it executes, and the answer
+// must say it ran.
+func srvWorkPastDeadline(g *judge.ServerT) {
+	st, call := g.Debit(g.Dial(), "acct-K", judge.DebitSpec{Amount: 10, Timeout: "100m", WorkMs: 300})
+	r := g.Answer(st, "the debit")
+	h := g.AwaitEnded(call, 300*time.Millisecond+scenario.SettleTimeout)
+	if !h.Ended {
+		g.Fatalf("the debit's handler never ended")
+	}
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.Execs)
+	g.OkIffExecuted(r, h)
+}
+
+// srvFarDeadline sends a debit whose grpc-timeout is 597 hours, within
+// the 8 digits the spec allows: a server must neither take it for a
+// deadline already past nor refuse it.
+func srvFarDeadline(g *judge.ServerT) {
+	st, call := g.Debit(g.Dial(), "acct-F", judge.DebitSpec{Amount: 10, Timeout: "597H"})
+	r := g.Answer(st, "the debit")
+	h := g.Settle(call)
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.Execs)
+	g.OkIffExecuted(r, h)
+	// Past 2^31 ms a 32-bit millisecond deadline wraps: the handler then
+	// sees one already past, or a short one.
+	ok := h.DeadlineMs != nil && *h.DeadlineMs > float64(596*time.Hour/time.Millisecond)
+	g.Field("deadline_over_596h", ok)
+	g.Observe(judge.InvSrvPropagated, judge.Holds(ok && r.HasCode && r.Code == 0))
+}
+
+// srvBodyAfterDeadline sends a debit's HEADERS with grpc-timeout 100m,
+// and its body 300ms later.
+func srvBodyAfterDeadline(g *judge.ServerT) {
+	c := g.Dial()
+	st, call := g.Debit(c, "acct-B", judge.DebitSpec{Amount: 10, Timeout: "100m", Hold: true})
+	// The wait is the scenario: the deadline must pass before the body
+	// is sent.
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-st.Done():
+	}
+	st.Send(rawgrpc.DebitRequest("acct-B", 10, 0, 0), true) // a server that ended the stream may refuse it
+	r := g.Answer(st, "the debit")
+	h := g.Settle(call)
+	// grpc-go answers DEADLINE_EXCEEDED or resets the stream, as its
+	// timer and the late body race.
+	g.Volatile("code", r.Outcome())
+	g.Field("executions", h.Execs)
+	g.Observe(judge.InvSrvExpired, judge.Holds(h.Execs == 0))
+	g.OkIffExecuted(r, h)
+}
+
+// srvPropagated sends a get with grpc-timeout 3S and reads the handler's
+// deadline from the server's record.
+func srvPropagated(g *judge.ServerT) {
+	st, call := g.Get(g.Dial(), "acct-P", "3S")
+	r := g.Answer(st, "the get")
+	h := g.Settle(call)
+	g.Field("code", r.Outcome())
+	ok := h.DeadlineMs != nil && *h.DeadlineMs <= 3000 && *h.DeadlineMs >= 2000
+	if h.DeadlineMs != nil {
+		g.Volatile("deadline_ms", *h.DeadlineMs)
+	}
+	g.Field("deadline_in_2000_3000ms", ok)
+	g.Observe(judge.InvSrvPropagated, judge.Holds(ok))
+}
+
+// srvDeadlineStops sends a debit whose handler waits 3s under a 300ms
+// grpc-timeout; the client never resets it.
+func srvDeadlineStops(g *judge.ServerT) {
+	st, call := g.Debit(g.Dial(), "acct-D", judge.DebitSpec{Amount: 10, Timeout: "300m", SleepMs: 3000})
+	r := g.Answer(st, "the debit")
+	h := g.AwaitEnded(call, 3*time.Second+srvSettle)
+	stopped := h.Ended && h.Execs == 0 && h.Took <= 300*time.Millisecond+srvSettle
+	// grpc-go's timer and the handler race at the deadline: the client
+	// is told DEADLINE_EXCEEDED or RST_STREAM(CANCEL), and the handler's
+	// context says deadline_exceeded or cancelled, run by run.
+	g.Volatile("code", r.Outcome())
+	g.Field("executions", h.Execs)
+	g.Field("handler_ended_by_1300ms", stopped)
+	g.HandlerTook(h)
+	g.Volatile("ctx", h.Ctx)
+	g.Observe(judge.InvSrvDeadline, judge.Holds(stopped))
+	g.OkIffExecuted(r, h)
+}
+
+// srvCancelStops sends a debit whose handler waits 3s, and resets it
+// with RST_STREAM(CANCEL) once the server's record shows it started.
+func srvCancelStops(g *judge.ServerT) {
+	st, call := g.Debit(g.Dial(), "acct-C", judge.DebitSpec{Amount: 10, Timeout: "30S", SleepMs: 3000})
+	if !scenario.WaitFor(scenario.SettleTimeout, func() bool { return g.HandledOf(call).Started }) {
+		g.Fatalf("the debit's handler never started")
+	}
+	if err := st.Reset(http2.ErrCodeCancel); err != nil {
+		g.Fatalf("reset: %v", err)
+	}
+	h := g.AwaitEnded(call, 3*time.Second+srvSettle)
+	stopped := h.Ended && h.Execs == 0 && h.Took <= srvSettle
+	g.Field("handler_ended_within_1s", stopped)
+	g.HandlerTook(h)
+	g.Field("executions", h.Execs)
+	g.Field("ctx", h.Ctx)
+	g.Observe(judge.InvSrvCancel, judge.Holds(stopped))
+}
+
+// srvBadMessage sends a debit whose message prefix sets the compressed
+// flag, with no grpc-encoding, then a get on the same connection.
+func srvBadMessage(g *judge.ServerT) {
+	c := g.Dial()
+	st, call := g.Debit(c, "acct-M", judge.DebitSpec{Amount: 10, Timeout: "10S", Hold: true})
+	msg := rawgrpc.DebitRequest("acct-M", 10, 0, 0)
+	b := make([]byte, 5, 5+len(msg))
+	b[0] = 1
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	if err := st.SendRaw(append(b, msg...), true); err != nil {
+		g.Fatalf("send: %v", err)
+	}
+	r := g.Answer(st, "the debit")
+	h := g.Settle(call)
+	// The get on the same connection: a server that closed it, or never
+	// answers, did not keep the bad message to its stream.
+	got := "not sent: the connection was closed"
+	if get, err := c.Open(rawgrpc.Request{Method: "Get", Call: g.CallName("acct-M", 0), Timeout: "10S",
+		Message: rawgrpc.GetRequest("acct-M", 0, 0)}); err == nil {
+		got = "no answer"
+		if gr, ok := g.AnswerWithin(get, scenario.SettleTimeout); ok {
+			got = gr.Outcome()
+		}
+	}
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.Execs)
+	g.Field("get", got)
+	g.Observe(judge.InvSrvIsolated, judge.Holds(got == "OK"))
+	g.OkIffExecuted(r, h)
+}
+
+// srvBadFrame sends a WINDOW_UPDATE with a 0 increment on stream 0 (RFC
+// 9113 §6.9: a connection error) on a connection that has served a get,
+// then a get on another.
+func srvBadFrame(g *judge.ServerT) {
+	bad := g.Dial()
+	held, _ := g.Get(bad, "acct-W", "10S")
+	g.Answer(held, "the first get")
+	if err := bad.WriteFrame(http2.FrameWindowUpdate, 0, 0, []byte{0, 0, 0, 0}); err != nil {
+		g.Fatalf("write: %v", err)
+	}
+	closed := false
+	select {
+	case <-bad.Closed():
+		closed = true
+	case <-time.After(scenario.SettleTimeout):
+	}
+	st, _ := g.Get(g.Dial(), "acct-W", "10S")
+	r := g.Answer(st, "the other connection's get")
+	goAway := "none"
+	if ga := bad.GoAway(); ga != nil {
+		goAway = ga.Code.String()
+	}
+	g.Field("bad_conn_closed", closed)
+	g.Field("goaway", goAway)
+	g.Field("get", r.Outcome())
+	g.Observe(judge.InvSrvIsolated, judge.Holds(r.Outcome() == "OK"))
+}
+
+// srvOversize sends a debit whose message prefix announces 64 MiB, then
+// 1 KiB of it, and waits for the server's answer with the stream open.
+func srvOversize(g *judge.ServerT) {
+	c := g.Dial()
+	st, call := g.Debit(c, "acct-O", judge.DebitSpec{Amount: 10, Timeout: "30S", Hold: true})
+	b := make([]byte, 5+1024)
+	binary.BigEndian.PutUint32(b[1:], 64<<20)
+	if err := st.SendRaw(b, false); err != nil {
+		g.Fatalf("send: %v", err)
+	}
+	r, refused := g.AnswerWithin(st, 2*time.Second)
+	h := g.HandledOf(call)
+	if !refused {
+		st.Reset(http2.ErrCodeCancel)
+	}
+	g.Field("refused_within_2s", refused)
+	g.Field("code", r.Outcome())
+	g.Field("executions", h.Execs)
+	g.Observe(judge.InvSrvOversize, judge.Holds(refused && h.Execs == 0 && r.Outcome() != "OK"))
+}
