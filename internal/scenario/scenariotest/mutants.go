@@ -40,8 +40,12 @@ type Mutant struct {
 // mutant, with the mutant's file replaced through go build -overlay, and
 // runs the mutant's scenarios, each one of r, with each build: every one
 // must PASS unmutated and FAIL mutated, on the check named. It takes a
-// few minutes, so it runs only when asked (RPCBENCH_MUTANTS=1).
+// few minutes, so it runs only when asked (RPCBENCH_MUTANTS=1). What
+// needs no build runs always: each mutant's snippet occurs once in its
+// file, and each scenario it names exists, so that a refactor that moves
+// the code fails every go test, not only the run that asks for mutants.
 func Mutants(t *testing.T, r scenario.Registry, mutants []Mutant) {
+	t.Run("snippets", func(t *testing.T) { checkMutants(t, r, mutants) })
 	if os.Getenv("RPCBENCH_MUTANTS") != "1" {
 		t.Skip("builds the binaries once per mutant; run with RPCBENCH_MUTANTS=1 go test ./internal/cases/... -run Mutants -v")
 	}
@@ -203,4 +207,28 @@ func runScenarios(t *testing.T, bin string, names []string) map[string]string {
 		}
 	}
 	return got
+}
+
+// checkMutants fails unless each mutant's Old occurs exactly once in its
+// File and each scenario in its Catch is one of r.
+func checkMutants(t *testing.T, r scenario.Registry, mutants []Mutant) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mutants {
+		src, err := os.ReadFile(filepath.Join(root, m.File))
+		if err != nil {
+			t.Errorf("mutant %s: %v", m.Name, err)
+			continue
+		}
+		if n := bytes.Count(src, []byte(m.Old)); n != 1 {
+			t.Errorf("mutant %s: %s holds its snippet %d times, want once: update the mutant to the code\nsnippet:\n%s", m.Name, m.File, n, m.Old)
+		}
+		for name := range m.Catch {
+			if _, ok := r.Lookup(name); !ok {
+				t.Errorf("mutant %s: no scenario %q", m.Name, name)
+			}
+		}
+	}
 }
