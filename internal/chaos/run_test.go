@@ -96,6 +96,7 @@ func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
 // TestChaosPasses: the project's client against a server with every
 // fault it survives passes all three checks, and writes its history.
 func TestChaosPasses(t *testing.T) {
+	t.Parallel() // a run of its own: its own server, ports and directory
 	o := short(t, 1)
 	res := run(t, o)
 	if res.Verdict != report.Pass || res.Faults == 0 || res.OK == 0 {
@@ -119,6 +120,7 @@ func TestChaosPasses(t *testing.T) {
 // first whose history is not linearizable is the one checked; none at
 // all fails the test.
 func TestNaiveClientFailsLinearizability(t *testing.T) {
+	t.Parallel() // a run of its own: its own server, ports and directory
 	var o Options
 	var res Result
 	for seed := int64(1); seed <= 3; seed++ {
@@ -146,6 +148,7 @@ func TestNaiveClientFailsLinearizability(t *testing.T) {
 // and the exactly-once checker says so; the SQLite store passes the same
 // schedule.
 func TestMemoryRestartsFailExactlyOnce(t *testing.T) {
+	t.Parallel() // a run of its own: its own server, ports and directory
 	o := short(t, 1)
 	o.Faults = []string{NemKill}
 	if got := verdicts(run(t, o)); !hasVerdict(got, CheckExactlyOnce, report.Fail) {
@@ -166,6 +169,7 @@ func TestMemoryRestartsFailExactlyOnce(t *testing.T) {
 // may pass: a drain answers what it took, so no executed debit is
 // retried onto the server that forgot it.)
 func TestDrainsPass(t *testing.T) {
+	t.Parallel() // a run of its own: its own server, ports and directory
 	o := short(t, 5)
 	o.Store, o.Servers, o.Faults = StoreSQLite, 2, []string{NemDrain, NemRolling}
 	res := run(t, o)
@@ -214,6 +218,7 @@ func (x crossed) Do(ctx context.Context, call client.Call) client.Result {
 // TestCrossedAnswersFailRightCaller: answers handed to the wrong call are
 // caught by the right-caller checker.
 func TestCrossedAnswersFailRightCaller(t *testing.T) {
+	t.Parallel() // a run of its own: its own server, ports and directory
 	o := short(t, 1)
 	o.Faults = nil
 	var mu sync.Mutex

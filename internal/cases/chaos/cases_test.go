@@ -10,7 +10,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(scenariotest.Main(m))
+	os.Exit(scenariotest.Main(m, Cases()))
 }
 
 // TestCases runs every scenario of the group as a subtest of the same

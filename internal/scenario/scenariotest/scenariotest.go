@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,9 +60,9 @@ func Root() (string, error) {
 	}
 }
 
-// Main sets up Env and runs m, returning its exit code: a TestMain
-// calls os.Exit(scenariotest.Main(m)).
-func Main(m *testing.M) int {
+// Main sets up Env for a group's cases and runs m, returning its exit
+// code: a TestMain calls os.Exit(scenariotest.Main(m, Cases())).
+func Main(m *testing.M, cases []scenario.Case) int {
 	flag.Parse()
 	root, err := Root()
 	if err != nil {
@@ -84,11 +85,15 @@ func Main(m *testing.M) int {
 			return 1
 		}
 	}
-	// One throwaway PostgreSQL cluster serves every scenario that needs
-	// one; without PostgreSQL those scenarios skip, unless it is
-	// required.
-	pg, err := pgcluster.Start(context.Background())
+	// One throwaway PostgreSQL cluster serves every scenario of the
+	// group that needs one, started only when one does; without
+	// PostgreSQL those scenarios skip, unless it is required.
+	var pg *pgcluster.Cluster
+	if slices.ContainsFunc(cases, func(c scenario.Case) bool { return c.Requires(scenario.NeedsPostgres) }) {
+		pg, err = pgcluster.Start(context.Background())
+	}
 	switch {
+	case pg == nil && err == nil:
 	case err == nil:
 		defer pg.Stop()
 		Env.Postgres = pg
