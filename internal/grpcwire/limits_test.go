@@ -47,6 +47,7 @@ func (c *h2client) ping(data [8]byte) {
 type tally struct {
 	data  int               // DATA bytes
 	ended map[uint32]string // streams ended by END_STREAM: their grpc-status
+	acks  int               // PING ACKs
 }
 
 // readUntil reads frames into t until done(t) holds or the connection
@@ -66,6 +67,10 @@ func (c *h2client) readUntil(t *tally, done func(*tally) bool, timeout time.Dura
 			switch f := f.(type) {
 			case *dataCopy:
 				t.data += len(f.data)
+			case *http2.PingFrame:
+				if f.IsAck() {
+					t.acks++
+				}
 			case *http2.MetaHeadersFrame:
 				if f.StreamEnded() {
 					r := result{headers: f.Fields}
@@ -369,5 +374,52 @@ func TestExecBudgetMatchesAttempt(t *testing.T) {
 	exec, _ := ts.events(t, "EXEC")[0].Int("budget")
 	if att != -1 || exec != att {
 		t.Errorf("ATTEMPT budget=%d EXEC budget=%d, want both -1", att, exec)
+	}
+}
+
+// TestConnWindowCredited: with stream windows larger than the
+// connection's, only the connection window holds the replies back: no
+// DATA byte goes past it, and each WINDOW_UPDATE on stream 0 lets out
+// exactly its credit, until every reply has ended.
+func TestConnWindowCredited(t *testing.T) {
+	const n, payload, credit = 6, 15000, 20000
+	reply := prefixLen + len(echoMsg(payload))
+	total := n * reply // 90 KB: past the 64 KiB window, within it and two credits
+	ts := startServer(t)
+	c := dial(t, ts.addr)
+	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	for range n {
+		c.send(pathEcho, echoMsg(payload), nil)
+	}
+	ts.awaitCounter(t, func(f map[string]int64) bool { return f["exec.echo"] == n })
+	var got tally
+	allowed := defaultWindow
+	for step := 0; ; step++ {
+		want := min(allowed, total)
+		c.readUntil(&got, func(t *tally) bool { return t.data >= want }, 2*time.Second)
+		// Each edge of the window falls inside one reply's DATA, which
+		// fits one frame: a writer past the window shows more than want
+		// at once. The PING, answered by the writer, lets a later frame
+		// in too, if one was written before it.
+		c.fr.WritePing(false, [8]byte{byte(step)})
+		if !c.readUntil(&got, func(t *tally) bool { return t.acks == step+1 }, 2*time.Second) {
+			t.Fatalf("no PING ACK %d within 2s", step+1)
+		}
+		if got.data != want {
+			t.Fatalf("after %d credits of %d: got %d DATA bytes, want %d", step, credit, got.data, want)
+		}
+		if want == total {
+			break
+		}
+		c.fr.WriteWindowUpdate(0, credit)
+		allowed += credit
+	}
+	if !c.readUntil(&got, func(t *tally) bool { return len(t.ended) == n }, 2*time.Second) {
+		t.Fatalf("%d of %d echoes ended, want all", len(got.ended), n)
+	}
+	for id, status := range got.ended {
+		if status != "0" {
+			t.Errorf("stream %d: grpc-status %q, want 0", id, status)
+		}
 	}
 }

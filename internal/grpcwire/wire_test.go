@@ -351,3 +351,41 @@ func TestWaitForWorkerCounts(t *testing.T) {
 		t.Errorf("CANCELED events %v, want one, for call reset", evs)
 	}
 }
+
+// TestExpiredWaitingForWorker: a request whose grpc-timeout passes while
+// it waits for the only worker is answered DEADLINE_EXCEEDED, logged
+// EXPIRED and counted expired, and never executed, not even once the
+// worker frees.
+func TestExpiredWaitingForWorker(t *testing.T) {
+	ts := startConfig(t, func(c *Config) { c.Workers = 1 }, "kind=sleep method=get count=1 delay=500ms")
+	c := dial(t, ts.addr)
+	busy := c.send(pathGet, getMsg("a"), nil)
+	ts.await(t, "FAULT", 2*time.Second) // the get holds the only worker, sleeping
+	id := c.send(pathDebit, debitMsg("a", 10), md{{"grpc-timeout", "50m"}, {MetaCall, "waiting"}})
+	var got tally
+	c.readUntil(&got, func(t *tally) bool { return len(t.ended) == 2 }, 2*time.Second)
+	if got.ended[busy] != "0" {
+		t.Fatalf("the busy get: grpc-status %q, want 0", got.ended[busy])
+	}
+	if status, ok := got.ended[id]; !ok || status != "4" {
+		t.Errorf("the waiting debit: ended %v grpc-status %q, want ended, grpc-status 4", ok, status)
+	}
+	// Run after anything still waiting for the worker.
+	if r := c.wait(c.send(pathGet, getMsg("a"), nil), false, 2*time.Second); r.status() != "0" {
+		t.Fatalf("the get after: grpc-status %q, want 0", r.status())
+	}
+	if got := ts.counter(t, "expired"); got != 1 {
+		t.Errorf("expired counter %d, want 1", got)
+	}
+	evs := ts.events(t, "EXPIRED")
+	if len(evs) != 1 || evs[0].Text("call") != "waiting" {
+		t.Errorf("EXPIRED events %v, want one, for call waiting", evs)
+	} else if budget, _ := evs[0].Int("budget"); budget != 50 {
+		t.Errorf("EXPIRED budget=%d, want 50", budget)
+	}
+	for _, e := range ts.events(t, "EXEC") {
+		if e.Text("method") == "debit" {
+			t.Errorf("the expired debit executed: %v", e)
+		}
+	}
+}
