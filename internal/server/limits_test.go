@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -100,6 +101,49 @@ func (l *pipeListener) dial(t *testing.T) net.Conn {
 	return client
 }
 
+// servePipe serves New's server on a pipeListener, closed when the
+// test ends.
+func servePipe(t *testing.T, cfg server.Config, faults ...string) (*server.Server, *pipeListener) {
+	t.Helper()
+	srv := servertest.New(t, cfg, faults...)
+	ln := newPipeListener()
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return srv, ln
+}
+
+// sendUntilRefused writes up to sent requests for method with payload to
+// nc, a client that reads nothing, one write each, and then says on the
+// channel it returns how many it wrote: all of them, or those before a
+// write failed.
+func sendUntilRefused(nc net.Conn, sent int, method string, payload []byte) <-chan int {
+	wrote := make(chan int, 1)
+	go func() {
+		n := 0
+		for ; n < sent; n++ {
+			b, _ := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeRequest, ID: uint64(n + 1), BudgetMs: 5000, Method: method, Payload: payload})
+			if _, err := nc.Write(b); err != nil {
+				break
+			}
+		}
+		wrote <- n
+	}()
+	return wrote
+}
+
+// awaitRefused returns sendUntilRefused's count; no count within
+// WaitLimit fails the test.
+func awaitRefused(t *testing.T, wrote <-chan int) int {
+	t.Helper()
+	select {
+	case n := <-wrote:
+		return n
+	case <-time.After(servertest.WaitLimit):
+		t.Fatal("the hog's writes never failed: the server kept reading, or never disconnected it")
+		return 0
+	}
+}
+
 // TestClientThatNeverReads: a client that sends requests without reading
 // any answer is no longer read once its answers cannot be written, and is
 // disconnected after WriteTimeout; meanwhile another client is served.
@@ -113,24 +157,10 @@ func TestClientThatNeverReads(t *testing.T) {
 			cfg.Chunk = chunk
 			cfg.MaxOutBytes = proto.MaxFrameLen + 4
 			cfg.WriteTimeout = 300 * time.Millisecond
-			srv := servertest.New(t, cfg)
-			ln := newPipeListener()
-			go srv.Serve(ln)
-			t.Cleanup(func() { srv.Close() })
+			srv, ln := servePipe(t, cfg)
 
 			const sent = 20000
-			hog := ln.dial(t)
-			wrote := make(chan int, 1)
-			go func() {
-				n := 0
-				for ; n < sent; n++ {
-					b, _ := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeRequest, ID: uint64(n + 1), BudgetMs: 5000, Method: bank.MethodGet, Payload: []byte("account=hog")})
-					if _, err := hog.Write(b); err != nil {
-						break
-					}
-				}
-				wrote <- n
-			}()
+			wrote := sendUntilRefused(ln.dial(t), sent, bank.MethodGet, []byte("account=hog"))
 
 			// While the hog is stuck, another connection is served.
 			rc := servertest.NewConn(t, ln.dial(t))
@@ -139,12 +169,7 @@ func TestClientThatNeverReads(t *testing.T) {
 				t.Errorf("polite client during the stall: %v %q, want OK", f.Status, f.Payload)
 			}
 
-			var n int
-			select {
-			case n = <-wrote:
-			case <-time.After(servertest.WaitLimit):
-				t.Fatal("the hog's writes never failed: the server kept reading, or never disconnected it")
-			}
+			n := awaitRefused(t, wrote)
 			if n >= sent {
 				t.Errorf("server read all %d requests of a client that reads nothing; want it to stop reading", sent)
 			}
@@ -179,6 +204,104 @@ func TestServerConfigLimits(t *testing.T) {
 			if err := cfg.Validate(); !errors.Is(err, server.ErrConfig) {
 				t.Errorf("Validate() = %v, want an error wrapping ErrConfig", err)
 			}
+		})
+	}
+}
+
+// TestLentAnswerWriteDeadline: the writev of a lent answer (an echo of
+// writevMin bytes or more, written from the request's memory) runs under
+// a fresh WriteTimeout deadline, as a copied answer's write does. A
+// client that reads nothing is disconnected with a write_timeout within
+// WriteTimeout and a margin, rather than holding the writer forever, and
+// that whether its first answer is lent or one comes after the
+// connection idled past WriteTimeout; a client that does read gets a
+// lent answer sent after such an idle whole, rather than the deadline
+// of the write before it.
+func TestLentAnswerWriteDeadline(t *testing.T) {
+	const writeTimeout = 200 * time.Millisecond
+	for _, tt := range []struct {
+		name  string
+		idle  bool // a copied answer is read, then the connection idles past WriteTimeout
+		reads bool // the client reads the lent answer
+	}{
+		{"first answer lent, never read", false, false},
+		{"lent after idling, never read", true, false},
+		{"lent after idling, read", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			log := &servertest.Log{}
+			cfg := server.DefaultConfig()
+			cfg.WriteTimeout = writeTimeout
+			cfg.Log = log.Logger()
+			srv, ln := servePipe(t, cfg)
+			rc := servertest.NewConn(t, ln.dial(t))
+			if tt.idle {
+				rc.Send(servertest.Request(1, serverapi.MethodPing, ""))
+				if f := rc.Recv(); f.Status != proto.StatusOK {
+					t.Fatalf("ping: got %v, want OK", f.Status)
+				}
+				// The idle is the condition under test, not a wait for
+				// anything: the ping's write deadline passes.
+				time.Sleep(2 * writeTimeout)
+			}
+			payload := bytes.Repeat([]byte{'x'}, 4096) // lent: at least writevMin
+			start := time.Now()
+			rc.Send(servertest.Request(2, bank.MethodEcho, string(payload)))
+			if tt.reads {
+				f := rc.Recv()
+				if f.ID != 2 || f.Status != proto.StatusOK || !bytes.Equal(f.Payload, payload) {
+					t.Fatalf("echo after idling: got id %d %v, %d bytes, want id 2 OK, the %d bytes sent", f.ID, f.Status, len(f.Payload), len(payload))
+				}
+				if n := servertest.Counter(t, srv, "write_timeouts"); n != 0 {
+					t.Errorf("write_timeouts = %d, want 0 for a client that reads", n)
+				}
+				return
+			}
+			log.WaitEvent(t, serverapi.EventWriteTimeout, nil)
+			if took, bound := time.Since(start), writeTimeout+5*time.Second; took > bound {
+				t.Errorf("write_timeout after %v, want within %v", took, bound)
+			}
+		})
+	}
+}
+
+// TestLentAnswersCountTowardMaxOutBytes: answers lent to the writer (an
+// echo's payload, written from the request's memory) count toward
+// MaxOutBytes with their payloads, as copied ones do. A client that
+// sends echoes through the workers (a fault rule for a method never
+// called keeps the reader from running them) and reads nothing is no
+// longer read once the unwritten answers reach the limit, long before
+// it sent answers worth several times the limit.
+func TestLentAnswersCountTowardMaxOutBytes(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		size int
+	}{
+		{"copied", 2000},   // under writevMin
+		{"lent", 16 << 10}, // at least writevMin
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := server.DefaultConfig()
+			cfg.MaxOutBytes = proto.MaxFrameLen + 4
+			cfg.WriteTimeout = 200 * time.Millisecond
+			srv, ln := servePipe(t, cfg, paths[1].faults...)
+
+			// Answers worth 50 times the limit: even counting their
+			// heads alone, the server would not stop reading before the
+			// last request.
+			sent := 50 * cfg.MaxOutBytes / tt.size
+			payload := bytes.Repeat([]byte{'x'}, tt.size)
+			wrote := sendUntilRefused(ln.dial(t), sent, bank.MethodEcho, payload)
+			n := awaitRefused(t, wrote)
+			if n >= sent {
+				t.Errorf("server read all %d echoes of %d bytes of a client that reads nothing; want it to stop reading at MaxOutBytes", sent, tt.size)
+			}
+			if v := servertest.Counter(t, srv, "out_limit_waits"); v < 1 {
+				t.Errorf("out_limit_waits = %d, want at least 1", v)
+			}
+			t.Logf("the hog got %d of %d echoes of %d bytes in before the server stopped reading", n, sent, tt.size)
 		})
 	}
 }
