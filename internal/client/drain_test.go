@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,5 +240,80 @@ func TestDrainStopsKeepalive(t *testing.T) {
 	}
 	if st := c.Stats(); st.KeepaliveTimeouts != 0 || st.ConnsLost != 0 {
 		t.Errorf("Stats: KeepaliveTimeouts=%d ConnsLost=%d, want 0 and 0", st.KeepaliveTimeouts, st.ConnsLost)
+	}
+}
+
+// TestDrainedNeverPickedAgain: instance A drains the connection of the
+// first call that reaches it, answering that call; it keeps accepting,
+// and would answer any later connection. Every later call, made well
+// within passOver, goes to B: A's listener accepts no second
+// connection, the client dials nothing beyond one connection to each,
+// and no attempt is sent to A. Under every balancer, pick_first's ring
+// included.
+func TestDrainedNeverPickedAgain(t *testing.T) {
+	t.Parallel()
+	for _, bal := range []client.Balancer{client.PickFirst, client.RoundRobin, client.P2C} {
+		t.Run(string(bal), func(t *testing.T) {
+			t.Parallel()
+			var accepted atomic.Int64
+			addrA := fakeServer(t, func(nc net.Conn) {
+				n := accepted.Add(1)
+				fr := proto.NewFrameReader(nc, proto.TypeRequest, 0)
+				if n == 1 {
+					f, err := fr.ReadFrame()
+					if err != nil {
+						return
+					}
+					// The call is taken and answered; nothing after it
+					// is.
+					writeFrames(t, nc, drainFrame(f.ID), okTo(f))
+					nc.(*net.TCPConn).CloseWrite()
+				}
+				for {
+					f, err := fr.ReadFrame()
+					if err != nil {
+						return
+					}
+					if n > 1 {
+						writeFrames(t, nc, okTo(f))
+					}
+				}
+			})
+			_, addrB := servertest.Start(t, server.DefaultConfig())
+			c := balanced(t, []string{addrA, addrB}, bal)
+
+			// p2c tosses a coin between the two; the others take A first.
+			drained := false
+			for i := 0; i < 40 && !drained; i++ {
+				r := c.Do(context.Background(), servertest.Get("a"))
+				if r.Status != proto.StatusOK || len(r.Log) != 1 {
+					t.Fatalf("call %d before the drain: %v %v, want OK in one attempt", i, r.Status, r.Log)
+				}
+				drained = r.Log[0].Addr == addrA
+			}
+			if !drained {
+				t.Fatalf("no call reached A; the test shows nothing")
+			}
+			if st := c.Stats(); st.Drains != 1 {
+				t.Fatalf("Stats.Drains = %d after A's answer, want 1", st.Drains)
+			}
+			for i := range 8 {
+				r := c.Do(context.Background(), servertest.Get("a"))
+				if r.Status != proto.StatusOK {
+					t.Errorf("call %d after the drain: %v %v, want OK from B", i, r.Status, r.Log)
+				}
+				for _, a := range r.Log {
+					if a.Addr != addrB {
+						t.Errorf("call %d after the drain: attempt %v, want it sent to B %s", i, a, addrB)
+					}
+				}
+			}
+			if got := accepted.Load(); got != 1 {
+				t.Errorf("A accepted %d connections, want 1: the drained instance was dialed again", got)
+			}
+			if st := c.Stats(); st.ConnsOpened != 2 {
+				t.Errorf("Stats.ConnsOpened = %d, want 2, one to each instance, none to A after its drain", st.ConnsOpened)
+			}
+		})
 	}
 }
