@@ -192,7 +192,9 @@ type handlers struct{ open, execs int }
 
 // eventLocked checks e against the handlers open, and keeps it: each
 // handler writes at most one exec, between its start and its end, and
-// its end says whether it did.
+// its end says whether it did. Lines do not say which of a call's
+// handlers wrote an exec, so a second exec is caught as more execs than
+// handlers open: when written, or when an end leaves them so.
 func (s *Server) eventLocked(e Event) error {
 	if !slices.Contains(Methods, e.Method) {
 		return fmt.Errorf("no method %q (the Bank has %v)", e.Method, Methods)
@@ -232,6 +234,10 @@ func (s *Server) eventLocked(e Event) error {
 		h.open--
 		if e.Executed {
 			h.execs--
+		}
+		if h.execs > h.open {
+			return fmt.Errorf("a second exec of call %q's %s in one handler, or an end denying its exec: %d execs unclaimed by %d handlers open",
+				e.Call, e.Method, h.execs, h.open)
 		}
 	}
 	s.events = append(s.events, e)

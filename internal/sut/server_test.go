@@ -25,8 +25,10 @@ func TestMain(m *testing.M) {
 // fake is a fake adapter's main. Modes: good (serves, writes the events
 // of one debit, shuts down), silent (never serves), early (exits after
 // serving), endless (an end with no start), unknown (a line with an
-// unknown field), twice (two execs in one handler), claims (an end
-// saying executed with no exec).
+// unknown field), twice (two execs in one handler), twiceshared (two
+// handlers open for one call, one writing two execs and the other
+// none), shared (two handlers open for one call, one executing),
+// claims (an end saying executed with no exec).
 func fake(mode string) int {
 	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() || !strings.Contains(in.Text(), `"init"`) {
@@ -49,6 +51,19 @@ func fake(mode string) int {
 		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
 		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":990}`)
 		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":980}`)
+	case "twiceshared":
+		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
+		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
+		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":990}`)
+		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":980}`)
+		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":false,"ctx":"cancelled","code":"CANCELLED"}`)
+		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":true,"ctx":"active","code":"OK"}`)
+	case "shared":
+		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
+		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
+		fmt.Println(`{"type":"exec","call":"c","method":"Debit","account":"a","amount":10,"balance":990}`)
+		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":false,"ctx":"cancelled","code":"CANCELLED"}`)
+		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":true,"ctx":"active","code":"OK"}`)
 	case "claims":
 		fmt.Println(`{"type":"start","call":"c","method":"Debit","deadline_ms":null}`)
 		fmt.Println(`{"type":"end","call":"c","method":"Debit","executed":true,"ctx":"active","code":"OK"}`)
@@ -99,6 +114,23 @@ func TestGoodSession(t *testing.T) {
 	}
 }
 
+// TestSharedCall: two handlers of one call, one executing, are no
+// second exec, whichever ends first.
+func TestSharedCall(t *testing.T) {
+	s, err := start(t, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Await(ctx, func(e Event) bool { return e.Type == "end" && e.Executed }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
 // TestBrokenSessions: each way of breaking the protocol is an *Error,
 // at Start or at Close.
 func TestBrokenSessions(t *testing.T) {
@@ -107,6 +139,7 @@ func TestBrokenSessions(t *testing.T) {
 		{"endless", "no handler open"},
 		{"unknown", "unknown field"},
 		{"twice", "a second exec"},
+		{"twiceshared", "a second exec"},
 		{"claims", "says executed, with no exec"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {

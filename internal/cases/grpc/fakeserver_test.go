@@ -52,6 +52,10 @@ const (
 	// its handler 300ms later, executing it: as a library that answers
 	// before its handler runs may.
 	fakeSrvLate = "late"
+	// fakeSrvExecTwice applies every debit twice in one handler,
+	// writing an exec for each, its bank agreeing with its log: only
+	// the protocol's one exec per handler catches it.
+	fakeSrvExecTwice = "exectwice"
 )
 
 // fakeServer is one fake server adapter's state.
@@ -228,6 +232,11 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.balances[account] = bal
 	// Under the bank's lock, as the protocol says.
 	f.send(map[string]any{"type": "exec", "call": call, "method": method, "account": account, "amount": amount, "balance": reported})
+	if f.mode == fakeSrvExecTwice && method == "Debit" {
+		reported -= amount
+		f.balances[account] = reported
+		f.send(map[string]any{"type": "exec", "call": call, "method": method, "account": account, "amount": amount, "balance": reported})
+	}
 	f.bankMu.Unlock()
 	end(true, "OK")
 	reply := protowire.AppendTag(nil, 1, protowire.BytesType)
@@ -282,8 +291,8 @@ func fakeDecode(method string, b []byte) (account string, amount, sleepMs int64)
 }
 
 // TestServerAdapterErrors: a server adapter that names another stack
-// than its column's, or dies mid-scenario, is an ERROR naming it, never
-// a pass or a finding.
+// than its column's, dies mid-scenario, or reports two execs in one
+// handler, is an ERROR naming it, never a pass or a finding.
 func TestServerAdapterErrors(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -292,13 +301,17 @@ func TestServerAdapterErrors(t *testing.T) {
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	e := scenariotest.Env
 	e.Adapters = map[string]string{judge.StackGRPCGo: self}
-	for _, tt := range []struct{ mode, want string }{
-		{fakeSrvOtherStack, "serves grpc-js, not grpc-go"},
-		{fakeSrvCrash, "exited before shutdown_ok"},
+	for _, tt := range []struct{ mode, scenario, want string }{
+		{fakeSrvOtherStack, "grpcserver_timeout_0n", "serves grpc-js, not grpc-go"},
+		{fakeSrvCrash, "grpcserver_timeout_0n", "exited before shutdown_ok"},
+		{fakeSrvExecTwice, "grpcserver_timeout_597h", "a second exec of call"},
 	} {
 		t.Run(tt.mode, func(t *testing.T) {
 			t.Setenv(envFakeServer, tt.mode)
-			c, _ := scenario.Registry(Cases()).Lookup("grpcserver_timeout_0n_grpcgo")
+			c, ok := scenario.Registry(Cases()).Lookup(tt.scenario + "_grpcgo")
+			if !ok {
+				t.Fatalf("no scenario %s_grpcgo", tt.scenario)
+			}
 			e.LogDir = t.TempDir()
 			line := c.Run(context.Background(), e)
 			s := report.Format(line)
