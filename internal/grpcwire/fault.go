@@ -89,7 +89,7 @@ var grammar = fault.Grammar[FaultKind]{
 		FaultNoReply:                 "noreply",
 		FaultSilent:                  "silent",
 	},
-	Keys: []string{"code", "headers"},
+	Keys: []string{"code", "headers", "pushback"},
 }
 
 func init() {
@@ -127,6 +127,11 @@ type Fault struct {
 	// Headers makes FaultRST send the response HEADERS before the
 	// RST_STREAM.
 	Headers bool
+	// Pushback is FaultUnavailable's grpc-retry-pushback-ms sent as
+	// written, for a value no duration gives: "abc", "1.5", "1500x". gRFC
+	// A6 reads a value that is not a whole number of milliseconds, or is
+	// negative, as "do not retry".
+	Pushback string
 }
 
 // spec returns the keys f shares with every transport's rules.
@@ -144,6 +149,9 @@ func (f Fault) String() string {
 	}
 	if f.Headers {
 		s += " headers=true"
+	}
+	if f.Pushback != "" {
+		s += " pushback=" + f.Pushback
 	}
 	return s
 }
@@ -167,8 +175,10 @@ func (f Fault) executes() bool {
 // (fault.Grammar.Parse), space-separated key=value pairs with kind
 // required, and these keys besides: code=NAME for kind=rst (required
 // there, an HTTP/2 error code name such as CANCEL), headers=true for
-// kind=rst with a code other than REFUSED_STREAM, and wire=grpc, which
-// may lead the rule and is ignored. For example
+// kind=rst with a code other than REFUSED_STREAM, pushback=TEXT for
+// kind=unavailable without retry_after (grpc-retry-pushback-ms sent as
+// TEXT, malformed or not), and wire=grpc, which may lead the rule and is
+// ignored. For example
 // "kind=rst code=CANCEL headers=true method=debit count=1".
 func ParseFault(s string) (Fault, error) {
 	var f Fault
@@ -191,6 +201,11 @@ func ParseFault(s string) (Fault, error) {
 				return true, grammar.Errorf(s, "headers %q is not true or false", v)
 			}
 			f.Headers = b
+		case "pushback":
+			if v == "" {
+				return true, grammar.Errorf(s, "pushback is empty")
+			}
+			f.Pushback = v
 		default:
 			return false, nil
 		}
@@ -205,6 +220,8 @@ func ParseFault(s string) (Fault, error) {
 		return f, grammar.Errorf(s, "code is required with kind=rst and only there")
 	case f.Headers && (f.Kind != FaultRST || f.Code == http2.ErrCodeRefusedStream):
 		return f, grammar.Errorf(s, "headers=true is only for kind=rst with a code other than REFUSED_STREAM, which says the stream was not processed")
+	case f.Pushback != "" && (f.Kind != FaultUnavailable || f.RetryAfter != 0):
+		return f, grammar.Errorf(s, "pushback is only for kind=unavailable, and not with retry_after")
 	case f.Delay != 0 && f.Kind != FaultLate && f.Kind != FaultSleep && f.Kind != FaultUnavailable:
 		return f, grammar.Errorf(s, "delay is only for kind=late, kind=sleep and kind=unavailable")
 	}

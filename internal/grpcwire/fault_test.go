@@ -3,6 +3,7 @@ package grpcwire
 import (
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func TestFaultFrames(t *testing.T) {
 		{rule: "kind=unavailable", execs: 0, want: trailersOnly("14", "injected unavailable", "")},
 		{rule: "kind=unavailable retry_after=200ms", execs: 0, want: trailersOnly("14", "injected unavailable", "200")},
 		{rule: "kind=unavailable retry_after=never", execs: 0, want: trailersOnly("14", "injected unavailable", "-1")},
+		{rule: "kind=unavailable pushback=1500x", execs: 0, want: trailersOnly("14", "injected unavailable", "1500x")},
 		{rule: "kind=unavailable delay=150ms", execs: 0, want: trailersOnly("14", "injected unavailable", "")},
 		{rule: "kind=unavailable_after_exec", execs: 1, want: trailersOnly("14", "injected unavailable after executing", "")},
 		{rule: "kind=unavailable_after_headers", execs: 1, want: func(t *testing.T, r *result) {
@@ -234,4 +236,24 @@ func TestSilentConnection(t *testing.T) {
 	}
 	c.nc.Close()
 	ts.await(t, "CONN_CLOSED", 2*time.Second)
+}
+
+// TestParseFaultPushback: pushback= sends any text, and only on an
+// unavailable rule without retry_after; the canonical form keeps it.
+func TestParseFaultPushback(t *testing.T) {
+	for _, rule := range []string{"kind=unavailable pushback=abc", "kind=unavailable method=debit pushback=-5 count=1"} {
+		f, err := ParseFault(rule)
+		if err != nil {
+			t.Fatalf("%s: %v", rule, err)
+		}
+		back, err := ParseFault(f.String())
+		if err != nil || back != f {
+			t.Errorf("%s: canonical form %q parses to %+v, %v; want %+v", rule, f.String(), back, err, f)
+		}
+	}
+	for _, rule := range []string{"kind=unavailable pushback=", "kind=unavailable retry_after=1s pushback=abc", "kind=close pushback=abc"} {
+		if _, err := ParseFault(rule); err == nil || !strings.Contains(err.Error(), "pushback") {
+			t.Errorf("%s: got %v, want an error naming pushback", rule, err)
+		}
+	}
 }

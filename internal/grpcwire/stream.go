@@ -448,8 +448,11 @@ func (st *stream) unexecuted(f Fault) {
 	case FaultUnavailable:
 		s.counters.unavailable.Add(1)
 		var extra []hpack.HeaderField
-		if f.RetryAfter != 0 {
+		switch {
+		case f.RetryAfter != 0:
 			extra = []hpack.HeaderField{{Name: "grpc-retry-pushback-ms", Value: strconv.FormatInt(f.pushbackMs(), 10)}}
+		case f.Pushback != "":
+			extra = []hpack.HeaderField{{Name: "grpc-retry-pushback-ms", Value: f.Pushback}}
 		}
 		st.trailersOnly(Unavailable, "injected unavailable", extra)
 	case FaultRST: // REFUSED_STREAM

@@ -3,6 +3,7 @@ package grpc
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ func debitOnce(g *judge.T, recover bool) {
 	if recover {
 		invs = append(invs, judge.InvRecovers)
 	}
+	if slices.Contains(g.Scenario.Invs, judge.InvNotCancelled) {
+		invs = append(invs, judge.InvNotCancelled)
+	}
 	if !g.Start() {
 		g.Unsupported("no such fault on rpcbench's wire", invs...)
 		return
@@ -48,6 +52,25 @@ func debitOnce(g *judge.T, recover bool) {
 	if recover {
 		g.Observe(judge.InvRecovers, judge.Holds(a.Code == "OK" && n == 1))
 	}
+	observeNotCancelled(g, a)
+}
+
+// observeNotCancelled observes never_cancelled for a call whose
+// caller did not cancel it, when the scenario declares it.
+func observeNotCancelled(g *judge.T, as ...judge.Answer) {
+	if !slices.Contains(g.Scenario.Invs, judge.InvNotCancelled) {
+		return
+	}
+	cancelled := 0
+	for _, a := range as {
+		if a.Code == "CANCELLED" {
+			cancelled++
+		}
+	}
+	if len(as) > 1 {
+		g.Field("cancelled", fmt.Sprintf("%d of %d", cancelled, len(as)))
+	}
+	g.Observe(judge.InvNotCancelled, judge.Holds(cancelled == 0))
 }
 
 // codeVaries are the (scenario, stack) pairs whose caller is told one

@@ -150,4 +150,35 @@ var grpcMutants = []scenariotest.Mutant{
 			"grpc_silent_peer_grpcgo_keepalive": "dead_peer_detected: grpc-go violated dead_peer_detected",
 		},
 	},
+	{
+		Name: "grpc_pushback_text_dropped",
+		Bug:  "an unavailable fault's pushback= text is never sent: the refusal carries no grpc-retry-pushback-ms",
+		File: "internal/grpcwire/stream.go",
+		Old:  "\t\tcase f.Pushback != \"\":\n\t\t\textra = []hpack.HeaderField{{Name: \"grpc-retry-pushback-ms\", Value: f.Pushback}}\n",
+		New:  "",
+		Catch: map[string]string{
+			// With no hint the retry policy retries, and the debit runs.
+			"grpc_pushback_malformed_abc_grpcgo_retry": "pushback_honoured: grpc-go violated pushback_honoured",
+		},
+	},
+	{
+		Name: "judge_cancelled_misspelt",
+		Bug:  "the judge looks for the code CANCELED, as Go spells the word, and so never sees a CANCELLED call",
+		File: "internal/cases/grpc/client.go",
+		Old:  "\t\tif a.Code == \"CANCELLED\" {\n",
+		New:  "\t\tif a.Code == \"CANCELED\" {\n",
+		Catch: map[string]string{
+			"grpc_rst_cancel_after_exec_grpcgo_default": "never_cancelled: stale pin",
+		},
+	},
+	{
+		Name: "judge_refusal_any_error",
+		Bug:  "refusal_reported accepts any code but OK, so a call that ran out its deadline against refusals reads as reported",
+		File: "internal/cases/grpc/codes.go",
+		Old:  "judge.Holds(n == 0 && a.Code == \"UNAVAILABLE\")",
+		New:  "judge.Holds(n == 0 && a.Code != \"OK\")",
+		Catch: map[string]string{
+			"grpc_refused_stream_always_connectgo_default": "refusal_reported: stale pin",
+		},
+	},
 }

@@ -179,11 +179,31 @@ const (
 	// InvAttemptCut: a get whose first attempt the server sleeps 1s
 	// returned OK well before that second, on a later attempt.
 	InvAttemptCut = "attempt_timeout_cuts"
+	// InvNotCancelled: a call its caller did not cancel never ends
+	// CANCELLED, the code that tells the caller it gave the call up
+	// itself. The harness never cancels a call: it sets a deadline.
+	InvNotCancelled = "never_cancelled"
+	// InvRefusalReported: a call whose every request the server refused
+	// unexecuted, by its log, ends UNAVAILABLE: the code that tells the
+	// caller nothing ran. DEADLINE_EXCEEDED leaves a debit's caller
+	// unable to tell it from one that ran unanswered.
+	InvRefusalReported = "refusal_reported"
+	// InvAttemptsBounded: a call the server refuses unexecuted every
+	// time sends at most MaxRequestsPerCall requests, by the server's
+	// log, before it ends.
+	InvAttemptsBounded = "attempts_bounded"
 )
+
+// MaxRequestsPerCall bounds the requests of one call against a server
+// that refuses every one unexecuted: gRFC A6 caps a retry policy at 5
+// attempts, and each may be retried once transparently when the server
+// proves it did not process it (REFUSED_STREAM, a GOAWAY below it).
+const MaxRequestsPerCall = 10
 
 // grpcInvariants are every invariant a pin may name.
 var grpcInvariants = []string{InvExecOnce, InvOKExecuted, InvRecovers, InvOwnAnswer, InvWithinDeadline, InvPushback, InvAmplification, InvTimeoutLeft,
-	InvExpiredSkipped, InvServesOnceUp, InvDeadPeer, InvWaitsForReady, InvHedgeTail, InvHedgeBounded, InvAttemptCut}
+	InvExpiredSkipped, InvServesOnceUp, InvDeadPeer, InvWaitsForReady, InvHedgeTail, InvHedgeBounded, InvAttemptCut, InvNotCancelled,
+	InvAttemptsBounded, InvRefusalReported}
 
 // Suite is every scenario the judge runs: the grpc scenarios, each in
 // every client column, then the grpcserver scenarios, each in every
@@ -232,7 +252,7 @@ type Scenario struct {
 
 // untimedInvariants are the invariants that count what happened (how often
 // a debit executed, which answer a call got) and not how long it took.
-var untimedInvariants = []string{InvExecOnce, InvOKExecuted, InvRecovers, InvOwnAnswer, InvAmplification}
+var untimedInvariants = []string{InvExecOnce, InvOKExecuted, InvRecovers, InvOwnAnswer, InvAmplification, InvNotCancelled}
 
 // pool says which scenarios sc may run beside (Case.Pool): PoolCounts
 // when its invariants count rather than time, it sets no timing of its
