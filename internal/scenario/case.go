@@ -102,6 +102,19 @@ type Env struct {
 	// binary, for the NeedsAdapter scenarios; a stack it does not name
 	// makes them ERROR.
 	Adapters map[string]string
+	// AdapterEnv, when not empty, is added to this process's environment
+	// for every adapter started: a negative control names a fake stack
+	// in it (package fakestack).
+	AdapterEnv []string
+}
+
+// AdapterEnviron is the whole environment of an adapter started under
+// env: nil, this process's, unless env.AdapterEnv adds to it.
+func (env Env) AdapterEnviron() []string {
+	if len(env.AdapterEnv) == 0 {
+		return nil
+	}
+	return append(os.Environ(), env.AdapterEnv...)
 }
 
 // Run executes the scenario and returns its line. It never panics: a

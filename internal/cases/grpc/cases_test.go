@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/fakestack"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/scenario/scenariotest"
 )
@@ -14,11 +15,8 @@ import (
 func TestMain(m *testing.M) {
 	// The test binary is also the fake adapters and servers the judge's
 	// own tests start.
-	if mode := os.Getenv(envFakeAdapter); mode != "" {
-		os.Exit(fakeAdapterMain(mode))
-	}
-	if mode := os.Getenv(envFakeServer); mode != "" {
-		os.Exit(fakeServerMain(mode))
+	if code, ok := fakestack.Main(); ok {
+		os.Exit(code)
 	}
 	os.Exit(scenariotest.Main(m, Cases()))
 }

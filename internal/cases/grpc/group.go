@@ -17,7 +17,7 @@ func Cases() []scenario.Case { return grpcSuite().Cases() }
 
 // grpcSuite is the grpc group's scenarios, as the judge runs them.
 func grpcSuite() judge.Suite {
-	return judge.Suite{Group: Group, Client: grpcScenarios(), Server: srvScenarios()}
+	return judge.Suite{Group: Group, Client: grpcScenarios(), Server: srvScenarios(), Controls: controls()}
 }
 
 // grpcScenarios are the grpc scenarios each client column runs, in run

@@ -169,6 +169,9 @@ var grpcMutants = []scenariotest.Mutant{
 		New:  "\t\tif a.Code == \"CANCELED\" {\n",
 		Catch: map[string]string{
 			"grpc_rst_cancel_after_exec_grpcgo_default": "never_cancelled: stale pin",
+			// The group's own control, with the fake that says
+			// CANCELLED, catches it in the evidence.
+			"negative_control_grpc_adapter_says_cancelled": "the judge gave grpc_unavailable_after_exec_grpcgo_default",
 		},
 	},
 	{
@@ -179,6 +182,16 @@ var grpcMutants = []scenariotest.Mutant{
 		New:  "judge.Holds(n == 0 && a.Code != \"OK\")",
 		Catch: map[string]string{
 			"grpc_refused_stream_always_connectgo_default": "refusal_reported: stale pin",
+		},
+	},
+	{
+		Name: "judge_ok_trusts_reply",
+		Bug:  "ok_only_if_executed takes an OK that carries a well-formed reply naming the account as executed, whatever the server's log says",
+		File: "internal/cases/grpc/client.go",
+		Old:  "judge.Holds(a.Code != \"OK\" || n >= 1)",
+		New:  "judge.Holds(a.Code != \"OK\" || n >= 1 || a.Account == account)",
+		Catch: map[string]string{
+			"negative_control_grpc_adapter_says_ok": `its line holding ["ok_only_if_executed:=violated"]`,
 		},
 	},
 }

@@ -213,11 +213,15 @@ type Suite struct {
 	Group  string
 	Client []Scenario
 	Server []ServerScenario
+	// Controls are the judge's negative controls, run after the rest.
+	Controls []Control
 }
 
 // Cases is every client scenario in each of its columns, then every
 // server scenario in each server column.
-func (s Suite) Cases() []scenario.Case { return append(grpcCases(s), srvCases(s)...) }
+func (s Suite) Cases() []scenario.Case {
+	return append(append(grpcCases(s), srvCases(s)...), controlCases(s)...)
+}
 
 // Scenario is one scenario of the grpc group, before it is spread
 // over the columns.
@@ -559,7 +563,7 @@ func (g *T) startAdapter(stack string) *cut.Adapter {
 		g.Fatalf("adapter log: %v", err)
 	}
 	g.Cleanup(func() { logf.Close() })
-	a, err := cut.Start(g.Ctx, cut.Spec{Bin: bin, Scenario: g.Name, Stderr: logf})
+	a, err := cut.Start(g.Ctx, cut.Spec{Bin: bin, Scenario: g.Name, Stderr: logf, Env: g.Env.AdapterEnviron()})
 	if err != nil {
 		g.Errored("%v", err)
 	}

@@ -163,7 +163,7 @@ func (g *ServerT) start() {
 	}
 	logf := g.logFile(report.SUTLog(g.Name))
 	lines := g.logFile(report.SUTRecord(g.Name))
-	s, err := sut.Start(g.Ctx, sut.Spec{Bin: bin, Scenario: g.Name, Stderr: logf, Lines: lines})
+	s, err := sut.Start(g.Ctx, sut.Spec{Bin: bin, Scenario: g.Name, Stderr: logf, Lines: lines, Env: g.Env.AdapterEnviron()})
 	if err != nil {
 		g.Errored("%v", err)
 	}
