@@ -14,12 +14,16 @@ import (
 
 // The A/B/C timeline: A's response is held until its budget plus
 // lateDelay has passed, so it arrives while B (which sleeps bSleep on the
-// server) is still waiting.
+// server) is still waiting. B is sent once A has returned: A's late
+// answer must come after that, and before B's own. The margins on both
+// sides (lateDelay for A's return and B's send, bSleep-lateDelay for
+// the late answer's trip) hold on a 2-core machine under stress-ng with
+// a load average over 10, where 150ms and 250ms did not always.
 const (
 	aTimeout  = 200 * time.Millisecond
-	lateDelay = 150 * time.Millisecond
-	bSleep    = 400 * time.Millisecond
-	bTimeout  = 2 * time.Second
+	lateDelay = 500 * time.Millisecond
+	bSleep    = 1500 * time.Millisecond
+	bTimeout  = 3 * time.Second
 )
 
 var lateGetFault = fmt.Sprintf("kind=late method=get count=1 delay=%v", lateDelay)
