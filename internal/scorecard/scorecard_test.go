@@ -380,3 +380,88 @@ func TestRefusesOldOutput(t *testing.T) {
 		t.Errorf("got %v, want a refusal naming a_rpcbench", err)
 	}
 }
+
+// judgedSometimes is a run as the judge writes it where a race its pins
+// mark sometimes held in one column's run and was violated in another's:
+// each records the invariant as sometimes and this run's outcome as
+// volatile. The grpcio server column has no other cell.
+const judgedSometimes = `CASE t_rpcbench PASS scenario=t stack=rpcbench config=client exec_at_most_once:=holds
+CASE t_grpcgo_retry FINDING scenario=t stack=grpc-go config=retry version=1.85.0 exec_at_most_once:=sometimes exec_at_most_once_this_run~=holds
+CASE s_rpcserver PASS scenario=s stack=rpcserver config=server srv_ok_iff_executed_tally~=held=100,violated=0 srv_ok_iff_executed:=holds
+CASE s_grpcio FINDING scenario=s stack=grpcio config=server version=1.51.1 srv_ok_iff_executed_tally~=held=88,violated=12 srv_ok_iff_executed:=sometimes srv_ok_iff_executed_this_run~=violated
+`
+
+// TestSometimesRendered: a cell recorded sometimes reads VIOLATED
+// sometimes in every rendering, whichever way its run went: never holds
+// or a plain VIOLATED, and never dropped, by the card, the stack and
+// server tables, the text, a filter, or JSON.
+func TestSometimesRendered(t *testing.T) {
+	c := buildFrom(t, judgedSometimes)
+	for _, want := range []struct{ sc, stack, config string }{{"t", "grpc-go", "retry"}, {"s", "grpcio", "server"}} {
+		col := slices.IndexFunc(c.Columns, func(col Column) bool { return col.Stack == want.stack && col.Config == want.config })
+		row := slices.IndexFunc(c.Rows, func(r Row) bool { return r.Scenario == want.sc })
+		if col < 0 || row < 0 {
+			t.Fatalf("card has no cell of %s in %s %s:\n%+v", want.sc, want.stack, want.config, c)
+		}
+		if cl := c.Rows[row].Cells[col]; cl.Outcome != outcome.Sometimes || cl.Text() != "VIOLATED sometimes" {
+			t.Errorf("card: %s's cell in %s %s is %v, %q; want sometimes, %q", want.sc, want.stack, want.config, cl.Outcome, cl.Text(), "VIOLATED sometimes")
+		}
+	}
+	render := map[string]func(Card) string{
+		"markdown": func(c Card) string {
+			var b strings.Builder
+			c.WriteMarkdown(&b, "")
+			return b.String()
+		},
+		"markdown by stack": func(c Card) string {
+			var b strings.Builder
+			c.WriteMarkdownByStack(&b, "")
+			return b.String()
+		},
+		"text": func(c Card) string {
+			var b strings.Builder
+			c.WriteText(&b, TextOptions{Width: 80})
+			return b.String()
+		},
+		"colour text": func(c Card) string {
+			var b strings.Builder
+			c.WriteText(&b, TextOptions{Width: 80, Color: true})
+			return b.String()
+		},
+		"json": func(c Card) string {
+			var b strings.Builder
+			c.WriteJSON(&b)
+			return b.String()
+		},
+	}
+	wants := map[string][]string{
+		"markdown":          {"| `t` | `exec_at_most_once` | holds | **VIOLATED sometimes** | - | - |", "| `s` | `srv_ok_iff_executed` | - | - | holds | **VIOLATED sometimes** |"},
+		"markdown by stack": {"| `t` | `exec_at_most_once` | holds | **VIOLATED sometimes** |", "| `s` | `srv_ok_iff_executed` | holds | **VIOLATED sometimes** |"},
+		"text":              {"  exec_at_most_once  holds     VIOLATED sometimes\n", "  srv_ok_iff_executed  holds      VIOLATED sometimes\n"},
+		"colour text":       {"\x1b[33mVIOLATED sometimes\x1b[0m\n"},
+		"json":              {"\"outcome\": \"sometimes\",\n          \"case\": \"t_grpcgo_retry\"", "\"outcome\": \"sometimes\",\n          \"case\": \"s_grpcio\""},
+	}
+	cards := map[string]Card{"card": c, "grpc-go filtered": c.Filter([]string{"grpc-go"}, nil), "grpcio filtered": c.Filter([]string{"grpcio"}, nil)}
+	for cname, card := range cards {
+		for name, f := range render {
+			t.Run(cname+"/"+name, func(t *testing.T) {
+				got := f(card)
+				want := 1
+				if cname == "card" {
+					want = 2
+				}
+				if n := strings.Count(got, "sometimes"); n != want {
+					t.Errorf("%d cells read sometimes, want %d:\n%s", n, want, got)
+				}
+				if cname != "card" {
+					return
+				}
+				for _, w := range wants[name] {
+					if !strings.Contains(got, w) {
+						t.Errorf("lacks %q:\n%s", w, got)
+					}
+				}
+			})
+		}
+	}
+}

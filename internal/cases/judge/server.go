@@ -336,13 +336,22 @@ type handled struct {
 }
 
 // HandledOf reads what the server's record says of call.
-func (g *ServerT) HandledOf(call string) handled {
-	var h handled
+func (g *ServerT) HandledOf(call string) handled { return g.HandledOfAll([]string{call})[call] }
+
+// HandledOfAll reads the server's record once, and returns what it says
+// of each of calls: a scenario of thousands of calls reads it once, not
+// once a call.
+func (g *ServerT) HandledOfAll(calls []string) map[string]handled {
+	hs := make(map[string]*handled, len(calls))
+	for _, c := range calls {
+		hs[c] = &handled{}
+	}
 	if g.sut != nil {
-		open := 0
-		var startAt time.Time
+		open := map[string]int{}
+		startAt := map[string]time.Time{}
 		for _, e := range g.sut.Events() {
-			if e.Call != call {
+			h, ok := hs[e.Call]
+			if !ok {
 				continue
 			}
 			switch e.Type {
@@ -351,23 +360,29 @@ func (g *ServerT) HandledOf(call string) handled {
 					h.DeadlineMs = e.DeadlineMs
 				}
 				h.Started = true
-				startAt = e.At
-				open++
+				startAt[e.Call] = e.At
+				open[e.Call]++
 			case "exec":
 				h.Execs++
 				h.amount += e.Amount
 			case "end":
-				open--
+				open[e.Call]--
 				h.Ctx = e.Ctx
-				h.Took = e.At.Sub(startAt)
+				h.Took = e.At.Sub(startAt[e.Call])
 			}
 		}
-		h.Ended = h.Started && open == 0
-		return h
+		out := make(map[string]handled, len(hs))
+		for c, h := range hs {
+			h.Ended = h.Started && open[c] == 0
+			out[c] = *h
+		}
+		return out
 	}
-	ends := 0
+	ends := map[string]int{}
 	for _, e := range g.Events(g.rpc) {
-		if e.Text(serverapi.KeyCall) != call {
+		call := e.Text(serverapi.KeyCall)
+		h, ok := hs[call]
+		if !ok {
 			continue
 		}
 		switch e.Name {
@@ -380,25 +395,29 @@ func (g *ServerT) HandledOf(call string) handled {
 			}
 			h.Started = true
 		case serverapi.EventExec:
-			ends++
+			ends[call]++
 			h.Ctx = sut.CtxActive
 			if e.Text(serverapi.KeyStatus) == "OK" {
 				h.Execs++
 				h.amount += g.sent[call]
 			}
 		case serverapi.EventExpired:
-			ends++
+			ends[call]++
 			h.Ctx = sut.CtxDeadlineExceeded
 		case serverapi.EventCanceled:
-			ends++
+			ends[call]++
 			h.Ctx = sut.CtxCancelled
 		}
 		if w, ok := e.Int(serverapi.KeyWaited); ok && e.Name != serverapi.EventAttempt {
 			h.Took = time.Duration(w) * time.Millisecond
 		}
 	}
-	h.Ended = h.Started && ends > 0
-	return h
+	out := make(map[string]handled, len(hs))
+	for c, h := range hs {
+		h.Ended = h.Started && ends[c] > 0
+		out[c] = *h
+	}
+	return out
 }
 
 // AwaitEnded waits up to d for every handler of call the server started
@@ -483,6 +502,38 @@ func (g *ServerT) HandlerTook(h handled) {
 func (g *ServerT) OkIffExecuted(r rawgrpc.Result, h handled) {
 	ok := r.HasCode && r.Code == 0
 	g.Observe(InvSrvOKIffExec, Holds(ok == (h.Execs == 1) && h.Execs <= 1))
+}
+
+// TallySuffix ends the key of the volatile field in which a scenario
+// that judges an invariant over repeated trials records how many held
+// and how many were violated: <invariant>_tally~=held=<n>,violated=<n>.
+// A pin marked sometimes is backed by evidence only through it (see
+// Tally).
+const TallySuffix = "_tally"
+
+// Tally observes inv over trials judged one by one, held of them holding
+// and violated not: it is violated when any trial was. The counts are
+// recorded, as the race they are, in inv's TallySuffix field, so that
+// the evidence shows both outcomes where both happen: a pin marked
+// sometimes is valid only while the committed evidence's tally shows
+// some trials held and some violated, and a scenario that makes one
+// trial a run records no tally, so that its pins cannot be sometimes.
+func (g *ServerT) Tally(inv string, held, violated int) {
+	g.Volatile(inv+TallySuffix, FormatTally(held, violated))
+	g.Observe(inv, Holds(violated == 0))
+}
+
+// FormatTally is a tally field's value.
+func FormatTally(held, violated int) string {
+	return fmt.Sprintf("held=%d,violated=%d", held, violated)
+}
+
+// ParseTally reads what FormatTally writes.
+func ParseTally(s string) (held, violated int, err error) {
+	if _, err := fmt.Sscanf(s, "held=%d,violated=%d", &held, &violated); err != nil || FormatTally(held, violated) != s {
+		return 0, 0, fmt.Errorf("judge: tally %q, want held=<n>,violated=<n>", s)
+	}
+	return held, violated, nil
 }
 
 // logMatchesBank reads, with a get of its own, every account the
