@@ -42,7 +42,7 @@ func debitOnce(g *judge.T, recover bool) {
 	}
 	g.Field("executions", n)
 	g.Field("requests", a.Requests)
-	g.Volatile("elapsed", scenario.Millis(a.Elapsed))
+	g.Elapsed("elapsed", a)
 	g.Observe(judge.InvExecOnce, judge.Holds(n <= 1))
 	g.Observe(judge.InvOKExecuted, judge.Holds(a.Code != "OK" || n >= 1))
 	if recover {
@@ -101,7 +101,7 @@ func grpcNoReplyWithinDeadline(g *judge.T) {
 // withinDeadline observes within_deadline: a returned by deadline, plus
 // the slack of a loaded machine.
 func withinDeadline(g *judge.T, a judge.Answer, deadline time.Duration) {
-	g.Volatile("elapsed", scenario.Millis(a.Elapsed))
+	g.Elapsed("elapsed", a)
 	g.Field("elapsedBound", scenario.Millis(deadline+grpcNoReplySlack))
 	g.Observe(judge.InvWithinDeadline, judge.Holds(a.Elapsed <= deadline+grpcNoReplySlack))
 }
@@ -390,7 +390,7 @@ func grpcSilentPeer(g *judge.T) {
 	g.Field("code", a.Code)
 	g.Field("executions", n)
 	g.Field("requests", a.Requests)
-	g.Volatile("elapsed", scenario.Millis(a.Elapsed))
+	g.Elapsed("elapsed", a)
 	g.Field("detectBound", scenario.Millis(grpcSilentDeadline))
 	detected := !closed.IsZero() && closed.Sub(fault) < grpcSilentDeadline
 	if detected {
@@ -481,7 +481,7 @@ func grpcHalfOpenLink(g *judge.T) {
 	g.Field("code", a.Code)
 	g.Field("executions", n)
 	g.Field("requests", a.Requests)
-	g.Volatile("elapsed", scenario.Millis(a.Elapsed))
+	g.Elapsed("elapsed", a)
 	g.Field("detectBound", scenario.Millis(grpcHalfOpenDeadline))
 	detected := gaveUp && detectedAfter < grpcHalfOpenDeadline
 	if detected {
@@ -524,7 +524,7 @@ func grpcWaitForReady(g *judge.T) {
 	n := g.Executions(account)
 	g.Field("code", a.Code)
 	g.Field("executions", n)
-	g.Volatile("elapsed", scenario.Millis(a.Elapsed))
+	g.Elapsed("elapsed", a)
 	g.Observe(judge.InvExecOnce, judge.Holds(n <= 1))
 	g.Observe(judge.InvWaitsForReady, judge.Holds(a.Code == "OK" && n == 1))
 }
@@ -554,24 +554,26 @@ const grpcHedgeSlack = 2
 // hedges more than there are gets, and grpcHedgeSlack).
 func grpcHedgedGetTail(g *judge.T) {
 	g.Start()
-	var slowest time.Duration
+	var slowest judge.Answer
 	requests := 0
 	for i := range grpcHedgeGets {
 		a := g.Do(judge.Call{Method: bank.MethodGet, Account: fmt.Sprintf("acct-H%02d", i), Deadline: grpcDeadline})
 		if a.Code != "OK" {
 			g.Fatalf("get %d ended %s, want OK", i, a.Code)
 		}
-		slowest = max(slowest, a.Elapsed)
+		if a.Elapsed > slowest.Elapsed {
+			slowest = a
+		}
 		requests += a.Requests
 	}
 	faultFired(g)
 	bound := grpcHedgeGets + 2 + grpcHedgeSlack
 	g.Field("calls", grpcHedgeGets)
 	g.Field("slow", scenario.Millis(grpcHedgeSlow))
-	g.Volatile("slowest", scenario.Millis(slowest))
+	g.Elapsed("slowest", slowest)
 	g.Volatile("requests", requests)
 	g.Field("requestsBound", bound)
-	g.Observe(judge.InvHedgeTail, judge.Holds(slowest < grpcHedgeSlow))
+	g.Observe(judge.InvHedgeTail, judge.Holds(slowest.Elapsed < grpcHedgeSlow))
 	g.Observe(judge.InvHedgeBounded, judge.Holds(requests <= bound))
 }
 
@@ -595,7 +597,7 @@ func grpcPerAttemptSlowGet(g *judge.T) {
 	g.Field("code", a.Code)
 	g.Field("slow", scenario.Millis(grpcAttemptSlow))
 	g.Field("bound", scenario.Millis(grpcAttemptBound))
-	g.Volatile("elapsed", scenario.Millis(a.Elapsed))
+	g.Elapsed("elapsed", a)
 	g.Volatile("requests", a.Requests)
 	g.Observe(judge.InvAttemptCut, judge.Holds(a.Code == "OK" && a.Elapsed < grpcAttemptBound))
 }
