@@ -362,6 +362,9 @@ func grpcServerSkipsExpired(g *judge.T) {
 	// received it) is the machine's to decide.
 	g.Volatile("dropped", strings.Join(dropped, ","))
 	g.Check(get.Code == "OK", "the get that holds the worker ended %s, want OK", get.Code)
+	// A debit the server never saw waiting is not executed either, and
+	// says nothing of a server skipping expired work.
+	g.Check(n > 0 || len(dropped) > 0, "the server's log shows the debit neither executed nor dropped as expired or cancelled: it never waited behind the busy worker, so the fault did not take effect")
 	g.Observe(judge.InvExpiredSkipped, judge.Holds(n == 0))
 	withinDeadline(g, d, grpcExpiredDeadline)
 }
@@ -469,12 +472,18 @@ func grpcSilentPeer(g *judge.T) {
 // grpcHalfOpenDeadline is grpc_half_open_link's debit deadline: the
 // keepalive configuration's 10s time and 1s timeout, then room for a
 // retry to reconnect (a SYN lost to the silent link is sent again a
-// second later) and be served, on a loaded machine.
+// second later) and be served, the server holding it grpcHalfOpenSleep
+// too: 15s, and 5s to spare on a loaded machine.
 const grpcHalfOpenDeadline = 20 * time.Second
 
-// grpcHalfOpenSleep is how long the server holds grpc_half_open_link's
-// debit before executing it: the link goes silent meanwhile.
-const grpcHalfOpenSleep = 1000
+// grpcHalfOpenSleep is how long, in milliseconds, the server holds
+// grpc_half_open_link's debit before executing it: the link goes silent
+// meanwhile. The harness takes the link down once it has seen the debit
+// arrive and acknowledged (polling the server's log and the kernel's
+// table, then running ip): under load that took over 1s once, when the
+// sleep was 1s, and the debit was executed and answered before the link
+// went silent. 3s leaves room for that.
+const grpcHalfOpenSleep = 3000
 
 // grpcHalfOpenLink: a keyless debit is in flight when the server host's
 // link goes silent (package nethost: no FIN, no RST, nothing), and the
@@ -514,7 +523,7 @@ func grpcHalfOpenLink(g *judge.T) {
 		g.Fatalf("the debit never reached the server, acknowledged")
 	}
 	g.SetLink(h, false)
-	down := time.Now()
+	down := time.Now() // the link is silent from here on, perhaps a little before
 	// The client gave a connection up when the kernel no longer lists it
 	// as established: closed by the library, or abandoned by the kernel
 	// (a TCP user timeout).
@@ -543,6 +552,7 @@ func grpcHalfOpenLink(g *judge.T) {
 	g.SetLink(h, true)
 	a := p.Wait()[0]
 	n := g.Executions(account)
+	linkDownFirst(g, account, down)
 	g.Field("conns", len(open))
 	g.Field("code", a.Code)
 	g.Field("executions", n)
@@ -556,6 +566,25 @@ func grpcHalfOpenLink(g *judge.T) {
 	}
 	g.Observe(judge.InvExecOnce, judge.Holds(n <= 1))
 	g.Observe(judge.InvDeadPeer, judge.Holds(detected))
+}
+
+// linkDownFirst fails the scenario unless the server's log shows it
+// executed account's first debit after down, when the link had gone
+// silent: a debit executed, and perhaps answered, before that met no
+// fault, and what the column did with it says nothing of a silent link.
+func linkDownFirst(g *judge.T, account string, down time.Time) {
+	var exec time.Time
+	for _, e := range g.Events(g.S) {
+		if e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodDebit && e.Text(serverapi.KeyAccount) == account {
+			exec = e.Time
+			break
+		}
+	}
+	if exec.IsZero() {
+		return // nothing executed before the link went silent, nor after
+	}
+	g.Volatile("execAfterDown", scenario.Millis(exec.Sub(down)))
+	g.Check(exec.After(down), "the server executed the debit %v before the link went silent: the fault did not take effect", down.Sub(exec))
 }
 
 // established returns the connections of this namespace to h at port
@@ -588,11 +617,32 @@ func grpcWaitForReady(g *judge.T) {
 	up()
 	a := p.Wait()[0]
 	n := g.Executions(account)
+	sentBeforeListen(g, a)
 	g.Field("code", a.Code)
 	g.Field("executions", n)
 	g.Elapsed("elapsed", a)
 	g.Observe(judge.InvExecOnce, judge.Holds(n <= 1))
 	g.Observe(judge.InvWaitsForReady, judge.Holds(a.Code == "OK" && n == 1))
+}
+
+// sentBeforeListen fails the scenario unless the harness sent a before
+// the server's log shows it listening: a call sent later found a server
+// up and never waited for one. (The adapter may invoke the library a
+// little after it was sent; this is the part the harness can see.)
+func sentBeforeListen(g *judge.T, a judge.Answer) {
+	var listen time.Time
+	for _, e := range g.Events(g.S) {
+		if e.Name == serverapi.EventListen {
+			listen = e.Time
+			break
+		}
+	}
+	if listen.IsZero() {
+		g.Check(false, "the server's log shows no LISTEN")
+		return
+	}
+	g.Volatile("listenAfterSent", scenario.Millis(listen.Sub(a.Sent)))
+	g.Check(a.Sent.Before(listen), "the call was sent %v after the server listened: it never waited, so the fault did not take effect", a.Sent.Sub(listen))
 }
 
 // grpcHedgeDelay is the hedged configuration's hedgingDelay, and
