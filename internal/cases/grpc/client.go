@@ -304,7 +304,7 @@ func grpcTimeoutLeft(g *judge.T) {
 		n++
 		if first.IsZero() {
 			first = e.Time
-			g.Check(!first.Before(a.Sent), "the first attempt reached the server at %v, before the harness sent the call at %v", first, a.Sent)
+			g.Check(!first.Before(a.Sent), "the first attempt reached the server %v before the harness sent the call: the server's clock and the harness's disagree", a.Sent.Sub(first))
 			g.Volatile("firstArrival", scenario.Millis(first.Sub(a.Sent)))
 		}
 		// The attempt left the client no earlier than leftAt (e above):
