@@ -47,6 +47,12 @@ type answer struct {
 	err error
 }
 
+// call is a call sent and not yet answered.
+type call struct {
+	ch   chan answer // has room for one answer
+	sent time.Time   // when its line began to be written; set under Adapter.mu before the write
+}
+
 // Adapter is a running adapter process and its session. Its methods may
 // be called concurrently.
 type Adapter struct {
@@ -63,10 +69,10 @@ type Adapter struct {
 	info     Info
 	phase    phase
 	nextID   int64
-	pending  map[int64]chan answer // calls sent and not answered; each channel has room for one answer
-	answered map[int64]bool        // calls answered, to tell a duplicate from an unknown id
-	channels map[string]Channel    // each channel id's configuration, as first sent
-	err      error                 // why the session ended; nil while it lasts
+	pending  map[int64]*call    // calls sent and not answered
+	answered map[int64]bool     // calls answered, to tell a duplicate from an unknown id
+	channels map[string]Channel // each channel id's configuration, as first sent
+	err      error              // why the session ended; nil while it lasts
 
 	initOK     chan struct{} // closed when init_ok arrives
 	shutdownOK chan struct{} // closed when shutdown_ok arrives
@@ -99,14 +105,14 @@ func Start(ctx context.Context, spec Spec) (*Adapter, error) {
 	a := &Adapter{
 		bin: spec.Bin, name: spec.Bin, cfg: cfg, child: child,
 		stdin: child.Stdin, stdout: child.Stdout,
-		pending: map[int64]chan answer{}, answered: map[int64]bool{}, channels: map[string]Channel{},
+		pending: map[int64]*call{}, answered: map[int64]bool{}, channels: map[string]Channel{},
 		initOK: make(chan struct{}), shutdownOK: make(chan struct{}), broken: make(chan struct{}),
 		readDone: make(chan struct{}),
 	}
 	go a.read()
 
 	line, _ := json.Marshal(wireInit{Type: typeInit, Protocol: Protocol, Scenario: spec.Scenario})
-	a.write(line, cfg.InitTimeout) // an adapter that cannot take it is judged by what follows
+	a.write(line, cfg.InitTimeout, nil) // an adapter that cannot take it is judged by what follows
 	t := time.NewTimer(cfg.InitTimeout)
 	defer t.Stop()
 	select {
@@ -161,12 +167,19 @@ func (a *Adapter) Do(ctx context.Context, c Call) (Result, error) {
 	a.channels[c.Channel.ID] = c.Channel
 	// Registered before the write: the answer may come before Write
 	// returns.
-	ch := make(chan answer, 1)
-	a.pending[id] = ch
+	pc := &call{ch: make(chan answer, 1)}
+	a.pending[id] = pc
 	a.mu.Unlock()
+	ch := pc.ch
 
 	bound := time.Duration(ceilMS(c.Deadline))*time.Millisecond + a.cfg.CallGrace
-	if err := a.write(line, bound); errors.Is(err, os.ErrDeadlineExceeded) {
+	sending := func() {
+		now := time.Now()
+		a.mu.Lock()
+		pc.sent = now
+		a.mu.Unlock()
+	}
+	if err := a.write(line, bound, sending); errors.Is(err, os.ErrDeadlineExceeded) {
 		a.fail(a.errorf(Hung, id, "did not read call %d within %v", id, bound))
 	}
 	// Any other write error means the adapter closed its stdin or
@@ -205,7 +218,7 @@ func (a *Adapter) close() error {
 	a.mu.Unlock()
 	if polite {
 		line, _ := json.Marshal(wireShutdown{Type: typeShutdown})
-		a.write(line, a.cfg.ShutdownTimeout)
+		a.write(line, a.cfg.ShutdownTimeout, nil)
 		t := time.NewTimer(a.cfg.ShutdownTimeout)
 		select {
 		case <-a.shutdownOK:
@@ -265,11 +278,16 @@ func (a *Adapter) awaitExit(d time.Duration) bool {
 }
 
 // write writes line and a newline to the adapter's stdin within bound.
-func (a *Adapter) write(line []byte, bound time.Duration) error {
+// sending, when not nil, runs just before the write, once no other line
+// is being written.
+func (a *Adapter) write(line []byte, bound time.Duration, sending func()) error {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	if err := a.stdin.SetWriteDeadline(time.Now().Add(bound)); err != nil {
 		return err
+	}
+	if sending != nil {
+		sending()
 	}
 	_, err := a.stdin.Write(append(line, '\n'))
 	return err
@@ -285,8 +303,8 @@ func (a *Adapter) fail(err error) {
 	}
 	a.err = err
 	close(a.broken)
-	for id, ch := range a.pending {
-		ch <- answer{err: err}
+	for id, c := range a.pending {
+		c.ch <- answer{err: err}
 		delete(a.pending, id)
 	}
 }
@@ -313,10 +331,13 @@ func (a *Adapter) read() {
 	sc := bufio.NewScanner(a.stdout)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine+1)
 	for sc.Scan() {
+		// When the line was read, by the harness's clock: no later than
+		// the adapter wrote it, and a little after it did.
+		at := time.Now()
 		if a.sessionErr() != nil {
 			continue // the session is over; drain, so the adapter is not blocked writing
 		}
-		if err := a.handle(sc.Bytes()); err != nil {
+		if err := a.handle(sc.Bytes(), at); err != nil {
 			a.fail(err)
 		}
 	}
@@ -354,8 +375,9 @@ func (a *Adapter) ended() {
 	}
 }
 
-// handle acts on one line from the adapter; an error ends the session.
-func (a *Adapter) handle(line []byte) error {
+// handle acts on one line from the adapter, read at at; an error ends
+// the session.
+func (a *Adapter) handle(line []byte, at time.Time) error {
 	m, err := parseLine(line)
 	if err != nil {
 		return a.errorf(BadOutput, 0, "wrote %.200q: %v", line, err)
@@ -389,13 +411,13 @@ func (a *Adapter) handle(line []byte) error {
 		if err != nil {
 			return a.errorf(BadOutput, 0, "%v", err)
 		}
-		return a.deliver(r.ID, answer{r: r})
+		return a.deliver(r.ID, answer{r: r}, at)
 	case typeCallError:
 		ce, err := decodeCallError(m)
 		if err != nil {
 			return a.errorf(BadOutput, 0, "%v", err)
 		}
-		return a.deliver(ce.ID, answer{err: ce})
+		return a.deliver(ce.ID, answer{err: ce}, at)
 	case typeShutdownOK:
 		if err := m.decode(&wireEmpty{}); err != nil {
 			return a.errorf(BadOutput, 0, "%v", err)
@@ -418,22 +440,38 @@ func (a *Adapter) handle(line []byte) error {
 	return a.errorf(BadOutput, 0, "wrote a message of unknown type %q", m.typ)
 }
 
-// deliver hands ans to the call id's waiter.
-func (a *Adapter) deliver(id int64, ans answer) error {
+// deliver hands ans, read at at, to the call id's waiter, with the
+// harness's measure of a result's time.
+func (a *Adapter) deliver(id int64, ans answer, at time.Time) error {
 	a.mu.Lock()
-	ch, ok := a.pending[id]
+	c, ok := a.pending[id]
 	if ok {
 		delete(a.pending, id)
 		a.answered[id] = true
+		ans.r.Sent, ans.r.Elapsed = c.sent, at.Sub(c.sent)
 	}
 	dup := a.answered[id]
 	a.mu.Unlock()
 	switch {
+	case ok && c.sent.IsZero():
+		// No longer pending, so the session's end will not answer it:
+		// it gets the error here, which then ends the session.
+		err := a.errorf(UnknownID, id, "answered call %d before it was sent", id)
+		c.ch <- answer{err: err}
+		return err
+	case ok && ans.err == nil && ans.r.Claimed > ans.r.Elapsed+ClaimSlack:
+		err := a.errorf(ImpossibleElapsed, id, "claimed elapsed_ms %.3f for call %d, longer than the %.3fms the harness measured from sending the call to reading its result (slack %v)",
+			ms(ans.r.Claimed), id, ms(ans.r.Elapsed), ClaimSlack)
+		c.ch <- answer{err: err}
+		return err
 	case ok:
-		ch <- ans
+		c.ch <- ans
 		return nil
 	case dup:
 		return a.errorf(DuplicateID, id, "answered call %d a second time", id)
 	}
 	return a.errorf(UnknownID, id, "answered call %d, which was never sent", id)
 }
+
+// ms is d in milliseconds, with fractions.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

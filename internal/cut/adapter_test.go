@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
 )
@@ -113,9 +114,9 @@ func TestWellBehaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantR := cut.Result{ID: n + 1, Code: cut.Unavailable, Message: "injected", Elapsed: 500 * time.Microsecond,
+	wantR := cut.Result{ID: n + 1, Code: cut.Unavailable, Message: "injected", Claimed: 500 * time.Microsecond,
 		Headers: map[string][]string{}, Trailers: map[string][]string{"x-why": {"asked"}}}
-	if diff := cmp.Diff(wantR, r); diff != "" {
+	if diff := cmp.Diff(wantR, r, cmpopts.IgnoreFields(cut.Result{}, "Sent", "Elapsed")); diff != "" {
 		t.Errorf("UNAVAILABLE result (-want +got):\n%s", diff)
 	}
 
@@ -134,6 +135,37 @@ func TestWellBehaved(t *testing.T) {
 	gone(t, a.PID())
 	if _, err := a.Do(ctx, call("closed", `{}`)); !errors.Is(err, cut.ErrClosed) {
 		t.Errorf("Do after Close: got %v, want ErrClosed", err)
+	}
+}
+
+// TestHarnessElapsed: a result's Elapsed is the harness's own measure,
+// from sending the call to reading its answer, whatever the adapter
+// claims: the fake sleeps 150ms and claims 0.5ms.
+func TestHarnessElapsed(t *testing.T) {
+	const sleep = 150 * time.Millisecond
+	ctx := context.Background()
+	a, err := cut.Start(ctx, fakeSpec(t, "good", quick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	before := time.Now()
+	r, err := a.Do(ctx, call("slow", fmt.Sprintf(`{"sleep_ms":%d}`, sleep.Milliseconds())))
+	wall := time.Since(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Claimed != 500*time.Microsecond {
+		t.Errorf("got Claimed %v, want the fake's 500µs", r.Claimed)
+	}
+	if r.Sent.Before(before) || r.Sent.After(before.Add(wall)) {
+		t.Errorf("got Sent %v, want within the Do that began at %v and took %v", r.Sent, before, wall)
+	}
+	if r.Elapsed < sleep || r.Elapsed > wall {
+		t.Errorf("got Elapsed %v, want within [%v, %v]: the fake's sleep, and Do's own time", r.Elapsed, sleep, wall)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }
 
@@ -161,6 +193,7 @@ func TestMisbehaviour(t *testing.T) {
 		{"unknownid", true, cut.UnknownID, "answered call 1001, which was never sent", ""},
 		{"dupid", true, cut.DuplicateID, "answered call 1 a second time", ""},
 		{"bothanswers", true, cut.DuplicateID, "answered call 1 a second time", ""},
+		{"overclaims", true, cut.ImpossibleElapsed, "claimed elapsed_ms 5000.000 for call 1, longer than the ", ""},
 		{"unasked", true, cut.BadOutput, "wrote shutdown_ok unasked", ""},
 		{"dies", true, cut.Exited, "exited with status 3 with 1 calls unanswered", "fake: giving up on call 1"},
 		{"hangs", true, cut.Hung, "no answer to call 1 within 400ms (its deadline, 100ms, and 300ms)", ""},

@@ -39,19 +39,25 @@ const (
 	// IgnoredShutdown: no shutdown_ok within Config.ShutdownTimeout, or
 	// no exit within Config.ExitGrace of it.
 	IgnoredShutdown
+	// ImpossibleElapsed: a result whose elapsed_ms is longer, by more
+	// than ClaimSlack, than the harness measured from sending the call
+	// to reading the result: the adapter cannot have spent longer on the
+	// call than it had it.
+	ImpossibleElapsed
 )
 
 var kindNames = [...]string{
-	NoInit:          "no_init",
-	WrongProtocol:   "wrong_protocol",
-	BadOutput:       "bad_output",
-	LineTooLong:     "line_too_long",
-	UnknownID:       "unknown_id",
-	DuplicateID:     "duplicate_id",
-	Fatal:           "fatal",
-	Exited:          "exited",
-	Hung:            "hung",
-	IgnoredShutdown: "ignored_shutdown",
+	NoInit:            "no_init",
+	WrongProtocol:     "wrong_protocol",
+	BadOutput:         "bad_output",
+	LineTooLong:       "line_too_long",
+	UnknownID:         "unknown_id",
+	DuplicateID:       "duplicate_id",
+	Fatal:             "fatal",
+	Exited:            "exited",
+	Hung:              "hung",
+	IgnoredShutdown:   "ignored_shutdown",
+	ImpossibleElapsed: "impossible_elapsed",
 }
 
 // String returns the kind's snake_case name; an unknown kind prints as

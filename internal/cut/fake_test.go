@@ -54,6 +54,7 @@ var fakeModes = map[string]string{
 	"sleeper":     "sleeps (the grandchild mode's child)",
 	"unasked":     "writes shutdown_ok on a call",
 	"bothanswers": "answers a call with a result and a call_error",
+	"overclaims":  "answers a call after 20ms, claiming it took 5s",
 }
 
 // fakeRequest are the request fields the good fake obeys.
@@ -152,6 +153,10 @@ func fakeMain(mode string) int {
 			case "bothanswers":
 				out(ok)
 				out(map[string]any{"type": "call_error", "id": m.ID, "kind": "config", "text": "late"})
+			case "overclaims":
+				time.Sleep(20 * time.Millisecond)
+				ok["elapsed_ms"] = 5000.0
+				out(ok)
 			case "unasked":
 				out(map[string]any{"type": "shutdown_ok"})
 			case "dies", "grandchild":

@@ -112,12 +112,28 @@ type Result struct {
 	// Response is the response message in proto3 JSON when Code is OK,
 	// nil otherwise.
 	Response json.RawMessage
-	// Elapsed runs from just before the adapter invoked the library to
-	// just after it returned, as the adapter measured it.
-	Elapsed  time.Duration
+	// Sent is when the harness began writing the call line to the
+	// adapter, by the harness's clock: the call cannot have started
+	// before it.
+	Sent time.Time
+	// Elapsed runs from Sent to when the harness read the result line,
+	// as the harness measured it: at least the call's true duration, and
+	// what a verdict on time rests on.
+	Elapsed time.Duration
+	// Claimed is the adapter's own elapsed_ms: from just before it
+	// invoked the library to just after it returned, as it measured it.
+	// It is a report, not evidence; it may not exceed Elapsed by more
+	// than ClaimSlack.
+	Claimed  time.Duration
 	Headers  map[string][]string
 	Trailers map[string][]string
 }
+
+// ClaimSlack is how much longer than the harness's Elapsed an adapter's
+// elapsed_ms may be: the rounding of a fractional millisecond, and
+// nothing more. Both sides read the same monotonic clock, and the
+// harness's interval contains the adapter's.
+const ClaimSlack = time.Millisecond
 
 type wireInit struct {
 	Type     string `json:"type"`
@@ -332,7 +348,7 @@ func decodeResult(m message) (Result, error) {
 		return Result{}, fmt.Errorf("result %d: code %q with code_num %d is not a status code", w.ID, w.Code, w.CodeNum)
 	}
 	r := Result{ID: w.ID, Code: code, Message: w.Message, Headers: w.Headers, Trailers: w.Trailers,
-		Elapsed: time.Duration(w.ElapsedMS * float64(time.Millisecond))}
+		Claimed: time.Duration(w.ElapsedMS * float64(time.Millisecond))}
 	switch {
 	case w.ElapsedMS < 0:
 		return Result{}, fmt.Errorf("result %d: elapsed_ms %v < 0", w.ID, w.ElapsedMS)

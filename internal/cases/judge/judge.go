@@ -603,7 +603,20 @@ type Answer struct {
 	Code string
 	// Account is the account the answer names; "" unless code is OK.
 	Account string
+	// Sent is when the harness sent the call, by its own clock: it
+	// began writing the call line to the adapter, or, in the reference
+	// column, called rpcbench's client. The call cannot have started
+	// before.
+	Sent time.Time
+	// Elapsed is how long the call took by the harness's clock: from
+	// Sent to reading the adapter's result line (cut.Result.Elapsed), or
+	// rpcbench's client's own measure of its call, made in this process.
+	// A verdict on time rests on it.
 	Elapsed time.Duration
+	// Claimed is the adapter's own elapsed_ms, a report recorded beside
+	// Elapsed and never judged (cut refuses one longer than Elapsed);
+	// zero in the reference column, which has no adapter.
+	Claimed time.Duration
 	// Requests counts the requests the server received for the call:
 	// its ATTEMPT events on the gRPC side, the increase of its method's
 	// request counter on rpcbench's wire.
@@ -624,10 +637,12 @@ type pending struct {
 	cs    []Call
 	names []string
 	wg    sync.WaitGroup
-	// raws are the adapter's results, rs rpcbench's client's: written
-	// by the calls' goroutines, read after wg.Wait.
+	// raws are the adapter's results, rs rpcbench's client's and sent
+	// when each of its calls was made: written by the calls' goroutines,
+	// read after wg.Wait.
 	raws          []rawResult
 	rs            []client.Result
+	sent          []time.Time
 	before, after scenario.Counters
 }
 
@@ -692,7 +707,7 @@ func (p *pending) Wait() []Answer {
 		if rw.err != nil {
 			g.Errored("%v", rw.err)
 		}
-		a := Answer{Code: rw.r.Code.String(), Elapsed: rw.r.Elapsed}
+		a := Answer{Code: rw.r.Code.String(), Sent: rw.r.Sent, Elapsed: rw.r.Elapsed, Claimed: rw.r.Claimed}
 		if rw.r.Code == cut.OK {
 			var resp struct{ Account string }
 			if err := json.Unmarshal(rw.r.Response, &resp); err != nil {
@@ -716,6 +731,7 @@ func (p *pending) beginRPCBench(keys []string) {
 		p.before = g.Counters(g.S)
 	}
 	p.rs = make([]client.Result, len(p.cs))
+	p.sent = make([]time.Time, len(p.cs))
 	for i, c := range p.cs {
 		rc := scenario.GetCall(c.Account)
 		if c.Method == bank.MethodDebit {
@@ -728,7 +744,10 @@ func (p *pending) beginRPCBench(keys []string) {
 		if c.Attempt > 0 {
 			rc.AttemptTimeout = c.Attempt
 		}
-		p.wg.Go(func() { p.rs[i] = g.RB.Do(g.Ctx, rc) })
+		p.wg.Go(func() {
+			p.sent[i] = time.Now()
+			p.rs[i] = g.RB.Do(g.Ctx, rc)
+		})
 	}
 }
 
@@ -739,7 +758,7 @@ func (p *pending) waitRPCBench() []Answer {
 	}
 	out := make([]Answer, len(p.cs))
 	for i, r := range p.rs {
-		a := Answer{Code: r.Status.String(), Elapsed: r.Elapsed}
+		a := Answer{Code: r.Status.String(), Sent: p.sent[i], Elapsed: r.Elapsed}
 		if r.Status == proto.StatusOK {
 			a.Account = scenario.PayloadFields(r)["account"]
 		}
@@ -750,6 +769,16 @@ func (p *pending) waitRPCBench() []Answer {
 		out[i] = a
 	}
 	return out
+}
+
+// Elapsed records how long a took by the harness's clock as the
+// volatile field name, and in an adapter column what the adapter
+// claimed as name+"Claimed": a verdict on time rests on the first.
+func (g *T) Elapsed(name string, a Answer) {
+	g.Volatile(name, scenario.Millis(a.Elapsed))
+	if g.Adapter != nil {
+		g.Volatile(name+"Claimed", scenario.Millis(a.Claimed))
+	}
 }
 
 // Executions counts the debits of account the server's log shows
