@@ -37,6 +37,10 @@ const (
 	// answers it CANCELLED, whatever the library returned: an adapter
 	// that reports a code of its own choosing.
 	Cancelled = "cancelled"
+	// FastClock makes every call once through the real adapter and
+	// claims it took a millisecond: an adapter whose timing cannot be
+	// trusted, which the harness's own clock must see through.
+	FastClock = "fastclock"
 )
 
 // adapterMain is the fake adapter's main: it reads the harness's
@@ -53,7 +57,7 @@ func adapterMain(mode string) int {
 	var realIn io.WriteCloser
 	pending := map[int64]chan json.RawMessage{}
 	var pmu sync.Mutex
-	wraps := mode == Twice || mode == Cancelled
+	wraps := mode == Twice || mode == Cancelled || mode == FastClock
 	if wraps {
 		real = exec.Command(os.Getenv(EnvReal))
 		real.Stderr = os.Stderr
@@ -132,8 +136,11 @@ func adapterMain(mode string) int {
 				var r map[string]any
 				json.Unmarshal(forward(line, 2*id+1), &r)
 				r["id"] = id
-				if mode == Cancelled {
+				switch mode {
+				case Cancelled:
 					r["code"], r["code_num"], r["response"] = "CANCELLED", 1, nil
+				case FastClock:
+					r["elapsed_ms"] = 1
 				}
 				send(r)
 			})

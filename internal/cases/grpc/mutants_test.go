@@ -194,4 +194,14 @@ var grpcMutants = []scenariotest.Mutant{
 			"negative_control_grpc_adapter_says_ok": `its line holding ["ok_only_if_executed:=violated"]`,
 		},
 	},
+	{
+		Name: "judge_timing_trusts_adapter",
+		Bug:  "hedge_cuts_tail reads how long the slowest get took from the adapter's own elapsed_ms, not the harness's clock",
+		File: "internal/cases/grpc/client.go",
+		Old:  "judge.Holds(slowest.Elapsed < grpcHedgeSlow)",
+		New:  "judge.Holds(slowest.Claimed < grpcHedgeSlow)",
+		Catch: map[string]string{
+			"negative_control_grpc_adapter_fast_clock": "want FINDING",
+		},
+	},
 }
