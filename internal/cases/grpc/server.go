@@ -24,7 +24,7 @@ func srvScenarios() []judge.ServerScenario {
 		{Name: "grpcserver_timeout_1n", Doc: "100 keyless debits, one at a time, with grpc-timeout 1n, past before the server can read them: none may execute, and each answer must say whether its debit ran", Run: srvTimeout("1n", true, srvTries), Invs: expired},
 		{Name: "grpcserver_timeout_1u", Doc: "100 keyless debits, one at a time, with grpc-timeout 1u, a deadline still ahead when the server reads them: how many execute is the machine's race, recorded; each answer must say whether its debit ran", Run: srvTimeout("1u", false, srvTries), Invs: told},
 		{Name: "grpcserver_timeout_100u", Doc: "500 keyless debits, one at a time, with grpc-timeout 100u, a deadline still ahead when the server reads them: how many execute is the machine's race, recorded; each answer must say whether its debit ran", Run: srvTimeout("100u", false, srvTries100u), Invs: told},
-		{Name: "grpcserver_timeout_1m", Doc: "2000 keyless debits, one at a time, with grpc-timeout 1m, a deadline still ahead when the server reads them: how many execute is the machine's race, recorded; each answer must say whether its debit ran", Run: srvTimeout("1m", false, srvTries1m), Invs: told},
+		{Name: "grpcserver_timeout_1m", Doc: "2000 keyless debits, 8 at a time, with grpc-timeout 1m, a deadline still ahead when the server reads them: how many execute is the machine's race, recorded; each answer must say whether its debit ran", Run: srvTimeout("1m", false, srvTries1m), Invs: told},
 		{Name: "grpcserver_timeout_597h", Doc: "a keyless debit with grpc-timeout 597H, 8 digits as the spec allows: a deadline 25 days away is not one already past; it executes, OK", Run: srvFarDeadline, Invs: []string{judge.InvSrvOKIffExec, judge.InvSrvPropagated}},
 		{Name: "grpcserver_body_after_deadline", Doc: "a keyless debit's HEADERS carry grpc-timeout 100m and its body comes 300ms later, after the deadline: the server must not execute it", Run: srvBodyAfterDeadline, Invs: expired},
 		{Name: "grpcserver_deadline_propagated", Doc: "a get with grpc-timeout 3S: the handler's deadline is the 3s less what reaching it took, at most 1s", Run: srvPropagated, Invs: []string{judge.InvSrvPropagated}},
@@ -73,7 +73,7 @@ const (
 	srvTries1m   = 2000
 )
 
-// srvTimeout sends tries keyless debits, one at a time, under
+// srvTimeout sends tries keyless debits, srvWave at a time, under
 // grpc-timeout timeout, and tallies srv_ok_iff_executed over them. When
 // expired, the deadline is past before any server can read the request,
 // and it tallies srv_expired_not_executed too: each debit executed
@@ -84,10 +84,15 @@ func srvTimeout(timeout string, expired bool, tries int) func(g *judge.ServerT) 
 		c := g.Dial()
 		calls := make([]string, tries)
 		answers := make([]rawgrpc.Result, tries)
-		for i := range tries {
-			var st *rawgrpc.Stream
-			st, calls[i] = g.Debit(c, srvTimeoutAccount(i), judge.DebitSpec{Amount: 1, Timeout: timeout})
-			answers[i] = g.Answer(st, "a debit")
+		wave := srvWave(timeout)
+		for i := 0; i < tries; i += wave {
+			sts := make([]*rawgrpc.Stream, min(wave, tries-i))
+			for j := range sts {
+				sts[j], calls[i+j] = g.Debit(c, srvTimeoutAccount(i+j), judge.DebitSpec{Amount: 1, Timeout: timeout})
+			}
+			for j, st := range sts {
+				answers[i+j] = g.Answer(st, "a debit")
+			}
 		}
 		g.Sync()
 		execs, executedNotOK := 0, 0
@@ -117,6 +122,19 @@ func srvTimeout(timeout string, expired bool, tries int) func(g *judge.ServerT) 
 		}
 		g.Tally(judge.InvSrvOKIffExec, told[0], told[1])
 	}
+}
+
+// srvWave is how many debits a timeout scenario has in flight at once:
+// one, but at 1m eight, a server with work in hand. One at a time,
+// grpc-go's timer beat an executed debit's answer only when its process
+// stalled, in some runs and not others; eight at a time it does in
+// every run measured (2 to 6 of 2000, 3 of 3 idle runs), while
+// rpcserver, grpc-js and connect-go still answer every debit truly.
+func srvWave(timeout string) int {
+	if timeout == "1m" {
+		return 8
+	}
+	return 1
 }
 
 // srvTimeoutAccount is the account of a timeout scenario's i'th debit:
