@@ -69,7 +69,9 @@ func observeNotCancelled(g *judge.T, as ...judge.Answer) {
 		}
 	}
 	if len(as) > 1 {
-		g.Field("cancelled", fmt.Sprintf("%d of %d", cancelled, len(as)))
+		// How many of several calls a stack tells CANCELLED may vary
+		// from run to run; whether any is the verdict.
+		g.Volatile("cancelled", fmt.Sprintf("%d of %d", cancelled, len(as)))
 	}
 	g.Observe(judge.InvNotCancelled, judge.Holds(cancelled == 0))
 }
