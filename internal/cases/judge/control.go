@@ -40,10 +40,15 @@ type Control struct {
 // controlCases are the suite's controls as cases.
 func controlCases(s Suite) []scenario.Case {
 	var out []scenario.Case
+	judged := scenario.Registry(append(grpcCases(s), srvCases(s)...))
 	for _, c := range s.Controls {
+		// A control starts a server when its case does: one of a
+		// server adapter's column starts none, and leaves a note.
+		inner, _ := judged.Lookup(c.Case)
 		out = append(out, scenario.Case{Name: c.Name, Group: s.Group, Doc: c.Doc,
-			Needs: []string{scenario.NeedsAdapter(c.Stack)},
-			Body:  func(t *scenario.T) { runControl(t, s, c) }})
+			Needs:    []string{scenario.NeedsAdapter(c.Stack)},
+			NoServer: inner.NoServer,
+			Body:     func(t *scenario.T) { runControl(t, s, c) }})
 	}
 	return out
 }
