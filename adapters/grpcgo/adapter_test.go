@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -181,5 +183,146 @@ func TestDeadline(t *testing.T) {
 	}
 	if ms := r["elapsed_ms"].(float64); ms < 100 || ms > 1000 {
 		t.Errorf("elapsed_ms %v, want about 100", ms)
+	}
+}
+
+// silentPeer is a cleartext HTTP/2 server that never answers: on each
+// connection it reads the client's preface, sends its own SETTINGS,
+// and from then on reads every frame and writes nothing, not even a
+// PING's ACK, as a peer behind a link gone silent would.
+type silentPeer struct {
+	headers chan struct{} // one value per HEADERS frame read (up to 16): a call reached the peer
+
+	mu    sync.Mutex // guards conns, pings
+	conns []net.Conn
+	pings int // PING frames read, on every connection
+}
+
+// startSilentPeer serves a silentPeer on a loopback port of its own
+// until the test ends, when its connections are closed and its
+// goroutines have returned.
+func startSilentPeer(t *testing.T) (*silentPeer, string) {
+	ln := clientkittest.Listen(t)
+	p := &silentPeer{headers: make(chan struct{}, 16)}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
+			wg.Go(func() { p.serve(c) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		wg.Wait()
+	})
+	return p, ln.Addr().String()
+}
+
+// HTTP/2 frame types the silent peer tells apart (RFC 9113 §6).
+const (
+	frameHeaders  = 0x1
+	frameSettings = 0x4
+	framePing     = 0x6
+)
+
+func (p *silentPeer) serve(c net.Conn) {
+	preface := make([]byte, len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+	if _, err := io.ReadFull(c, preface); err != nil {
+		return
+	}
+	// An empty SETTINGS frame: length 0, type SETTINGS, no flags, stream 0.
+	if _, err := c.Write([]byte{0, 0, 0, frameSettings, 0, 0, 0, 0, 0}); err != nil {
+		return
+	}
+	hdr := make([]byte, 9)
+	for {
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			return
+		}
+		n := int64(hdr[0])<<16 | int64(hdr[1])<<8 | int64(hdr[2])
+		if _, err := io.CopyN(io.Discard, c, n); err != nil {
+			return
+		}
+		switch hdr[3] {
+		case frameHeaders:
+			select {
+			case p.headers <- struct{}{}:
+			default: // 16 already say so
+			}
+		case framePing:
+			p.mu.Lock()
+			p.pings++
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *silentPeer) pingsRead() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pings
+}
+
+// TestKeepaliveEndsSilentCall: a get in flight on a connection gone
+// silent ends UNAVAILABLE well before its deadline on a channel with
+// keepalive, after the ping's time and timeout, and the peer read the
+// ping; on a channel without keepalive, the control, the same get runs
+// to its deadline and no ping is sent. The keepalive is the harness's
+// (10 s, 1 s): grpc-go raises a client's Time below 10 s to 10 s
+// (internal.KeepaliveMinPingTime), so this test takes the deadline,
+// 14 s, the two calls running at once.
+func TestKeepaliveEndsSilentCall(t *testing.T) {
+	const deadline = 14 * time.Second
+	withKA, addrKA := startSilentPeer(t)
+	without, addr := startSilentPeer(t)
+	h := clientkittest.Start(t, clientStack)
+	h.Init()
+	get := func(id int, ch map[string]any) string {
+		return clientkittest.Call{ID: id, Channel: ch, Method: "rpcbench.bank.v1.Bank/Get",
+			Request: map[string]any{"account": "a"}, DeadlineMS: int(deadline.Milliseconds())}.Line()
+	}
+	h.Send(get(1, map[string]any{"id": "keepalive", "target": addrKA,
+		"keepalive": map[string]any{"time_ms": 10000, "timeout_ms": 1000, "permit_without_stream": false}}))
+	h.Send(get(2, map[string]any{"id": "none", "target": addr}))
+	results := map[float64]map[string]any{}
+	for range 2 {
+		r := h.Recv()
+		results[r["id"].(float64)] = r
+	}
+	ka, control := results[1], results[2]
+	t.Logf("with keepalive: %v after %v ms; without: %v after %v ms", ka["code"], ka["elapsed_ms"], control["code"], control["elapsed_ms"])
+	if ka["code"] != "UNAVAILABLE" {
+		t.Errorf("with keepalive: got %v, want UNAVAILABLE before the %v deadline", ka, deadline)
+	}
+	// Pings start Time after the last read, which follows the call's
+	// start: the call cannot end sooner.
+	if ms, _ := ka["elapsed_ms"].(float64); ms < 10000 {
+		t.Errorf("with keepalive: elapsed_ms %v, want at least Time, 10000", ms)
+	}
+	if len(withKA.headers) == 0 {
+		t.Error("with keepalive: the call never reached the peer")
+	}
+	if n := withKA.pingsRead(); n == 0 {
+		t.Errorf("with keepalive: the peer read %d PINGs, want at least 1", n)
+	}
+	if control["code"] != "DEADLINE_EXCEEDED" {
+		t.Errorf("without keepalive: got %v, want DEADLINE_EXCEEDED at the %v deadline", control, deadline)
+	}
+	if len(without.headers) == 0 {
+		t.Error("without keepalive: the call never reached the peer")
+	}
+	if n := without.pingsRead(); n != 0 {
+		t.Errorf("without keepalive: the peer read %d PINGs, want 0", n)
 	}
 }
