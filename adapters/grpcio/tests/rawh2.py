@@ -3,10 +3,12 @@ its own, without a gRPC client: the headers as given (grpc-timeout
 included, which grpcio's client does not let a caller set) and the
 whole request, and then nothing. Unlike a gRPC client it never ends the
 stream at the deadline, so only the server can; the harness's raw
-client can do the same."""
+client can do the same. SilentPeer is the other side: a server whose
+connections go silent once the client's preface is read."""
 
 import socket
 import struct
+import threading
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 SETTINGS, HEADERS, DATA, RST_STREAM = 4, 1, 0, 3
@@ -63,3 +65,85 @@ def frames(sock, stream=1):
         if not d:
             raise ConnectionError(f"the connection closed before stream {stream} ended, after {out}")
         buf += d
+
+
+PING = 6
+
+
+class SilentPeer:
+    """SilentPeer is a cleartext HTTP/2 server on a loopback port of its
+    own that never answers: on each connection it reads the client's
+    preface, sends its own SETTINGS, and from then on reads every frame
+    and writes nothing, not even a PING's acknowledgement, as a peer
+    behind a link gone silent would. close() closes its listener and
+    connections and joins its threads."""
+
+    def __init__(self):
+        self.lock = threading.Lock()  # guards conns, pings, closed
+        self.conns, self.pings, self.closed = [], 0, False
+        self.headers = threading.Semaphore(0)  # released once per HEADERS frame read
+        self.ln = socket.create_server(("127.0.0.1", 0))
+        self.port = self.ln.getsockname()[1]
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.ln.accept()
+            except OSError:
+                return
+            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            with self.lock:
+                if self.closed:
+                    c.close()
+                    return
+                self.conns.append(c)
+                self.threads.append(t)
+            t.start()
+
+    def _read(self, c, n):
+        buf = b""
+        while len(buf) < n:
+            d = c.recv(n - len(buf))
+            if not d:
+                raise ConnectionError("closed")
+            buf += d
+        return buf
+
+    def _serve(self, c):
+        try:
+            self._read(c, len(PREFACE))
+            c.sendall(frame(SETTINGS, 0, 0, b""))
+            while True:
+                hdr = self._read(c, 9)
+                self._read(c, int.from_bytes(hdr[:3], "big"))
+                if hdr[3] == HEADERS:
+                    self.headers.release()
+                elif hdr[3] == PING:
+                    with self.lock:
+                        self.pings += 1
+        except OSError:  # ConnectionError included: the client or close() ended it
+            return
+
+    def pings_read(self):
+        with self.lock:
+            return self.pings
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+            conns, threads = list(self.conns), list(self.threads)
+        try:
+            self.ln.shutdown(socket.SHUT_RDWR)  # wakes accept, which close alone does not
+        except OSError:
+            pass
+        self.ln.close()
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+        for t in threads:
+            t.join(5)

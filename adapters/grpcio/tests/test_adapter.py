@@ -17,16 +17,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ADAPTER = os.path.join(HERE, "..", "adapter-grpcio")
 sys.path.insert(0, os.path.join(HERE, ".."))
 import bank  # noqa: E402
+import rawh2  # noqa: E402
 
 CONFIGS = os.path.join(HERE, "..", "..", "..", "internal", "cut", "grpcconfig")
 
 
 class Bank:
-    """A grpcio server of the Bank service: Get answers the account, and
-    Debit refuses UNAVAILABLE the first `refuse` times, counting each."""
+    """A grpcio server of the Bank service: Get answers the account,
+    after `slow_first_ms` on the first attempt of each call (by its
+    x-rpcbench-call) and its sleep_ms on every attempt, with the
+    attempt's number in its x-attempt trailer; Debit refuses UNAVAILABLE
+    the first `refuse` times, counting each."""
 
-    def __init__(self, refuse=0):
+    def __init__(self, refuse=0, slow_first_ms=0):
         self.refuse, self.debits = refuse, 0
+        self.slow_first_ms, self.gets = slow_first_ms, {}  # x-rpcbench-call -> attempts seen
         self.lock = threading.Lock()
         handlers = {
             "Get": grpc.unary_unary_rpc_method_handler(
@@ -42,10 +47,14 @@ class Bank:
         self.server.start()
 
     def get(self, req, ctx):
-        if req["sleep_ms"]:
-            threading.Event().wait(req["sleep_ms"] / 1000)
         md = dict(ctx.invocation_metadata())
-        ctx.set_trailing_metadata((("x-saw-call", md.get("x-rpcbench-call", "")),))
+        name = md.get("x-rpcbench-call", "")
+        with self.lock:
+            n = self.gets[name] = self.gets.get(name, 0) + 1
+        sleep_ms = req["sleep_ms"] + (self.slow_first_ms if n == 1 else 0)
+        if sleep_ms:
+            threading.Event().wait(sleep_ms / 1000)
+        ctx.set_trailing_metadata((("x-saw-call", name), ("x-attempt", str(n))))
         return {"account": req["account"], "balance": 1000}
 
     def debit(self, req, ctx):
@@ -54,6 +63,10 @@ class Bank:
             if self.debits <= self.refuse:
                 ctx.abort(grpc.StatusCode.UNAVAILABLE, "refused")
         return {"account": req["account"], "balance": 1000 - req["amount"], "exec": 1}
+
+    def attempts(self, name):
+        with self.lock:
+            return self.gets.get(name, 0)
 
     def stop(self):
         self.server.stop(None)
@@ -78,6 +91,14 @@ class Adapter:
         self.send({"type": "init", "protocol": "rpcbench-adapter/1", "scenario": "test"})
         return self.recv()
 
+    def results(self, n):
+        """results reads n answers, which come in any order, by id."""
+        out = {}
+        for _ in range(n):
+            r = self.recv()
+            out[r["id"]] = r
+        return out
+
     def close(self):
         try:
             self.p.stdin.close()
@@ -86,10 +107,19 @@ class Adapter:
         return self.p.wait(10)
 
 
-def call(cid, port, method="Get", request=None, deadline_ms=2000, channel="ch1", service_config=None, **extra):
+def config(name):
+    """config is the harness's service config in file name."""
+    with open(os.path.join(CONFIGS, name)) as f:
+        return json.load(f)
+
+
+def call(cid, port, method="Get", request=None, deadline_ms=2000, channel="ch1", service_config=None, keepalive=None,
+         **extra):
     ch = {"id": channel, "target": f"127.0.0.1:{port}"}
     if service_config is not None:
         ch["service_config"] = service_config
+    if keepalive is not None:
+        ch["keepalive"] = keepalive
     c = {"type": "call", "id": cid, "channel": ch, "method": "rpcbench.bank.v1.Bank/" + method,
          "request": request if request is not None else {"account": "a"}, "deadline_ms": deadline_ms,
          "metadata": {"x-rpcbench-call": f"c-{cid}"}, "wait_for_ready": False}
@@ -129,8 +159,7 @@ class AdapterTest(unittest.TestCase):
         self.assertLess(r["elapsed_ms"], 450)
 
     def test_retry_policy_retries_unavailable(self):
-        with open(os.path.join(CONFIGS, "retry.json")) as f:
-            retry = json.load(f)
+        retry = config("retry.json")
         b = Bank(refuse=2)
         self.addCleanup(b.stop)
         self.a.init()
@@ -147,6 +176,54 @@ class AdapterTest(unittest.TestCase):
             self.a.send(call(i, self.bank.port, channel=name, service_config=sc))
             r = self.a.recv()
             self.assertEqual((r["type"], r["code"]), ("result", "OK"), name)
+
+    def test_per_attempt_timeout_retries_a_silent_attempt(self):
+        """Under the harness's per-attempt config (perAttemptRecvTimeout
+        0.2s), a get whose first attempt the server holds 1 s is answered
+        OK by a later attempt long before that second is out; the
+        control, the retry config without perAttemptRecvTimeout, is
+        answered by its first attempt once the second is out. C-core
+        honours the timeout only under grpc.experimental.enable_hedging,
+        which the adapter turns on: without it both calls wait."""
+        b = Bank(slow_first_ms=1000)
+        self.addCleanup(b.stop)
+        self.a.init()
+        self.a.send(call(1, b.port, channel="per-attempt", service_config=config("per-attempt.json"), deadline_ms=5000))
+        self.a.send(call(2, b.port, channel="retry", service_config=config("retry.json"), deadline_ms=5000))
+        rs = self.a.results(2)
+        pa, control = rs[1], rs[2]
+        self.assertEqual(pa["code"], "OK", pa)
+        self.assertNotEqual(pa["trailers"].get("x-attempt"), ["1"], f"per-attempt: answered by the first attempt: {pa}")
+        self.assertGreaterEqual(b.attempts("c-1"), 2)
+        self.assertLess(pa["elapsed_ms"], 1000, f"per-attempt: want an answer before the first attempt's 1 s: {pa}")
+        self.assertEqual((control["code"], control["trailers"].get("x-attempt")), ("OK", ["1"]), control)
+        self.assertEqual(b.attempts("c-2"), 1)
+        self.assertGreaterEqual(control["elapsed_ms"], 1000, control)
+
+    def test_keepalive_ends_a_silent_call(self):
+        """A get in flight on a connection gone silent ends UNAVAILABLE
+        before its 4 s deadline on a channel with keepalive (1 s, 0.5 s:
+        C-core 1.51.1 takes a client's keepalive time as given, with no
+        floor like grpc-go's 10 s), no sooner than the ping's time, and
+        the peer read the ping; on a channel without keepalive, the
+        control, the same get runs to its deadline and no ping is sent."""
+        deadline_ms = 4000
+        with_ka, without = rawh2.SilentPeer(), rawh2.SilentPeer()
+        self.addCleanup(with_ka.close)
+        self.addCleanup(without.close)
+        self.a.init()
+        self.a.send(call(1, with_ka.port, channel="keepalive", deadline_ms=deadline_ms,
+                         keepalive={"time_ms": 1000, "timeout_ms": 500, "permit_without_stream": False}))
+        self.a.send(call(2, without.port, channel="none", deadline_ms=deadline_ms))
+        rs = self.a.results(2)
+        ka, control = rs[1], rs[2]
+        self.assertEqual(ka["code"], "UNAVAILABLE", f"with keepalive: want UNAVAILABLE before the deadline: {ka}")
+        self.assertGreaterEqual(ka["elapsed_ms"], 1000, ka)
+        self.assertTrue(with_ka.headers.acquire(timeout=0), "with keepalive: the call never reached the peer")
+        self.assertGreaterEqual(with_ka.pings_read(), 1)
+        self.assertEqual(control["code"], "DEADLINE_EXCEEDED", control)
+        self.assertTrue(without.headers.acquire(timeout=0), "without keepalive: the call never reached the peer")
+        self.assertEqual(without.pings_read(), 0)
 
     def test_call_errors(self):
         self.a.init()
