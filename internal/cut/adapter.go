@@ -445,15 +445,17 @@ func (a *Adapter) handle(line []byte, at time.Time) error {
 func (a *Adapter) deliver(id int64, ans answer, at time.Time) error {
 	a.mu.Lock()
 	c, ok := a.pending[id]
+	var sent time.Time // c.sent, read under a.mu as it is written
 	if ok {
 		delete(a.pending, id)
 		a.answered[id] = true
-		ans.r.Sent, ans.r.Elapsed = c.sent, at.Sub(c.sent)
+		sent = c.sent
+		ans.r.Sent, ans.r.Elapsed = sent, at.Sub(sent)
 	}
 	dup := a.answered[id]
 	a.mu.Unlock()
 	switch {
-	case ok && c.sent.IsZero():
+	case ok && sent.IsZero():
 		// No longer pending, so the session's end will not answer it:
 		// it gets the error here, which then ends the session.
 		err := a.errorf(UnknownID, id, "answered call %d before it was sent", id)

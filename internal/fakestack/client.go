@@ -67,7 +67,10 @@ func adapterMain(mode string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		// However this ends, the real adapter's stdin closes first, so
+		// that it exits and Wait returns.
 		defer real.Wait()
+		defer realIn.Close()
 		go func() {
 			sc := bufio.NewScanner(realOut)
 			sc.Buffer(nil, cut.MaxLine)
@@ -78,10 +81,14 @@ func adapterMain(mode string) int {
 				}
 				json.Unmarshal(sc.Bytes(), &m)
 				pmu.Lock()
-				ch := pending[m.ID]
+				id := m.ID
 				if m.Type == "init_ok" || m.Type == "shutdown_ok" {
-					ch = pending[0]
+					id = 0
 				}
+				// Each awaited line is delivered once; any other (a
+				// second answer, a fatal) is dropped, never blocking.
+				ch := pending[id]
+				delete(pending, id)
 				pmu.Unlock()
 				if ch != nil {
 					ch <- append(json.RawMessage(nil), sc.Bytes()...)

@@ -399,21 +399,21 @@ func grpcServerSkipsExpired(g *judge.T) {
 const grpcStartDelay = 300 * time.Millisecond
 
 // startLate starts the server on a free address that becomes g.target,
-// to bind grpcStartDelay later, and returns at once. The function it
+// to bind delay later, and returns at once. The function it
 // returns waits until the server listens and sets g.s: g.s stays nil
 // until then, since nothing of the server can be read before (its log
 // has no LISTEN, it answers no control call).
-func startLate(g *judge.T) (up func()) {
+func startLate(g *judge.T, delay time.Duration) (up func()) {
 	addr, err := scenario.FreeAddr()
 	if err != nil {
 		g.Fatalf("free address: %v", err)
 	}
 	o := g.Opts
-	o.GRPC, o.Addr, o.StartDelay = true, addr, grpcStartDelay
+	o.GRPC, o.Addr, o.StartDelay = true, addr, delay
 	s := g.StartServerNoWait(o)
 	g.Target = addr
 	return func() {
-		if err := s.Await(g.Ctx, grpcStartDelay+serverproc.StartTimeout); err != nil {
+		if err := s.Await(g.Ctx, delay+serverproc.StartTimeout); err != nil {
 			g.Fatalf("start rpcserver: %v", err)
 		}
 		g.S = s
@@ -425,7 +425,7 @@ func startLate(g *judge.T) (up func()) {
 // is made as soon as it announces that it listens. The first may or may
 // not reach it, by how long its retries last; the second must be served.
 func grpcServerStartsLate(g *judge.T) {
-	up := startLate(g)
+	up := startLate(g, grpcStartDelay)
 	if g.Col.Stack == judge.StackRPCBench {
 		g.RB = g.Client(g.Target, g.ReferenceConfig())
 	}
@@ -630,15 +630,15 @@ func established(g *judge.T, h *nethost.Host, port uint16, keep func(nethost.Con
 }
 
 // grpcWaitForReady: a keyless debit with wait-for-ready is made while
-// nothing listens, and the server binds grpcStartDelay later: the call
+// nothing listens, and the server binds grpcReadyDelay later: the call
 // must wait for it rather than fail, and be served once, within its
 // deadline. rpcbench's own client has no such option (its dials on each
 // attempt are grpc_server_starts_late's): runGRPC observes its column
 // unsupported.
 func grpcWaitForReady(g *judge.T) {
-	up := startLate(g)
+	up := startLate(g, grpcReadyDelay)
 	const account = "acct-WR"
-	p := g.Begin([]judge.Call{{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: grpcDeadline, WaitForReady: true}})
+	p := g.Begin([]judge.Call{{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: grpcReadyDeadline, WaitForReady: true}})
 	up()
 	a := p.Wait()[0]
 	n := g.Executions(account)
@@ -649,6 +649,16 @@ func grpcWaitForReady(g *judge.T) {
 	g.Observe(judge.InvExecOnce, judge.Holds(n <= 1))
 	g.Observe(judge.InvWaitsForReady, judge.Holds(a.Code == "OK" && n == 1))
 }
+
+// grpcReadyDelay is how long after it starts the server of
+// grpc_wait_for_ready binds, and grpcReadyDeadline its call's deadline:
+// a second, so that an adapter slow to invoke its library on a loaded
+// machine still calls before anything listens (sentBeforeListen sees
+// only when the harness sent the call).
+const (
+	grpcReadyDelay    = time.Second
+	grpcReadyDeadline = 3 * time.Second
+)
 
 // sentBeforeListen fails the scenario unless the harness sent a before
 // the server's log shows it listening: a call sent later found a server

@@ -52,17 +52,24 @@ func grpcRefusedAlways(g *judge.T) {
 	observeNotCancelled(g, a)
 }
 
+// grpcPushbackMalformedDeadline is the deadline of a malformed hint's
+// debit: room for a stack that reads "1500x" as 1500ms to retry well
+// within it on a loaded machine, so that what it did shows.
+const grpcPushbackMalformedDeadline = 5 * time.Second
+
 // grpcPushbackMalformed refuses a keyless debit UNAVAILABLE, unexecuted,
 // once, with a grpc-retry-pushback-ms that is not a whole non-negative
 // number of milliseconds: gRFC A6 reads it as "do not retry", so the
-// server must see one request and the caller the refusal.
+// server must see one request and the caller the refusal. It runs in the
+// columns with a retry policy alone (judge.KindRetry): without one
+// nothing is retried whatever the hint says.
 func grpcPushbackMalformed(g *judge.T) {
 	if !g.Start() {
 		g.Unsupported("rpcbench's wire carries its hint in the status text: the evidence group's malformed-hint scenarios", judge.InvExecOnce, judge.InvPushback, judge.InvNotCancelled)
 		return
 	}
 	const account = "acct-PM"
-	a := g.Do(judge.Call{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: grpcDeadline})
+	a := g.Do(judge.Call{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: grpcPushbackMalformedDeadline})
 	n := g.Executions(account)
 	faultFired(g)
 	g.Field("code", a.Code)

@@ -83,6 +83,10 @@ const (
 	// KindPerAttempt runs in the per-attempt configuration alone; the
 	// reference column's client has a 200ms attempt timeout.
 	KindPerAttempt
+	// KindRetry runs in the configurations with a retry policy alone:
+	// what it judges is what a retry policy does, and a column without
+	// one would hold it untested.
+	KindRetry
 )
 
 // configsOf are the names of the adapter configurations a scenario of
@@ -95,6 +99,8 @@ func configsOf(kind int) (adapter []string, reference string) {
 		return []string{"default", "hedged"}, "hedged"
 	case KindPerAttempt:
 		return []string{"per-attempt"}, "per-attempt"
+	case KindRetry:
+		return []string{"retry", "retry+key", "throttled"}, "client"
 	}
 	return []string{"default", "retry", "retry+key", "throttled"}, "client"
 }
@@ -117,7 +123,7 @@ func columnsOf(kind int) []column {
 // allColumns are every column some grpc scenario runs in.
 func allColumns() []column {
 	var out []column
-	for _, kind := range []int{kindPlain, KindKeepalive, KindHedge, KindPerAttempt} {
+	for _, kind := range []int{kindPlain, KindKeepalive, KindHedge, KindPerAttempt, KindRetry} {
 		for _, col := range columnsOf(kind) {
 			if !slices.ContainsFunc(out, func(c column) bool { return c.Stack == col.Stack && c.config == col.config }) {
 				out = append(out, col)
@@ -240,7 +246,7 @@ type Scenario struct {
 	// column needs.
 	Invs []string
 	// Kind says which configurations it runs in: kindPlain,
-	// KindKeepalive or KindHedge.
+	// KindKeepalive, KindHedge, KindPerAttempt or KindRetry.
 	Kind int
 	// Needs are the capabilities a stack must have for the scenario to
 	// mean anything in it, beyond its configuration's.
