@@ -169,9 +169,6 @@ var grpcMutants = []scenariotest.Mutant{
 		New:  "\t\tif a.Code == \"CANCELED\" {\n",
 		Catch: map[string]string{
 			"grpc_rst_cancel_after_exec_grpcgo_default": "never_cancelled: stale pin",
-			// The group's own control, with the fake that says
-			// CANCELLED, catches it in the evidence.
-			"negative_control_grpc_adapter_says_cancelled": "the judge gave grpc_unavailable_after_exec_grpcgo_default",
 		},
 	},
 	{
@@ -202,6 +199,17 @@ var grpcMutants = []scenariotest.Mutant{
 		New:  "judge.Holds(slowest.Claimed < grpcHedgeSlow)",
 		Catch: map[string]string{
 			"negative_control_grpc_adapter_fast_clock": "want FINDING",
+		},
+	},
+	{
+		Name: "judge_codes_misspelt",
+		Bug:  "the judge's own reading of every answer looks for the code CANCELED, and so passes a scenario whose caller was told CANCELLED",
+		File: "internal/cases/judge/judge.go",
+		Old:  "\t\tif a.Code == \"CANCELLED\" {\n",
+		New:  "\t\tif a.Code == \"CANCELED\" {\n",
+		Catch: map[string]string{
+			// The group's own control, whose fake says CANCELLED.
+			"negative_control_grpc_adapter_says_cancelled": "the judge gave grpc_noreply_within_deadline_grpcgo_default",
 		},
 	},
 }

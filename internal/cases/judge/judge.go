@@ -254,10 +254,24 @@ type Scenario struct {
 	// TestHost: the scenario runs its server on a test host (package
 	// nethost), in every column, and needs NeedsNetwork.
 	TestHost bool
+	// CodeVaries: the code the caller of its one call is told varies
+	// from run to run in some column, so never_cancelled is not judged
+	// here but by a scenario of repeated calls (grpc_reset_code).
+	CodeVaries bool
 	// timed: the scenario's outcome rests on timing (a fault's delay
 	// against a deadline) although its invariants count executions or
 	// answers, so it does not run beside others (see parallel).
 	Timed bool
+}
+
+// invariants are the invariants sc observes: those it declares, and
+// never_cancelled, which the judge observes itself over every answer of
+// a scenario that does not (unless its code varies, CodeVaries).
+func (sc Scenario) invariants() []string {
+	if sc.CodeVaries || slices.Contains(sc.Invs, InvNotCancelled) {
+		return sc.Invs
+	}
+	return append(slices.Clone(sc.Invs), InvNotCancelled)
 }
 
 // untimedInvariants are the invariants that count what happened (how often
@@ -276,7 +290,7 @@ func (sc Scenario) pool() string {
 	if sc.Timed || sc.TestHost || sc.NoServer {
 		return ""
 	}
-	for _, inv := range sc.Invs {
+	for _, inv := range sc.invariants() {
 		if !slices.Contains(untimedInvariants, inv) {
 			return ""
 		}
@@ -330,6 +344,8 @@ type T struct {
 	RB       *client.Client
 	obs      []outcome.Observation
 	pins     pins.Pins // the stack's
+	// answers are every answer the scenario's calls got, in order.
+	answers []Answer
 	calls    int
 	// lacks is why the column is unsupported, when it is.
 	lacks string
@@ -356,16 +372,17 @@ func runGRPC(t *scenario.T, s Suite, sc Scenario, col column) {
 		g.Adapter = g.startAdapter(col.Stack)
 		caps := g.Adapter.Info().Caps
 		if lack := caps.Missing(append(slices.Clone(col.grpc.Needs), sc.Needs...)...); len(lack) > 0 {
-			g.Unsupported(col.Stack+" lacks "+strings.Join(lack, ", "), sc.Invs...)
+			g.Unsupported(col.Stack+" lacks "+strings.Join(lack, ", "), sc.invariants()...)
 		} else {
 			g.Col.grpc = col.grpc.Adjust(col.cut, caps)
 			sc.Run(g)
 		}
 	} else if lack := referenceCaps.Missing(sc.Needs...); len(lack) > 0 {
-		g.Unsupported("rpcbench's client lacks "+strings.Join(lack, ", "), sc.Invs...)
+		g.Unsupported("rpcbench's client lacks "+strings.Join(lack, ", "), sc.invariants()...)
 	} else {
 		sc.Run(g)
 	}
+	g.observeCodes()
 	g.observedAll()
 	judge(t, p.Judge(col.config, sc.Name, g.obs), g.lacks)
 }
@@ -387,7 +404,29 @@ func judge(t *scenario.T, j pins.Judgement, lacks string) {
 // observedAll fails the scenario unless it observed each invariant it
 // declares once, and no other: a column where it observed fewer would
 // leave a scorecard row blank without saying why.
-func (g *T) observedAll() { observedExactly(g.T, g.obs, g.Scenario.Invs) }
+func (g *T) observedAll() { observedExactly(g.T, g.obs, g.Scenario.invariants()) }
+
+// observeCodes observes never_cancelled over every answer the scenario
+// got, unless it observed it itself or does not observe it: unsupported
+// in a column the scenario could not run in, else held when no caller
+// was told CANCELLED (the harness never cancels a call).
+func (g *T) observeCodes() {
+	if !slices.Contains(g.Scenario.invariants(), InvNotCancelled) ||
+		slices.ContainsFunc(g.obs, func(o outcome.Observation) bool { return o.Invariant == InvNotCancelled }) {
+		return
+	}
+	if g.lacks != "" || len(g.answers) == 0 {
+		g.Observe(InvNotCancelled, outcome.Unsupported)
+		return
+	}
+	cancelled := 0
+	for _, a := range g.answers {
+		if a.Code == "CANCELLED" {
+			cancelled++
+		}
+	}
+	g.Observe(InvNotCancelled, Holds(cancelled == 0))
+}
 
 // observedExactly fails the scenario, unless it has already failed,
 // when obs do not name each of want once and nothing else.
@@ -699,6 +738,12 @@ func (g *T) Begin(cs []Call) *pending {
 
 // Wait waits for the calls begun and returns their answers in order.
 func (p *pending) Wait() []Answer {
+	out := p.wait()
+	p.g.answers = append(p.g.answers, out...)
+	return out
+}
+
+func (p *pending) wait() []Answer {
 	g := p.g
 	p.wg.Wait()
 	if g.Adapter == nil {
