@@ -346,7 +346,7 @@ type T struct {
 	pins     pins.Pins // the stack's
 	// answers are every answer the scenario's calls got, in order.
 	answers []Answer
-	calls    int
+	calls   int
 	// lacks is why the column is unsupported, when it is.
 	lacks string
 	// Opts are the server's options before start adds the wire and the
