@@ -578,7 +578,11 @@ func grpcHalfOpenLink(g *judge.T) {
 	a := p.Wait()[0]
 	n := g.Executions(account)
 	linkDownFirst(g, account, down)
-	g.Field("conns", len(open))
+	// How many connections the opening get left established is the
+	// stack's and the machine's: rpcbench's own client dialled a second
+	// one under stress-ng once. What the scenario needs is that at least
+	// one was open, checked above.
+	g.Volatile("conns", len(open))
 	g.Field("code", a.Code)
 	g.Field("executions", n)
 	g.Field("requests", a.Requests)

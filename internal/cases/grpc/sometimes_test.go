@@ -3,6 +3,7 @@ package grpc
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,23 +13,44 @@ import (
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
-// committedOutput is the grpc group's committed evidence.
-const committedOutput = "../../../evidence/grpc/output.txt"
+// committedOutput is the grpc group's committed evidence, and
+// witnessOutputs the committed runs that witness a rare violation.
+const (
+	committedOutput = "../../../evidence/grpc/output.txt"
+	witnessOutputs  = "../../../evidence/witness/*/output.txt"
+)
 
-// TestSometimesPinsBacked: every pin marked sometimes, of every stack,
-// is backed by the committed evidence: its case tallied the invariant
-// over repeated trials and shows both outcomes (judge.UnbackedSometimes).
-// A pin it does not back is stale: remove it, make it a plain pin, or
-// re-run the evidence until it shows what the pin says.
-func TestSometimesPinsBacked(t *testing.T) {
-	f, err := os.Open(committedOutput)
+// readLines reads the CASE lines of an output.txt.
+func readLines(t *testing.T, path string) []report.Line {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	lines, err := report.ReadOutput(f)
 	if err != nil {
-		t.Fatalf("%s: %v", committedOutput, err)
+		t.Fatalf("%s: %v", path, err)
+	}
+	return lines
+}
+
+// TestSometimesPinsBacked: every pin marked sometimes, of every stack,
+// is backed by the committed evidence: its case tallied the invariant
+// over repeated trials and shows both outcomes (judge.UnbackedSometimes).
+// A pin it does not back is stale: remove it, make it a plain pin, or
+// re-run the evidence until it shows what the pin says. A witness run,
+// committed under evidence/witness/, backs one the group's run seldom
+// shows, for the stack version it ran.
+func TestSometimesPinsBacked(t *testing.T) {
+	lines := readLines(t, committedOutput)
+	paths, err := filepath.Glob(witnessOutputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var witness []report.Line
+	for _, p := range paths {
+		witness = append(witness, readLines(t, p)...)
 	}
 	files, err := fs.Glob(expectations.Files, "*.txt")
 	if err != nil || len(files) == 0 {
@@ -39,7 +61,7 @@ func TestSometimesPinsBacked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, why := range judge.UnbackedSometimes(lines, p) {
+		for _, why := range judge.UnbackedSometimes(lines, witness, p) {
 			t.Errorf("%s (evidence %s)", why, committedOutput)
 		}
 	}
@@ -74,7 +96,7 @@ func TestUnbackedSometimes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := judge.UnbackedSometimes([]report.Line{l}, p)
+			got := judge.UnbackedSometimes([]report.Line{l}, nil, p)
 			switch {
 			case tt.want == "" && len(got) != 0:
 				t.Errorf("got %q, want none", got)
@@ -82,5 +104,41 @@ func TestUnbackedSometimes(t *testing.T) {
 				t.Errorf("got %q, want one naming grpcio.txt:1 and saying %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWitnessBacksSometimes: a witness backs a sometimes pin the
+// group's evidence does not, only with both outcomes and only for the
+// stack version the group's evidence names.
+func TestWitnessBacksSometimes(t *testing.T) {
+	const pinned = "server grpcserver_timeout_0n srv_expired_not_executed sometimes # a race\n"
+	const head = "CASE grpcserver_timeout_0n_grpcio PASS scenario=grpcserver_timeout_0n stack=grpcio config=server "
+	parse := func(s string) report.Line {
+		l, err := report.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	p, err := pins.Parse("grpcio", "grpcio.txt", strings.NewReader(pinned), func(pins.Key) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := []report.Line{parse(head + "version=1.51.1 srv_expired_not_executed_tally~=held=100,violated=0")}
+	for _, tt := range []struct {
+		name, witness string
+		backed        bool
+	}{
+		{"both outcomes, same version", head + "version=1.51.1 srv_expired_not_executed_tally~=held=99,violated=1", true},
+		{"another version", head + "version=1.60.0 srv_expired_not_executed_tally~=held=99,violated=1", false},
+		{"one outcome", head + "version=1.51.1 srv_expired_not_executed_tally~=held=100,violated=0", false},
+	} {
+		got := judge.UnbackedSometimes(group, []report.Line{parse(tt.witness)}, p)
+		if (len(got) == 0) != tt.backed {
+			t.Errorf("%s: got %q, want backed %v", tt.name, got, tt.backed)
+		}
+	}
+	if got := judge.UnbackedSometimes(group, nil, p); len(got) != 1 {
+		t.Errorf("no witness: got %q, want the pin named", got)
 	}
 }

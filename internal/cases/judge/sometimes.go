@@ -18,28 +18,61 @@ import (
 // sometimes: a violation it shows in every run is a plain pin, and one
 // it shows in some runs only is for the scenario to stage in repeated
 // trials first. Any other sometimes pin is stale.
-func UnbackedSometimes(lines []report.Line, p pins.Pins) []string {
+//
+// A violation rare enough that the group's own run seldom shows it (a
+// race that needs a loaded machine) may be backed by a witness instead:
+// the lines of another committed run of the same case (witness, from
+// evidence/witness/), which show both outcomes with the very version
+// of the stack that the group's evidence names. A new version of the
+// stack makes the witness stale too.
+func UnbackedSometimes(lines, witness []report.Line, p pins.Pins) []string {
 	var out []string
 	for _, pin := range p.All() {
 		if !pin.Sometimes {
 			continue
 		}
-		if why := unbacked(lines, p.Stack, pin.Key); why != "" {
+		why := unbacked(lines, p.Stack, pin.Key, "")
+		if why != "" && len(witness) > 0 {
+			if w := unbacked(witness, p.Stack, pin.Key, versionOf(lines, p.Stack, pin.Key)); w == "" {
+				why = ""
+			} else {
+				why += "; nor does a witness: " + w
+			}
+		}
+		if why != "" {
 			out = append(out, fmt.Sprintf("%s:%d: %s %s is pinned sometimes, but %s", p.Path, pin.Line, p.Stack, pin.Key, why))
 		}
 	}
 	return out
 }
 
-// unbacked says why the lines do not show both outcomes of k's
-// invariant in stack's case, "" when they do.
-func unbacked(lines []report.Line, stack string, k pins.Key) string {
+// fieldsOf are a line's fields by key.
+func fieldsOf(l report.Line) map[string]string {
+	f := map[string]string{}
+	for _, fl := range l.Fields {
+		f[fl.Key] = fl.Value
+	}
+	return f
+}
+
+// versionOf is the stack version of k's case in lines, "" when none.
+func versionOf(lines []report.Line, stack string, k pins.Key) string {
 	for _, l := range lines {
-		f := map[string]string{}
-		for _, fl := range l.Fields {
-			f[fl.Key] = fl.Value
+		if f := fieldsOf(l); f["scenario"] == k.Scenario && f["stack"] == stack && f["config"] == k.Config {
+			return f["version"]
 		}
-		if f["scenario"] != k.Scenario || f["stack"] != stack || f["config"] != k.Config {
+	}
+	return ""
+}
+
+// unbacked says why the lines do not show both outcomes of k's
+// invariant in stack's case, "" when they do; when version is not "",
+// only a case of that stack version counts.
+func unbacked(lines []report.Line, stack string, k pins.Key, version string) string {
+	for _, l := range lines {
+		f := fieldsOf(l)
+		if f["scenario"] != k.Scenario || f["stack"] != stack || f["config"] != k.Config ||
+			version != "" && f["version"] != version {
 			continue
 		}
 		tally, ok := f[k.Invariant+TallySuffix]
