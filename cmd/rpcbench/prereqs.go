@@ -32,7 +32,7 @@ type prereqs struct {
 	Postgres scenario.Databases
 	// Adapters are the client adapters' binaries, by stack, for the
 	// scenarios that need one.
-	Adapters map[string]string
+	Adapters map[string]scenario.Adapter
 	// Stacks says, for env.txt, each adapter found: its stack, version
 	// and runtime, in cut.Stacks order.
 	Stacks []string
@@ -123,9 +123,9 @@ func checkPrereqs(ctx context.Context, r scenario.Registry, serverBin string, st
 		switch {
 		case err == nil:
 			if p.Adapters == nil {
-				p.Adapters = map[string]string{}
+				p.Adapters = map[string]scenario.Adapter{}
 			}
-			p.Adapters[st.Name] = bin
+			p.Adapters[st.Name] = scenario.BinAdapter(bin)
 			p.Stacks = append(p.Stacks, fmt.Sprintf("%s %s (%s)", st.Name, info.Version, info.Runtime))
 			continue
 		case cut.Required():

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rpcbench/rpcbench/configs"
 	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -164,12 +165,8 @@ func checkNames(flag, what string, names, valid, refs []string) error {
 	return nil
 }
 
-// configNames are the configurations --config completes: the client
-// configurations of cut.GRPCConfigs and the servers'.
+// configNames are the configurations --config completes: the built-in
+// client configurations (package configs) and the servers'.
 func configNames() []string {
-	var out []string
-	for _, g := range cut.GRPCConfigs() {
-		out = append(out, g.Name)
-	}
-	return append(out, scorecard.ConfigServer)
+	return append(configs.BuiltinNames(), scorecard.ConfigServer)
 }

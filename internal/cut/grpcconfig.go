@@ -1,86 +1,74 @@
 package cut
 
 import (
-	"embed"
 	"encoding/json"
-	"time"
+	"slices"
 )
 
 // GRPCConfig is one configuration a gRPC stack is judged in: what every
 // call's channel carries, and whether the harness keys its debits. The
 // adapter knows nothing of these names; it honours what the channel
-// says.
+// says. Package configs reads them from files, the built-in ones and a
+// user's alike.
 type GRPCConfig struct {
 	// Name is the configuration's column in evidence and scorecard.
 	Name string
-	// ServiceConfig is the channel's service config (gRFC A2), from
-	// grpcconfig/*.json; nil for none.
+	// Doc says what it is, in a sentence.
+	Doc string
+	// Source is the file it was read from, for messages.
+	Source string
+	// ServiceConfig is the channel's service config (gRFC A2); nil for
+	// none.
 	ServiceConfig json.RawMessage
 	// Keepalive is the channel's client keepalive; nil for none.
 	Keepalive *Keepalive
+	// WaitForReady makes every call wait for the channel to be ready.
+	WaitForReady bool
 	// Key says the harness sends an idempotency-key with each debit.
 	Key bool
 	// Needs are the capabilities a stack must have for the
 	// configuration to mean what its name says; in a stack without one,
 	// its cells are unsupported.
 	Needs []string
+	// Runs are the kinds of scenario it runs (RunPlain, ...).
+	Runs []string
 }
 
-// The service configs, as files so that the grpc-go adapter's tests
-// (another module) check that grpc-go accepts exactly these bytes.
-//
-//go:embed grpcconfig/*.json
-var grpcConfigFiles embed.FS
+// The kinds of scenario a configuration runs, by what it configures.
+const (
+	// RunPlain: every scenario that needs no keepalive, hedging or
+	// per-attempt timeout of its configuration.
+	RunPlain = "plain"
+	// RunRetry: the scenarios that judge what a retry policy does with
+	// what the server said (malformed pushback), which mean nothing
+	// without one.
+	RunRetry = "retry"
+	// RunHedge: the hedging scenarios.
+	RunHedge = "hedge"
+	// RunPerAttempt: the scenarios of a per-attempt receive timeout.
+	RunPerAttempt = "per-attempt"
+	// RunKeepalive: the scenarios that silence a connection, which wait
+	// on the stack's keepalive.
+	RunKeepalive = "keepalive"
+)
 
-func grpcServiceConfig(file string) json.RawMessage {
-	b, err := grpcConfigFiles.ReadFile("grpcconfig/" + file)
-	if err != nil {
-		panic(err) // the embed pattern guarantees the files
-	}
-	return b
-}
-
-// GRPCConfigs returns the configurations, in scorecard order:
-//   - default: no service config, so only transparent retries;
-//   - retry: a retryPolicy for UNAVAILABLE, 4 attempts, backoff 20ms to
-//     200ms ×2 (rpcbench's own client's defaults, so the reference
-//     column compares);
-//   - retry+key: the same, each debit with an idempotency key;
-//   - throttled: the same policy under retryThrottling 10 tokens, ratio
-//     0.1;
-//   - hedged: a hedgingPolicy of 3 attempts 100ms apart for the whole
-//     service, the debit included, for the hedging scenarios;
-//   - per-attempt: the retry policy with a 200ms perAttemptRecvTimeout:
-//     an attempt unanswered by then is abandoned and retried;
-//   - keepalive: the retry policy with pings after 10s idle (grpc-go's
-//     floor), 1s for the ACK, for the scenarios that silence a
-//     connection. For a stack without a retry policy, Adjust drops it.
-func GRPCConfigs() []GRPCConfig {
-	retry := grpcServiceConfig("retry.json")
-	return []GRPCConfig{
-		{Name: "default"},
-		{Name: "retry", ServiceConfig: retry, Needs: []string{CapRetryPolicy}},
-		{Name: "retry+key", ServiceConfig: retry, Key: true, Needs: []string{CapRetryPolicy}},
-		{Name: "throttled", ServiceConfig: grpcServiceConfig("throttled.json"), Needs: []string{CapRetryPolicy, CapThrottling}},
-		{Name: "hedged", ServiceConfig: grpcServiceConfig("hedged.json"), Needs: []string{CapHedging}},
-		{Name: "per-attempt", ServiceConfig: grpcServiceConfig("per-attempt.json"), Needs: []string{CapRetryPolicy, CapPerAttempt}},
-		{Name: "keepalive", ServiceConfig: retry, Keepalive: &Keepalive{Time: 10 * time.Second, Timeout: time.Second}, Needs: []string{CapKeepalive}},
-	}
-}
+// Runs are the kinds of scenario a configuration may run, in order.
+var Runs = []string{RunPlain, RunRetry, RunHedge, RunPerAttempt, RunKeepalive}
 
 // Adjust returns g as stack s, with capabilities caps, is configured in
 // it: a keepalive configuration permits pings without a stream for a
-// stack whose pings always go, and carries no retry policy for a stack
-// without one. Other configurations are as they are: a stack lacking
-// what they need does not run them.
+// stack whose pings always go, and a configuration that needs neither a
+// retry policy nor hedging carries no service config for a stack
+// without a retry policy (the built-in keepalive configuration's retry
+// policy is there for the stacks that have one). Other configurations
+// are as they are: a stack lacking what they need does not run them.
 func (g GRPCConfig) Adjust(s Stack, caps Capabilities) GRPCConfig {
-	if g.Keepalive == nil {
-		return g
+	if g.Keepalive != nil {
+		k := *g.Keepalive
+		k.PermitWithoutStream = k.PermitWithoutStream || s.PingsAlways
+		g.Keepalive = &k
 	}
-	k := *g.Keepalive
-	k.PermitWithoutStream = k.PermitWithoutStream || s.PingsAlways
-	g.Keepalive = &k
-	if !caps.RetryPolicy {
+	if !caps.RetryPolicy && !slices.Contains(g.Needs, CapRetryPolicy) && !slices.Contains(g.Needs, CapHedging) {
 		g.ServiceConfig = nil
 	}
 	return g

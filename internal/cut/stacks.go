@@ -134,3 +134,6 @@ const (
 	CapWaitForReady     = "wait_for_ready"
 	CapPerAttempt       = "per_attempt_timeout"
 )
+
+// CapNames are every capability's name, as init_ok spells them.
+var CapNames = []string{CapRetryPolicy, CapHedging, CapThrottling, CapTransparentRetry, CapKeepalive, CapPushback, CapWaitForReady, CapPerAttempt}

@@ -98,14 +98,26 @@ type Env struct {
 	// Postgres hands out databases to the scenarios that need
 	// PostgreSQL; without it they fail with ErrNoPostgres.
 	Postgres Databases
-	// Adapters maps a client stack, such as "grpc-go", to its adapter's
-	// binary, for the NeedsAdapter scenarios; a stack it does not name
+	// Adapters maps a stack, such as "grpc-go", to how its adapter
+	// starts, for the NeedsAdapter scenarios; a stack it does not name
 	// makes them ERROR.
-	Adapters map[string]string
+	Adapters map[string]Adapter
 	// AdapterEnv, when not empty, is added to this process's environment
 	// for every adapter started: a negative control names a fake stack
 	// in it (package fakestack).
 	AdapterEnv []string
+}
+
+// Adapter is how the harness starts a stack's adapter: each a program
+// and its arguments, as a client under test (adapters/PROTOCOL.md) and
+// as a server under test (adapters/SERVER-PROTOCOL.md); nil for a side
+// it does not have.
+type Adapter struct{ Client, Server []string }
+
+// BinAdapter is the adapter of a shipped stack: one program, a client
+// as it is and a server with the argument "serve".
+func BinAdapter(bin string) Adapter {
+	return Adapter{Client: []string{bin}, Server: []string{bin, "serve"}}
 }
 
 // AdapterEnviron is the whole environment of an adapter started under

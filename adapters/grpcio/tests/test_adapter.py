@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import bank  # noqa: E402
 import rawh2  # noqa: E402
 
-CONFIGS = os.path.join(HERE, "..", "..", "..", "internal", "cut", "grpcconfig")
+CONFIGS = os.path.join(HERE, "..", "..", "..", "configs", "serviceconfig")
 
 
 class Bank:

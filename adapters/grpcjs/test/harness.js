@@ -10,8 +10,8 @@ const bank = require('../bank');
 
 const adapterBin = path.join(__dirname, '..', 'adapter-grpcjs');
 
-/** configDir holds the service configs the harness sends (internal/cut/grpcconfig.go embeds them). */
-const configDir = path.join(__dirname, '..', '..', '..', 'internal', 'cut', 'grpcconfig');
+/** configDir holds the service configs the harness sends (package configs embeds them). */
+const configDir = path.join(__dirname, '..', '..', '..', 'configs', 'serviceconfig');
 
 function unary(method, req, resp) {
   return {

@@ -23,7 +23,10 @@ import (
 // the server having executed nothing. Neither violation is pinned, so
 // each case FAILs, and never for another reason.
 func TestJudgeCatchesFakeAdapters(t *testing.T) {
-	real := scenariotest.Env.Adapters[judge.StackGRPCGo]
+	var real string
+	if a := scenariotest.Env.Adapters[judge.StackGRPCGo].Client; len(a) > 0 {
+		real = a[0]
+	}
 	if real == "" {
 		if cut.Required() {
 			t.Fatalf("%s; %s=1 demands it", scenariotest.AdapterSkip, cut.EnvRequire)
@@ -54,7 +57,7 @@ func TestJudgeCatchesFakeAdapters(t *testing.T) {
 				t.Fatalf("no scenario %s", tt.scenario)
 			}
 			e := scenariotest.Env
-			e.Adapters = map[string]string{judge.StackGRPCGo: self}
+			e.Adapters = map[string]scenario.Adapter{judge.StackGRPCGo: scenario.BinAdapter(self)}
 			line := c.Run(context.Background(), e)
 			s := report.Format(line)
 			t.Log(s)
@@ -79,7 +82,7 @@ func TestCapabilityGating(t *testing.T) {
 	t.Setenv(fakestack.EnvAdapter, fakestack.NoRetry)
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	e := scenariotest.Env
-	e.Adapters = map[string]string{judge.StackGRPCGo: self}
+	e.Adapters = map[string]scenario.Adapter{judge.StackGRPCGo: scenario.BinAdapter(self)}
 	for _, tt := range []struct {
 		name    string
 		verdict report.Verdict

@@ -24,7 +24,7 @@ func TestServerAdapterErrors(t *testing.T) {
 	}
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	e := scenariotest.Env
-	e.Adapters = map[string]string{judge.StackGRPCGo: self}
+	e.Adapters = map[string]scenario.Adapter{judge.StackGRPCGo: scenario.BinAdapter(self)}
 	for _, tt := range []struct{ mode, scenario, want string }{
 		{fakestack.SrvOtherStack, "grpcserver_timeout_0n", "serves grpc-js, not grpc-go"},
 		{fakestack.SrvCrash, "grpcserver_timeout_0n", "exited before shutdown_ok"},
@@ -57,7 +57,7 @@ func TestLateHandlerNotPassed(t *testing.T) {
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	t.Setenv(fakestack.EnvServer, fakestack.SrvLate)
 	e := scenariotest.Env
-	e.Adapters = map[string]string{judge.StackGRPCGo: self}
+	e.Adapters = map[string]scenario.Adapter{judge.StackGRPCGo: scenario.BinAdapter(self)}
 	e.LogDir = t.TempDir()
 	c, _ := scenario.Registry(Cases()).Lookup("grpcserver_timeout_0n_grpcgo")
 	line := c.Run(context.Background(), e)
@@ -77,7 +77,7 @@ func TestServerJudgeCatches(t *testing.T) {
 	}
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	e := scenariotest.Env
-	e.Adapters = map[string]string{judge.StackGRPCGo: self}
+	e.Adapters = map[string]scenario.Adapter{judge.StackGRPCGo: scenario.BinAdapter(self)}
 	for _, tt := range []struct {
 		mode, scenario, row string
 	}{

@@ -73,12 +73,12 @@ func runControl(t *scenario.T, s Suite, c Control) {
 	e := t.Env
 	e.LogDir = dir
 	e.Adapters = maps.Clone(t.Env.Adapters)
-	e.Adapters[c.Stack] = self
+	e.Adapters[c.Stack] = scenario.BinAdapter(self)
 	// A test binary built with -race sleeps a second at exit, past the
 	// harness's bound for an adapter to exit once its stdin ends.
 	e.AdapterEnv = append(slices.Clone(c.Env), "GORACE=atexit_sleep_ms=0")
 	if c.RealEnv != "" {
-		e.AdapterEnv = append(e.AdapterEnv, c.RealEnv+"="+t.Env.Adapters[c.Stack])
+		e.AdapterEnv = append(e.AdapterEnv, c.RealEnv+"="+t.Env.Adapters[c.Stack].Client[0])
 	}
 	line := inner.Run(t.Ctx, e)
 	text := report.Format(line)

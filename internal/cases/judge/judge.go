@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rpcbench/rpcbench/configs"
 	"github.com/rpcbench/rpcbench/expectations"
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
@@ -68,51 +69,64 @@ func (c column) slug() string {
 	return strings.NewReplacer("-", "", "+", "_").Replace(s)
 }
 
-// The kinds of grpc scenario, by the configurations they run in.
+// The kinds of grpc scenario, by the configurations they run in: a
+// configuration runs the kinds its file lists (cut.GRPCConfig.Runs).
 const (
-	// kindPlain runs in every configuration without a keepalive or a
-	// hedging policy.
-	kindPlain = iota
-	// KindKeepalive runs in the keepalive configuration: the others
-	// would wait out every such scenario's deadline and show nothing
-	// new.
-	KindKeepalive
+	// kindPlain runs in every configuration that runs plain scenarios.
+	kindPlain = cut.RunPlain
+	// KindKeepalive runs in a keepalive configuration: the others would
+	// wait out every such scenario's deadline and show nothing new.
+	KindKeepalive = cut.RunKeepalive
 	// KindHedge runs in the default configuration, as the control, and
 	// the hedged one.
-	KindHedge
+	KindHedge = cut.RunHedge
 	// KindPerAttempt runs in the per-attempt configuration alone; the
 	// reference column's client has a 200ms attempt timeout.
-	KindPerAttempt
+	KindPerAttempt = cut.RunPerAttempt
 	// KindRetry runs in the configurations with a retry policy alone:
 	// what it judges is what a retry policy does, and a column without
 	// one would hold it untested.
-	KindRetry
+	KindRetry = cut.RunRetry
 )
 
-// configsOf are the names of the adapter configurations a scenario of
-// kind runs in, and the reference column's.
-func configsOf(kind int) (adapter []string, reference string) {
+// referenceOf is the reference column's configuration for a scenario
+// of kind: rpcbench's own client configured as the kind's built-in
+// configuration is (ReferenceConfig).
+func referenceOf(kind string) string {
 	switch kind {
 	case KindKeepalive:
-		return []string{"keepalive"}, "keepalive"
+		return "keepalive"
 	case KindHedge:
-		return []string{"default", "hedged"}, "hedged"
+		return "hedged"
 	case KindPerAttempt:
-		return []string{"per-attempt"}, "per-attempt"
-	case KindRetry:
-		return []string{"retry", "retry+key", "throttled"}, "client"
+		return "per-attempt"
 	}
-	return []string{"default", "retry", "retry+key", "throttled"}, "client"
+	return "client"
+}
+
+// clientStacks are the stacks of the suite's adapter columns.
+func (s Suite) clientStacks() []cut.Stack {
+	if s.Stacks != nil {
+		return s.Stacks
+	}
+	return cut.Stacks()
+}
+
+// configs are the suite's adapter configurations.
+func (s Suite) configs() []cut.GRPCConfig {
+	if s.Configs != nil {
+		return s.Configs
+	}
+	return configs.Builtin()
 }
 
 // columnsOf are the columns of a scenario of kind: the reference, then
-// each stack in each of the kind's configurations.
-func columnsOf(kind int) []column {
-	names, ref := configsOf(kind)
-	cols := []column{{Stack: StackRPCBench, config: ref}}
-	for _, st := range cut.Stacks() {
-		for _, g := range cut.GRPCConfigs() {
-			if slices.Contains(names, g.Name) {
+// each stack in each configuration that runs the kind.
+func (s Suite) columnsOf(kind string) []column {
+	cols := []column{{Stack: StackRPCBench, config: referenceOf(kind)}}
+	for _, st := range s.clientStacks() {
+		for _, g := range s.configs() {
+			if slices.Contains(g.Runs, cmp.Or(kind, kindPlain)) {
 				cols = append(cols, column{Stack: st.Name, config: g.Name, grpc: g, cut: st})
 			}
 		}
@@ -121,10 +135,10 @@ func columnsOf(kind int) []column {
 }
 
 // allColumns are every column some grpc scenario runs in.
-func allColumns() []column {
+func (s Suite) allColumns() []column {
 	var out []column
-	for _, kind := range []int{kindPlain, KindKeepalive, KindHedge, KindPerAttempt, KindRetry} {
-		for _, col := range columnsOf(kind) {
+	for _, kind := range cut.Runs {
+		for _, col := range s.columnsOf(kind) {
 			if !slices.ContainsFunc(out, func(c column) bool { return c.Stack == col.Stack && c.config == col.config }) {
 				out = append(out, col)
 			}
@@ -132,9 +146,6 @@ func allColumns() []column {
 	}
 	return out
 }
-
-// columns are the columns sc runs in.
-func (sc Scenario) columns() []column { return columnsOf(sc.Kind) }
 
 // Invariants the grpc scenarios observe.
 const (
@@ -221,6 +232,19 @@ type Suite struct {
 	Server []ServerScenario
 	// Controls are the judge's negative controls, run after the rest.
 	Controls []Control
+	// Stacks are the client stacks judged, each a column in each of
+	// Configs that runs a scenario's kind; nil for cut.Stacks.
+	Stacks []cut.Stack
+	// Configs are the configurations the client stacks are judged in;
+	// nil for the built-in ones (package configs).
+	Configs []cut.GRPCConfig
+	// ServerStacks are the server columns' stacks after rpcserver's; nil
+	// for cut.Stacks'.
+	ServerStacks []string
+	// PinFiles names, by stack, the pins file a stack is judged against
+	// instead of its embedded one (expectations/STACK.txt); "" for no
+	// pins at all, so that every violation fails.
+	PinFiles map[string]string
 }
 
 // Cases is every client scenario in each of its columns, then every
@@ -245,9 +269,9 @@ type Scenario struct {
 	// them unsupported in a column whose stack lacks a capability the
 	// column needs.
 	Invs []string
-	// Kind says which configurations it runs in: kindPlain,
-	// KindKeepalive, KindHedge, KindPerAttempt or KindRetry.
-	Kind int
+	// Kind says which configurations it runs in: KindKeepalive,
+	// KindHedge, KindPerAttempt or KindRetry; "" for plain.
+	Kind string
 	// Needs are the capabilities a stack must have for the scenario to
 	// mean anything in it, beyond its configuration's.
 	Needs []string
@@ -314,7 +338,7 @@ func (sc Scenario) unsupportedIn(col column) bool {
 func grpcCases(s Suite) []scenario.Case {
 	var out []scenario.Case
 	for _, sc := range s.Client {
-		for _, col := range sc.columns() {
+		for _, col := range s.columnsOf(sc.Kind) {
 			c := scenario.Case{Name: sc.Name + "_" + col.slug(), Group: s.Group,
 				Doc:    sc.Doc + " (" + col.Stack + ", " + col.config + ")",
 				Column: scenario.Column{Scenario: sc.Name, Stack: col.Stack, Config: col.config},
@@ -445,6 +469,12 @@ func observedExactly(t *scenario.T, obs []outcome.Observation, want []string) {
 // LoadPins reads the stack's expectations file; a pin naming no grpc
 // scenario, configuration or invariant is an error.
 func (s Suite) LoadPins(stack string) (pins.Pins, error) {
+	if path, ok := s.PinFiles[stack]; ok {
+		if path == "" {
+			return pins.Parse(stack, "(no pins)", strings.NewReader(""), s.KnownPin(stack))
+		}
+		return pins.Load(stack, path, s.KnownPin(stack))
+	}
 	name := stack + ".txt"
 	f, err := expectations.Files.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
@@ -477,7 +507,7 @@ func (s Suite) KnownPin(stack string) pins.Known {
 			return fmt.Errorf("no grpc scenario %q", k.Scenario)
 		}
 		var configs []string
-		for _, col := range allColumns() {
+		for _, col := range s.allColumns() {
 			if col.Stack == stack {
 				configs = append(configs, col.config)
 			}
@@ -599,8 +629,8 @@ func (g *T) ReferenceConfig() client.Config {
 // directory, and stops it when the scenario ends; an adapter that breaks
 // its protocol on the way is an ERROR.
 func (g *T) startAdapter(stack string) *cut.Adapter {
-	bin := g.Env.Adapters[stack]
-	if bin == "" {
+	argv := g.Env.Adapters[stack].Client
+	if len(argv) == 0 {
 		g.Errored("no adapter binary for %s: build it with ./build.sh", stack)
 	}
 	logf, err := os.Create(filepath.Join(g.Env.LogDir, report.AdapterLog(g.Name)))
@@ -608,7 +638,7 @@ func (g *T) startAdapter(stack string) *cut.Adapter {
 		g.Fatalf("adapter log: %v", err)
 	}
 	g.Cleanup(func() { logf.Close() })
-	a, err := cut.Start(g.Ctx, cut.Spec{Bin: bin, Scenario: g.Name, Stderr: logf, Env: g.Env.AdapterEnviron()})
+	a, err := cut.Start(g.Ctx, cut.Spec{Bin: argv[0], Args: argv[1:], Scenario: g.Name, Stderr: logf, Env: g.Env.AdapterEnviron()})
 	if err != nil {
 		g.Errored("%v", err)
 	}
@@ -849,7 +879,7 @@ const grpcAttemptTimeout = 200 * time.Millisecond
 // grpcKeepalive is the keepalive configuration's pings, which the
 // reference column's client makes too.
 func grpcKeepalive() cut.Keepalive {
-	for _, c := range cut.GRPCConfigs() {
+	for _, c := range configs.Builtin() {
 		if c.Keepalive != nil {
 			return *c.Keepalive
 		}

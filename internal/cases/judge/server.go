@@ -85,13 +85,18 @@ type ServerScenario struct {
 
 // serverStacks are the server columns' stacks: rpcserver, then each
 // adapter stack.
-func serverStacks() []string { return append([]string{StackRPCServer}, cut.StackNames()...) }
+func (s Suite) serverStacks() []string {
+	if s.ServerStacks != nil {
+		return append([]string{StackRPCServer}, s.ServerStacks...)
+	}
+	return append([]string{StackRPCServer}, cut.StackNames()...)
+}
 
 // srvCases spreads each scenario over the server columns.
 func srvCases(s Suite) []scenario.Case {
 	var out []scenario.Case
 	for _, sc := range s.Server {
-		for _, stack := range serverStacks() {
+		for _, stack := range s.serverStacks() {
 			c := scenario.Case{Name: sc.Name + "_" + strings.ReplaceAll(stack, "-", ""), Group: s.Group,
 				Doc:    sc.Doc + " (" + stack + " server)",
 				Column: scenario.Column{Scenario: sc.Name, Stack: stack, Config: configServer}}
@@ -157,13 +162,14 @@ func (g *ServerT) start() {
 		g.addr = g.rpc.Addr
 		return
 	}
-	bin := g.Env.Adapters[g.stack]
-	if bin == "" {
-		g.Errored("no adapter binary for %s: build it with ./build.sh", g.stack)
+	argv := g.Env.Adapters[g.stack].Server
+	if len(argv) == 0 {
+		g.Errored("no server adapter for %s: build it with ./build.sh", g.stack)
 	}
+	bin := strings.Join(argv, " ")
 	logf := g.logFile(report.SUTLog(g.Name))
 	lines := g.logFile(report.SUTRecord(g.Name))
-	s, err := sut.Start(g.Ctx, sut.Spec{Bin: bin, Scenario: g.Name, Stderr: logf, Lines: lines, Env: g.Env.AdapterEnviron()})
+	s, err := sut.Start(g.Ctx, sut.Spec{Bin: argv[0], Args: argv[1:], Scenario: g.Name, Stderr: logf, Lines: lines, Env: g.Env.AdapterEnviron()})
 	if err != nil {
 		g.Errored("%v", err)
 	}
@@ -180,6 +186,9 @@ func (g *ServerT) start() {
 	g.addr = info.Addr
 	g.Field("version", info.Version)
 }
+
+// adapter names the column's server adapter in messages.
+func (g *ServerT) adapter() string { return strings.Join(g.Env.Adapters[g.stack].Server, " ") }
 
 func (g *ServerT) logFile(name string) *os.File {
 	f, err := os.Create(filepath.Join(g.Env.LogDir, name))
@@ -222,7 +231,7 @@ func (g *ServerT) checkRecord() {
 			continue
 		}
 		if e.Type == "exec" && e.Amount != amount {
-			g.Errored("server adapter %s: call %s's exec says amount %d, the harness sent %d", g.Env.Adapters[g.stack], e.Call, e.Amount, amount)
+			g.Errored("server adapter %s: call %s's exec says amount %d, the harness sent %d", g.adapter(), e.Call, e.Amount, amount)
 		}
 		if i >= g.judged && len(g.Failures) == 0 && (e.Type == "start" || e.Type == "exec") {
 			g.Check(false, "call %s's handler wrote %s after the judgement read the record: it was not judged", e.Call, e.Type)
@@ -247,7 +256,7 @@ func (g *ServerT) Dial() *rawgrpc.Conn {
 	if err != nil {
 		g.brokeProtocol()
 		if g.sut != nil {
-			g.Errored("server adapter %s announced %s, which takes no connection: %v", g.Env.Adapters[g.stack], g.addr, err)
+			g.Errored("server adapter %s announced %s, which takes no connection: %v", g.adapter(), g.addr, err)
 		}
 		g.Fatalf("dial %s: %v", g.addr, err)
 	}
@@ -466,7 +475,7 @@ func (g *ServerT) awaitExec(call string) {
 		defer cancel()
 		if _, err := g.sut.Await(ctx, func(e sut.Event) bool { return e.Type == "exec" && e.Call == call }); err != nil {
 			g.brokeProtocol()
-			g.Errored("server adapter %s answered %s OK and never wrote its exec: %v", g.Env.Adapters[g.stack], call, err)
+			g.Errored("server adapter %s answered %s OK and never wrote its exec: %v", g.adapter(), call, err)
 		}
 		return
 	}

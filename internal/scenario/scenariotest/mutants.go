@@ -176,11 +176,11 @@ func runScenarios(t *testing.T, bin string, names []string) map[string]string {
 	cmd.WaitDelay = 5 * time.Second
 	// The adapters are not rebuilt: they are not the code mutated.
 	for _, st := range cut.Stacks() {
-		if a := Env.Adapters[st.Name]; a != "" {
+		if a := Env.Adapters[st.Name].Client; len(a) > 0 {
 			if cmd.Env == nil {
 				cmd.Env = os.Environ()
 			}
-			cmd.Env = append(cmd.Env, st.Env+"="+a)
+			cmd.Env = append(cmd.Env, st.Env+"="+a[0])
 		}
 	}
 	var stdout, stderr bytes.Buffer

@@ -117,9 +117,9 @@ func Main(m *testing.M, cases []scenario.Case) int {
 			continue
 		}
 		if Env.Adapters == nil {
-			Env.Adapters = map[string]string{}
+			Env.Adapters = map[string]scenario.Adapter{}
 		}
-		Env.Adapters[st.Name] = bin
+		Env.Adapters[st.Name] = scenario.BinAdapter(bin)
 	}
 	return m.Run()
 }

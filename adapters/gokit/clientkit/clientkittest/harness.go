@@ -129,8 +129,8 @@ func Listen(t *testing.T) net.Listener {
 }
 
 // ConfigDir holds the service configs the harness sends
-// (internal/cut/grpcconfig.go embeds them), from an adapter's directory.
-const ConfigDir = "../../internal/cut/grpcconfig"
+// (package configs embeds them), from an adapter's directory.
+const ConfigDir = "../../configs/serviceconfig"
 
 // ServiceConfig is the harness's service config in file, in ConfigDir.
 func ServiceConfig(t *testing.T, file string) json.RawMessage {
