@@ -44,6 +44,14 @@ type prereqs struct {
 	missing map[string]unmet
 }
 
+// givenAdapter is an adapter a batch is given rather than looks for.
+type givenAdapter struct {
+	Stack   string
+	Adapter scenario.Adapter
+	// Env is its line in env.txt: stack, version and runtime.
+	Env string
+}
+
 // unmet is what a scenario whose prerequisite is missing reports.
 type unmet struct {
 	verdict report.Verdict
@@ -94,8 +102,12 @@ func (p prereqs) instead(c scenario.Case) (report.Line, bool) {
 // A Needs value this runner does not know is not checked: the scenario
 // runs and fails if its need is not met. The returned Stop is never nil,
 // even with an error.
-func checkPrereqs(ctx context.Context, r scenario.Registry, serverBin string, status io.Writer) (prereqs, error) {
-	p := prereqs{Stop: func() {}, missing: map[string]unmet{}}
+func checkPrereqs(ctx context.Context, r scenario.Registry, serverBin string, status io.Writer, given []givenAdapter) (prereqs, error) {
+	p := prereqs{Stop: func() {}, missing: map[string]unmet{}, Adapters: map[string]scenario.Adapter{}}
+	for _, g := range given {
+		p.Adapters[g.Stack] = g.Adapter
+		p.Stacks = append(p.Stacks, g.Env)
+	}
 	need := map[string]int{} // Needs → scenarios that have it
 	for _, c := range r {
 		for _, n := range c.Needs {
@@ -116,15 +128,12 @@ func checkPrereqs(ctx context.Context, r scenario.Registry, serverBin string, st
 	}
 	for _, st := range cut.Stacks() {
 		n := need[scenario.NeedsAdapter(st.Name)]
-		if n == 0 {
+		if _, ok := p.Adapters[st.Name]; n == 0 || ok {
 			continue
 		}
 		bin, info, err := st.Find(ctx, filepath.Dir(serverBin))
 		switch {
 		case err == nil:
-			if p.Adapters == nil {
-				p.Adapters = map[string]scenario.Adapter{}
-			}
 			p.Adapters[st.Name] = scenario.BinAdapter(bin)
 			p.Stacks = append(p.Stacks, fmt.Sprintf("%s %s (%s)", st.Name, info.Version, info.Runtime))
 			continue

@@ -58,6 +58,10 @@ type batch struct {
 	// Only scenarios of one pool (scenario.Case.Pool) run beside each other;
 	// the rest run alone. FailFast and Count > 1 run one at a time.
 	Parallel int
+	// Given are adapters the caller has already started once and read
+	// the init of (a user's, for judge): their stacks are not looked
+	// for among the shipped ones.
+	Given []givenAdapter
 	// Announce, when set, has the batch say on Status what it runs once
 	// it is set up: "running 26 scenarios" followed by Announce (" of
 	// group evidence"), the count and where the evidence goes.
@@ -119,7 +123,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		defer os.RemoveAll(dir)
 		r.logDir = dir
 	}
-	pre, err := checkPrereqs(ctx, b.Scenarios, b.ServerBin, r.status)
+	pre, err := checkPrereqs(ctx, b.Scenarios, b.ServerBin, r.status, b.Given)
 	defer pre.Stop()
 	if err != nil {
 		return nil, err

@@ -36,11 +36,18 @@ type control struct {
 const DefaultTimeout = 10 * time.Minute
 
 func (c *control) flags(cmd *cobra.Command) {
+	c.runFlags(cmd)
+	f := cmd.Flags()
+	f.StringSliceVar(&c.Stacks, "stack", nil, "run only the columns of this stack under test (repeat or comma-separate; e.g. grpc-go,rpcbench): scenarios that judge no stack are left out")
+	f.StringSliceVar(&c.Configs, "config", nil, "run only the columns of this configuration (repeat or comma-separate; e.g. retry): scenarios that judge no stack are left out")
+}
+
+// runFlags are the flags of control but --stack and --config, which
+// judge gives other meanings.
+func (c *control) runFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.Run, "run", "", "run only the scenarios whose names match this regular expression (as go test -run, unanchored)")
 	f.StringVar(&c.Skip, "skip", "", "leave out the scenarios whose names match this regular expression")
-	f.StringSliceVar(&c.Stacks, "stack", nil, "run only the columns of this stack under test (repeat or comma-separate; e.g. grpc-go,rpcbench): scenarios that judge no stack are left out")
-	f.StringSliceVar(&c.Configs, "config", nil, "run only the columns of this configuration (repeat or comma-separate; e.g. retry): scenarios that judge no stack are left out")
 	f.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound on each scenario: past it the scenario FAILs naming the timeout, its servers are stopped and the run goes on (0: none)")
 	f.BoolVar(&c.Fresh, "fresh", false, "with an evidence directory, write every case from this run; by default a case whose verdict and stable fields this run reproduced keeps its earlier line and logs, so that a re-run changes only what changed")
 	c.Parallel = runtime.NumCPU()

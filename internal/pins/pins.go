@@ -186,6 +186,10 @@ func (p Pins) Judge(config, scenario string, obs []outcome.Observation) Judgemen
 		pin, pinned := p.pins[k]
 		switch {
 		case o.Outcome == outcome.Violated && !pinned:
+			if p.Path == "" {
+				j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s violated %s, and no pins file was given to pin it", o.Invariant, p.Stack, o.Invariant))
+				break
+			}
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s violated %s, and %s pins no such violation", o.Invariant, p.Stack, o.Invariant, p.Path))
 		case pin.Sometimes && (o.Outcome == outcome.Holds || o.Outcome == outcome.Violated),
 			o.Outcome == outcome.Violated && pinned:
@@ -206,4 +210,33 @@ func (p Pins) Judge(config, scenario string, obs []outcome.Observation) Judgemen
 		}
 	}
 	return j
+}
+
+// Write writes ps as an expectations file that Load reads back: each
+// line of header as a comment, then one pin a line, its columns aligned,
+// its reason after #. A pin's reason may not hold a newline.
+func Write(w io.Writer, header []string, ps []Pin) error {
+	var b strings.Builder
+	for _, h := range header {
+		b.WriteString(strings.TrimRight("# "+h, " ") + "\n")
+	}
+	if len(header) > 0 && len(ps) > 0 {
+		b.WriteString("\n")
+	}
+	var wc, ws, wi int
+	for _, p := range ps {
+		wc, ws, wi = max(wc, len(p.Config)), max(ws, len(p.Scenario)), max(wi, len(p.Invariant))
+	}
+	for _, p := range ps {
+		if strings.ContainsAny(p.Reason, "\r\n") || strings.TrimSpace(p.Reason) == "" {
+			return fmt.Errorf("pins: %s: a reason is one line, not empty", p.Key)
+		}
+		inv := p.Invariant
+		if p.Sometimes {
+			inv += " " + outcome.Sometimes.String()
+		}
+		fmt.Fprintf(&b, "%-*s %-*s %-*s  # %s\n", wc, p.Config, ws, p.Scenario, wi+len(" sometimes"), inv, p.Reason)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

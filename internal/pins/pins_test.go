@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,5 +138,31 @@ func TestJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteReadsBack: what Write writes, Parse reads back as the same
+// pins, sometimes included; a reason that would break the line is
+// refused.
+func TestWriteReadsBack(t *testing.T) {
+	ps := []Pin{
+		{Key: Key{"retry", "grpc_close_after_exec", "exec_at_most_once"}, Reason: "retried after the server ran it"},
+		{Key: Key{"server", "grpcserver_timeout_0n", "srv_ok_iff_executed"}, Reason: "why: a # in a reason stays", Sometimes: true},
+	}
+	var b strings.Builder
+	if err := Write(&b, []string{"my stack's pins", ""}, ps); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse("s", "f.txt", strings.NewReader(b.String()), func(Key) error { return nil })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	all := got.All()
+	if len(all) != 2 || all[0].Key != ps[0].Key || all[0].Reason != ps[0].Reason || all[0].Sometimes ||
+		all[1].Key != ps[1].Key || !all[1].Sometimes || all[1].Reason != ps[1].Reason {
+		t.Errorf("read back %+v from\n%s", all, b.String())
+	}
+	if err := Write(io.Discard, nil, []Pin{{Key: ps[0].Key, Reason: "two\nlines"}}); err == nil {
+		t.Error("a reason with a newline was written")
 	}
 }

@@ -66,3 +66,7 @@ func grpcScenarios() []judge.Scenario {
 		{Name: "grpc_half_open_link", Doc: "a keyless debit is in flight when the server host's link goes silent (a test host: no FIN, no RST), and the server executes it unheard; the link comes back once the kernel shows the client's connection given up: when the client gave it up, what the call returned, and how often the debit executed", Run: grpcHalfOpenLink, Invs: []string{judge.InvExecOnce, judge.InvDeadPeer}, Kind: judge.KindKeepalive, TestHost: true},
 	}
 }
+
+// Suite is the grpc group's scenarios with no columns chosen: the judge
+// command sets the stacks, configurations and pins of a user's stack.
+func Suite() judge.Suite { return judge.Suite{Client: grpcScenarios(), Server: srvScenarios()} }

@@ -471,7 +471,7 @@ func observedExactly(t *scenario.T, obs []outcome.Observation, want []string) {
 func (s Suite) LoadPins(stack string) (pins.Pins, error) {
 	if path, ok := s.PinFiles[stack]; ok {
 		if path == "" {
-			return pins.Parse(stack, "(no pins)", strings.NewReader(""), s.KnownPin(stack))
+			return pins.Parse(stack, "", strings.NewReader(""), s.KnownPin(stack))
 		}
 		return pins.Load(stack, path, s.KnownPin(stack))
 	}
@@ -757,7 +757,7 @@ func (g *T) Begin(cs []Call) *pending {
 			g.Fatalf("request: %v", err)
 		}
 		cc := cut.Call{Channel: g.Col.grpc.Channel("ch1", g.Target), Method: method,
-			Request: body, Deadline: c.Deadline, Name: p.names[i], Key: keys[i], WaitForReady: c.WaitForReady}
+			Request: body, Deadline: c.Deadline, Name: p.names[i], Key: keys[i], WaitForReady: c.WaitForReady || g.Col.grpc.WaitForReady}
 		p.wg.Go(func() {
 			r, err := g.Adapter.Do(g.Ctx, cc)
 			p.raws[i] = rawResult{r, err}

@@ -1,0 +1,428 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rpcbench/rpcbench/configs"
+	"github.com/rpcbench/rpcbench/internal/cases/grpc"
+	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/outfile"
+	"github.com/rpcbench/rpcbench/internal/pins"
+	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/sut"
+)
+
+// judgeGroup is the group of the cases judge runs.
+const judgeGroup = "judge"
+
+// judgeOptions are judge's flags.
+type judgeOptions struct {
+	*app
+	// Client and Server are the adapters' command lines; nil when not
+	// judged.
+	Client, Server []string
+	// Configs are --config's values: built-in names or files.
+	Configs []string
+	// Expect is the user's pins file; "" for none.
+	Expect string
+	// WriteExpect is where to write what this run observed as pins.
+	WriteExpect string
+	// Summary is the Markdown summary's file, "-" for stdout.
+	Summary string
+	// Evidence is the evidence directory; "" writes none.
+	Evidence string
+	JSON     string
+	// RPCServer is the rpcserver binary, "" for the one beside rpcbench.
+	RPCServer string
+	control
+}
+
+func newJudgeCmd(a *app) *cobra.Command {
+	o := &judgeOptions{app: a}
+	var client, server string
+	cmd := &cobra.Command{
+		Use:   "judge (--client | --server) [flags] [-- COMMAND ARGS...]",
+		Short: "Judge your own client or server adapter, in your configurations, against your pins",
+		Example: `  rpcbench judge --client -- ./my-adapter                       # every built-in configuration
+  rpcbench judge --client --config retry --config ./mine.json -- python3 adapter.py
+  rpcbench judge --client --write-expect pins.txt -- ./my-adapter  # first run: write what it does
+  rpcbench judge --client --expect pins.txt -- ./my-adapter        # then: a regression test
+  rpcbench judge --server -- ./my-adapter serve                   # the server section
+  rpcbench judge --client=./my-adapter --server='./my-adapter serve' --summary "$GITHUB_STEP_SUMMARY"`,
+		Long: `Judge a stack of your own: a client adapter speaking adapters/PROTOCOL.md
+(--client), a server adapter speaking adapters/SERVER-PROTOCOL.md
+(--server), or both. The command after -- (or the flag's value, split on
+spaces) is started once to read what it says of itself; its stack name
+and version name its column. Then every grpc scenario runs in each
+configuration its capabilities allow (--config: a built-in name, or a
+file in the format of configs/*.json; default: every built-in one),
+beside rpcbench's own client as the reference, and every grpcserver
+scenario runs against it beside rpcserver. The server's log decides what
+executed, never the adapter.
+
+A violation is a FAIL unless --expect FILE pins it (the format of
+expectations/*.txt: "<config> <scenario> <invariant>  # reason"), and a
+pin that no longer happens fails too. --write-expect FILE writes what
+this run observed as such a file, each reason a placeholder to replace:
+the first run is one command, and the second is a regression test.
+
+Outputs are those of 'rpcbench all': CASE lines, the evidence directory
+(default rpcbench-judge/), --json, --junit, --json-events; then
+'rpcbench scorecard DIR' and 'rpcbench report DIR' read the evidence, and
+--summary FILE writes a short Markdown summary for a CI job summary.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			withCmd := 0
+			for _, side := range []struct {
+				flag string
+				val  string
+				dst  *[]string
+			}{{"client", client, &o.Client}, {"server", server, &o.Server}} {
+				if !f.Changed(side.flag) {
+					continue
+				}
+				if side.val == "-" {
+					withCmd++
+					*side.dst = args
+					continue
+				}
+				*side.dst = strings.Fields(side.val)
+			}
+			switch {
+			case o.Client == nil && o.Server == nil && !f.Changed("client") && !f.Changed("server"):
+				return usageErrorf(cmd.UsageString(), "judge needs --client or --server: what to judge")
+			case withCmd > 1:
+				return usageErrorf(cmd.UsageString(), "--client and --server both take the command after --: give one of them as --client=COMMAND")
+			case withCmd == 0 && len(args) > 0:
+				return usageErrorf(cmd.UsageString(), "judge takes no arguments (got %q) unless --client or --server is given without a value", strings.Join(args, " "))
+			case f.Changed("client") && len(o.Client) == 0:
+				return usageErrorf(cmd.UsageString(), "--client: no command: give it after -- (--client -- ./my-adapter) or as --client=./my-adapter")
+			case f.Changed("server") && len(o.Server) == 0:
+				return usageErrorf(cmd.UsageString(), "--server: no command: give it after -- (--server -- ./my-adapter serve) or as --server='./my-adapter serve'")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runJudge(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&client, "client", "", "judge this client adapter: the command after --, or COMMAND as --client=COMMAND")
+	f.Lookup("client").NoOptDefVal = "-"
+	f.StringVar(&server, "server", "", "judge this server adapter: the command after --, or COMMAND as --server=COMMAND (rpcserver's own binary is --rpcserver here)")
+	f.Lookup("server").NoOptDefVal = "-"
+	f.StringArrayVar(&o.Configs, "config", nil, "a configuration to judge the client in: a built-in name ("+strings.Join(configs.BuiltinNames(), ", ")+") or a file (configs/*.json shows the format); repeatable; default every built-in one")
+	f.StringVar(&o.Expect, "expect", "", "your pins: the violations your stack is known to have, one a line with its reason (expectations/*.txt shows the format)")
+	f.StringVar(&o.WriteExpect, "write-expect", "", "write what this run observed as a pins file, each reason a placeholder, for --expect")
+	f.StringVar(&o.Summary, "summary", "", `write a Markdown summary to this file ("-": stdout), e.g. "$GITHUB_STEP_SUMMARY"`)
+	f.StringVar(&o.Evidence, "evidence", "rpcbench-judge", `evidence directory to write ("" for none)`)
+	f.StringVar(&o.JSON, "json", "", `also write the results as JSON to this file ("-": stdout, the CASE lines then go to stderr)`)
+	f.StringVar(&o.RPCServer, "rpcserver", "", `rpcserver binary (default "rpcserver" next to the rpcbench executable)`)
+	o.control.runFlags(cmd)
+	return cmd
+}
+
+// stackNameRE is what a judged stack may call itself: its name becomes
+// part of its cases' names.
+var stackNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
+// judged is one adapter judge was given, once it has said what it is.
+type judged struct {
+	side    string // "client" or "server"
+	argv    []string
+	stack   string
+	version string
+	runtime string
+	caps    cut.Capabilities
+}
+
+func (j judged) command() string { return strings.Join(j.argv, " ") }
+
+// probeTimeout bounds each adapter's first start, which reads what it
+// says of itself.
+const probeTimeout = 30 * time.Second
+
+// probeClient starts the client adapter once and reads its init_ok.
+func probeClient(ctx context.Context, argv []string) (judged, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	a, err := cut.Start(ctx, cut.Spec{Bin: argv[0], Args: argv[1:], Scenario: "probe"})
+	if err != nil {
+		return judged{}, fmt.Errorf("the client adapter %q: %w", strings.Join(argv, " "), err)
+	}
+	info := a.Info()
+	if err := a.Close(); err != nil {
+		return judged{}, fmt.Errorf("the client adapter %q: %w", strings.Join(argv, " "), err)
+	}
+	return judged{side: "client", argv: argv, stack: info.Stack, version: info.Version, runtime: info.Runtime, caps: info.Caps}, nil
+}
+
+// probeServer starts the server adapter once and reads its serving line.
+func probeServer(ctx context.Context, argv []string) (judged, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	s, err := sut.Start(ctx, sut.Spec{Bin: argv[0], Args: argv[1:], Scenario: "probe"})
+	if err != nil {
+		return judged{}, fmt.Errorf("the server adapter %q: %w", strings.Join(argv, " "), err)
+	}
+	info := s.Info()
+	if err := s.Close(); err != nil {
+		return judged{}, fmt.Errorf("the server adapter %q: %w", strings.Join(argv, " "), err)
+	}
+	return judged{side: "server", argv: argv, stack: info.Stack, version: info.Version, runtime: info.Runtime}, nil
+}
+
+// errAdapter is a judged adapter that could not be started or said
+// something rpcbench cannot use: the run's ERROR, exit 1, before any
+// scenario.
+type errAdapter struct{ err error }
+
+func (e *errAdapter) Error() string { return "ERROR " + e.err.Error() }
+func (e *errAdapter) Unwrap() error { return errFailed }
+
+// loadConfigs reads --config's values: a built-in name or a file each,
+// every name once.
+func loadConfigs(values []string) ([]cut.GRPCConfig, error) {
+	builtin := configs.Builtin()
+	if len(values) == 0 {
+		return builtin, nil
+	}
+	var out []cut.GRPCConfig
+	for _, v := range values {
+		var g cut.GRPCConfig
+		if i := slices.IndexFunc(builtin, func(b cut.GRPCConfig) bool { return b.Name == v }); i >= 0 {
+			g = builtin[i]
+		} else if _, err := os.Stat(v); err == nil || strings.ContainsAny(v, "/.") {
+			if g, err = configs.Load(v); err != nil {
+				return nil, usageErrorf("", "--config: %v", err)
+			}
+		} else {
+			return nil, usageErrorf("built-in configurations: "+strings.Join(configs.BuiltinNames(), ", "),
+				"--config %q: no built-in configuration and no file of that name", v)
+		}
+		if i := slices.IndexFunc(out, func(o cut.GRPCConfig) bool { return o.Name == g.Name || judgeSlug(o.Name) == judgeSlug(g.Name) }); i >= 0 {
+			return nil, usageErrorf("", "--config: %s and %s are both named %q (or the same in a case name): names must differ", cmpOr(out[i].Source, out[i].Name), cmpOr(g.Source, g.Name), g.Name)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func judgeSlug(s string) string { return strings.NewReplacer("-", "", "+", "_").Replace(s) }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// checkStack refuses a judged adapter's name that cannot name a column.
+func checkStack(j judged) error {
+	switch {
+	case !stackNameRE.MatchString(j.stack):
+		return &errAdapter{fmt.Errorf("the %s adapter %q says it is stack %q: a stack's name is lowercase words joined by - (it names its column and its cases)", j.side, j.command(), j.stack)}
+	case j.stack == judge.StackRPCBench || j.stack == judge.StackRPCServer:
+		return &errAdapter{fmt.Errorf("the %s adapter %q says it is %q, the reference's name: give it its own", j.side, j.command(), j.stack)}
+	}
+	return nil
+}
+
+func runJudge(ctx context.Context, o *judgeOptions) error {
+	cfgs, err := loadConfigs(o.Configs)
+	if err != nil {
+		return err
+	}
+	if o.Expect != "" {
+		if _, err := os.Stat(o.Expect); err != nil {
+			return usageErrorf("", "--expect: %v", err)
+		}
+	}
+	for _, out := range []struct{ flag, path string }{{"--write-expect", o.WriteExpect}, {"--summary", o.Summary}} {
+		if out.path != "" && out.path != "-" {
+			if err := outfile.Check(out.path); err != nil {
+				return usageErrorf("", "%s: %v", out.flag, err)
+			}
+		}
+	}
+	bin, err := resolveServer(cmpOr(o.RPCServer, o.app.Server), o.Executable)
+	if err != nil {
+		return err
+	}
+	base := grpc.Suite()
+	suite := judge.Suite{Group: judgeGroup, PinFiles: map[string]string{}, Configs: cfgs, Stacks: []cut.Stack{}, ServerStacks: []string{}}
+	var given []givenAdapter
+	var who []judged
+	if o.Client != nil {
+		j, err := probeClient(ctx, o.Client)
+		if err != nil {
+			return &errAdapter{err}
+		}
+		if err := checkStack(j); err != nil {
+			return err
+		}
+		st := cut.Stack{Name: j.stack}
+		for _, shipped := range cut.Stacks() {
+			if shipped.Name == j.stack {
+				st.PingsAlways = shipped.PingsAlways
+			}
+		}
+		suite.Client, suite.Stacks = base.Client, []cut.Stack{st}
+		who = append(who, j)
+	}
+	if o.Server != nil {
+		j, err := probeServer(ctx, o.Server)
+		if err != nil {
+			return &errAdapter{err}
+		}
+		if err := checkStack(j); err != nil {
+			return err
+		}
+		suite.Server, suite.ServerStacks = base.Server, []string{j.stack}
+		who = append(who, j)
+	}
+	for _, j := range who {
+		suite.PinFiles[j.stack] = o.Expect
+		i := slices.IndexFunc(given, func(g givenAdapter) bool { return g.Stack == j.stack })
+		if i < 0 {
+			given = append(given, givenAdapter{Stack: j.stack})
+			i = len(given) - 1
+		}
+		if j.side == "client" {
+			given[i].Adapter.Client = j.argv
+		} else {
+			given[i].Adapter.Server = j.argv
+		}
+		line := fmt.Sprintf("%s %s (%s; %s: %s)", j.stack, j.version, j.runtime, j.side, j.command())
+		given[i].Env = strings.TrimPrefix(given[i].Env+"; "+line, "; ")
+	}
+	for _, j := range who {
+		if _, err := suite.LoadPins(j.stack); err != nil {
+			return usageErrorf("", "--expect: %v", err)
+		}
+	}
+	all := scenario.Registry(suite.Cases())
+	list, err := o.filter(all, all)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, j := range who {
+		names = append(names, fmt.Sprintf("%s %s as a %s", j.stack, j.version, j.side))
+	}
+	lines, runErr := runBatch(ctx, batch{
+		Scenarios: list,
+		ServerBin: bin,
+		Out:       o.Out,
+		Status:    o.Err,
+		Color:     o.Color,
+		Evidence:  o.Evidence,
+		JSON:      o.JSON,
+		Timeout:   o.Timeout,
+		FailFast:  o.FailFast,
+		Fresh:     o.Fresh,
+		Parallel:  o.Parallel,
+		Verbose:   o.Verbose,
+		JUnit:     o.JUnit,
+		Events:    o.Events,
+		Given:     given,
+		Announce:  " judging " + strings.Join(names, " and "),
+	})
+	if runErr != nil && !errors.Is(runErr, errFailed) {
+		return runErr
+	}
+	if o.WriteExpect != "" {
+		if err := writeExpect(o, who, lines); err != nil {
+			return err
+		}
+	}
+	if o.Summary != "" {
+		if err := writeSummary(o, who, cfgs, lines); err != nil {
+			return err
+		}
+	}
+	return runErr
+}
+
+// writeExpect writes the violations the run observed of the judged
+// stacks as a pins file, each with a placeholder reason.
+func writeExpect(o *judgeOptions, who []judged, lines []report.Line) error {
+	var ps []pins.Pin
+	var stacks []string
+	for _, j := range who {
+		if slices.Contains(stacks, j.stack) {
+			continue
+		}
+		stacks = append(stacks, j.stack)
+		ps = append(ps, judge.Observed(lines, j.stack, judge.PlaceholderReason(j.stack))...)
+	}
+	header := []string{
+		fmt.Sprintf("Pins of %s, written by rpcbench judge --write-expect from what it observed.", strings.Join(stacks, " and ")),
+		"Each line: <config> <scenario> <invariant> [sometimes]  # why the stack does this.",
+		"Replace each TODO with the reason, then judge with --expect " + filepath.Base(o.WriteExpect) + ":",
+		"an unpinned violation fails the run, and so does a pin that no longer happens.",
+	}
+	f, err := outfile.Create(o.WriteExpect)
+	if err != nil {
+		return err
+	}
+	if err := pins.Write(f, header, ps); err != nil {
+		f.Abort()
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Err, "rpcbench: wrote %s to %s: replace each reason, then judge with --expect %s\n", plural(len(ps), "pin"), o.WriteExpect, o.WriteExpect)
+	return nil
+}
+
+// writeSummary writes the run's Markdown summary.
+func writeSummary(o *judgeOptions, who []judged, cfgs []cut.GRPCConfig, lines []report.Line) error {
+	var w io.Writer = o.Out
+	var f *outfile.File
+	if o.Summary != "-" {
+		var err error
+		if f, err = outfile.Create(o.Summary); err != nil {
+			return err
+		}
+		w = f
+	}
+	var names []string
+	for _, c := range cfgs {
+		names = append(names, c.Name)
+	}
+	err := report.WriteJudgeSummary(w, report.JudgeSummary{
+		Stacks:   judgedLines(who),
+		Configs:  names,
+		Expect:   o.Expect,
+		Evidence: o.Evidence,
+	}, lines)
+	if f == nil {
+		return err
+	}
+	if err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Commit()
+}
+
+func judgedLines(who []judged) []string {
+	var out []string
+	for _, j := range who {
+		out = append(out, fmt.Sprintf("%s %s (%s), %s: `%s`", j.stack, j.version, j.runtime, j.side, j.command()))
+	}
+	return out
+}
