@@ -126,6 +126,13 @@ func exitCode(err error) int {
 // process SIGPIPE killed would not.
 func printError(w io.Writer, err error) {
 	var se *signalError
+	var ae *errAdapter
+	if errors.As(err, &ae) {
+		// A failure no CASE line has told of: the adapter judge was
+		// given broke before any scenario.
+		fmt.Fprintf(w, "rpcbench: %v\n", err)
+		return
+	}
 	if err == nil || errors.Is(err, errFailed) || errors.As(err, &se) && se.sig == syscall.SIGPIPE {
 		return
 	}

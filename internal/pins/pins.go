@@ -223,19 +223,21 @@ func Write(w io.Writer, header []string, ps []Pin) error {
 	if len(header) > 0 && len(ps) > 0 {
 		b.WriteString("\n")
 	}
+	inv := func(p Pin) string {
+		if p.Sometimes {
+			return p.Invariant + " " + outcome.Sometimes.String()
+		}
+		return p.Invariant
+	}
 	var wc, ws, wi int
 	for _, p := range ps {
-		wc, ws, wi = max(wc, len(p.Config)), max(ws, len(p.Scenario)), max(wi, len(p.Invariant))
+		wc, ws, wi = max(wc, len(p.Config)), max(ws, len(p.Scenario)), max(wi, len(inv(p)))
 	}
 	for _, p := range ps {
 		if strings.ContainsAny(p.Reason, "\r\n") || strings.TrimSpace(p.Reason) == "" {
 			return fmt.Errorf("pins: %s: a reason is one line, not empty", p.Key)
 		}
-		inv := p.Invariant
-		if p.Sometimes {
-			inv += " " + outcome.Sometimes.String()
-		}
-		fmt.Fprintf(&b, "%-*s %-*s %-*s  # %s\n", wc, p.Config, ws, p.Scenario, wi+len(" sometimes"), inv, p.Reason)
+		fmt.Fprintf(&b, "%-*s %-*s %-*s  # %s\n", wc, p.Config, ws, p.Scenario, wi, inv(p), p.Reason)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

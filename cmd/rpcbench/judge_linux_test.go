@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rpcbench/rpcbench/internal/cut"
+)
+
+// walkthroughAdapter returns the adapter docs/judge-your-stack.md shows
+// whole, and the same adapter with the doc's retry-once invoke planted
+// in it, written outside the repository.
+func walkthroughAdapter(t *testing.T) (honest, planted string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/judge-your-stack.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```python\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(blocks) != 2 {
+		t.Fatalf("docs/judge-your-stack.md has %d python blocks, want 2: the adapter and the retrying invoke", len(blocks))
+	}
+	src, retrying := string(blocks[0][1]), string(blocks[1][1])
+	if n := strings.Count(src, "\n"); n > 125 {
+		t.Errorf("the walkthrough's adapter is %d lines: keep it short enough to read whole", n)
+	}
+	start := strings.Index(src, "def invoke(")
+	end := start + strings.Index(src[start:], "\n\n\ndef ")
+	if start < 0 || end < start {
+		t.Fatal("the walkthrough's adapter has no invoke function to plant the retry in")
+	}
+	bad := src[:start] + strings.TrimRight(retrying, "\n") + src[end:]
+	dir := t.TempDir()
+	honest, planted = filepath.Join(dir, "adapter.py"), filepath.Join(dir, "planted.py")
+	for p, s := range map[string]string{honest: src, planted: bad} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return honest, planted
+}
+
+// judgeRun runs the built rpcbench with args in dir and returns its exit
+// status and output.
+func judgeRun(t *testing.T, bin, dir string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("rpcbench %v: %v", args, err)
+	}
+	return code, out.String()
+}
+
+// TestJudgeUserAdapter judges the walkthrough's adapter, a grpcio client
+// written outside the repository, end to end with no change to rpcbench:
+// its column is in the evidence and the scorecard; --write-expect writes
+// what the first run saw and a second run with those pins passes; a pin
+// moved to where the invariant holds fails as stale; the adapter with a
+// retry planted in it double-executes a debit, by the server's log, and
+// fails; a pins file naming no scenario and a configuration that is not
+// JSON are usage errors before anything runs; an adapter that does not
+// speak the protocol is an ERROR naming it.
+func TestJudgeUserAdapter(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import grpc").Run(); err != nil {
+		if cut.Required() {
+			t.Fatalf("Debian's python3-grpcio: %v; %s=1 demands it", err, cut.EnvRequire)
+		}
+		t.Skip("no grpcio for /usr/bin/python3: apt-get install python3-grpcio")
+	}
+	bin, _ := buildBinaries(t)
+	honest, planted := walkthroughAdapter(t)
+	dir := t.TempDir()
+	sel := []string{"--run", "^grpc_close_after_exec_", "--config", "default", "--config", "retry", "--color", "never"}
+	judgeArgs := func(extra ...string) []string {
+		return append(append(append([]string{"judge", "--client"}, sel...), extra...), "--", "/usr/bin/python3")
+	}
+
+	code, out := judgeRun(t, bin, dir, append(judgeArgs("--write-expect", "pins.txt", "--summary", "summary.md"), honest)...)
+	if code != 1 || !strings.Contains(out, "CASE grpc_close_after_exec_myclient_retry FAIL") || !strings.Contains(out, "executions=2") {
+		t.Fatalf("first run: exit %d, want 1 with the retry column's double execution unpinned:\n%s", code, out)
+	}
+	pinsText := readFile(t, filepath.Join(dir, "pins.txt"))
+	if !regexp.MustCompile(`(?m)^retry +grpc_close_after_exec +exec_at_most_once +# TODO`).MatchString(pinsText) || strings.Contains(pinsText, "default ") {
+		t.Fatalf("pins.txt: want the retry column's exec_at_most_once alone:\n%s", pinsText)
+	}
+	ev := readFile(t, filepath.Join(dir, "rpcbench-judge", "output.txt"))
+	if !strings.Contains(ev, "CASE grpc_close_after_exec_myclient_default PASS scenario=grpc_close_after_exec stack=my-client config=default") {
+		t.Errorf("the evidence has no my-client column:\n%s", ev)
+	}
+	if env := readFile(t, filepath.Join(dir, "rpcbench-judge", "env.txt")); !strings.Contains(env, "my-client") {
+		t.Errorf("env.txt does not name the judged adapter:\n%s", env)
+	}
+	if s := readFile(t, filepath.Join(dir, "summary.md")); !strings.Contains(s, "## rpcbench judge: FAILED") || !strings.Contains(s, "grpc_close_after_exec_myclient_retry") {
+		t.Errorf("summary.md:\n%s", s)
+	}
+	if code, out := judgeRun(t, bin, dir, "scorecard", "rpcbench-judge", "--color", "never"); code != 0 || !strings.Contains(out, "my-client") {
+		t.Errorf("scorecard of the judge's evidence: exit %d, want the my-client column:\n%s", code, out)
+	}
+
+	code, out = judgeRun(t, bin, dir, append(judgeArgs("--expect", "pins.txt", "--evidence", ""), honest)...)
+	if code != 0 || !strings.Contains(out, "CASE grpc_close_after_exec_myclient_retry FINDING") {
+		t.Fatalf("second run with the pins written: exit %d, want 0 and a FINDING:\n%s", code, out)
+	}
+
+	code, out = judgeRun(t, bin, dir, append(judgeArgs("--expect", "pins.txt", "--evidence", ""), planted)...)
+	if code != 1 || !regexp.MustCompile(`CASE grpc_close_after_exec_myclient_default FAIL .*executions=2 .*exec_at_most_once:=violated`).MatchString(out) {
+		t.Fatalf("the planted retry: exit %d, want 1 with the default column executed twice:\n%s", code, out)
+	}
+
+	stale := regexp.MustCompile(`(?m)^retry( +grpc_close_after_exec)`).ReplaceAllString(pinsText, "default$1")
+	if stale == pinsText {
+		t.Fatalf("could not move the pin in:\n%s", pinsText)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stale.txt"), []byte(stale), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = judgeRun(t, bin, dir, append(judgeArgs("--expect", "stale.txt", "--evidence", ""), honest)...)
+	if code != 1 || !strings.Contains(out, "stale pin: stale.txt:") {
+		t.Fatalf("a stale pin: exit %d, want 1 naming it:\n%s", code, out)
+	}
+
+	bad := map[string]string{
+		"unknown.txt": "retry grpc_no_such_scenario exec_at_most_once # x\n",
+		"config.json": "{\n  \"name\": \"x\",\n  \"retries\": 3\n}\n",
+	}
+	for name, text := range bad {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out = judgeRun(t, bin, dir, append(judgeArgs("--expect", "unknown.txt", "--evidence", ""), honest)...)
+	if code != 2 || !strings.Contains(out, `unknown.txt:1: no grpc scenario "grpc_no_such_scenario"`) || strings.Contains(out, "CASE") {
+		t.Errorf("a pin naming no scenario: exit %d, want 2 naming the file and line before any case:\n%s", code, out)
+	}
+	code, out = judgeRun(t, bin, dir, "judge", "--client", "--config", "config.json", "--evidence", "", "--", "/usr/bin/python3", honest)
+	if code != 2 || !strings.Contains(out, `config.json:3: unknown key "retries"`) || strings.Contains(out, "CASE") {
+		t.Errorf("a configuration with an unknown key: exit %d, want 2 naming the file and line:\n%s", code, out)
+	}
+	code, out = judgeRun(t, bin, dir, "judge", "--client", "--evidence", "", "--", "/bin/sh", "-c", "read x; echo not-json; echo 'my adapter broke' >&2")
+	if code != 1 || !strings.Contains(out, "ERROR") || !strings.Contains(out, "/bin/sh -c") || !strings.Contains(out, "my adapter broke") || strings.Contains(out, "PASS") {
+		t.Errorf("an adapter that breaks the protocol: exit %d, want 1, an ERROR naming it and its stderr:\n%s", code, out)
+	}
+}
