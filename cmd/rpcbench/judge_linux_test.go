@@ -158,3 +158,48 @@ func TestJudgeUserAdapter(t *testing.T) {
 		t.Errorf("an adapter that breaks the protocol: exit %d, want 1, an ERROR naming it and its stderr:\n%s", code, out)
 	}
 }
+
+// TestJudgeConfigAndServer judges the shipped grpc-go adapter as a
+// user's: in the walkthrough's configuration that retries CANCELLED and
+// INTERNAL too, a debit executes twice after the resets that surface as
+// those codes, under that configuration's own column, where the built-in
+// retry column executes it once; with the pins --write-expect wrote,
+// they are findings. Its serve mode, given as --server, is judged beside
+// rpcserver.
+func TestJudgeConfigAndServer(t *testing.T) {
+	st := cut.Stacks()[0]
+	adapter, _, err := st.Find(t.Context(), filepath.Join("..", "..", "bin"))
+	if err != nil {
+		if cut.Required() {
+			t.Fatalf("%v; %s=1 demands it", err, cut.EnvRequire)
+		}
+		t.Skip(err)
+	}
+	bin, _ := buildBinaries(t)
+	dir := t.TempDir()
+	cfg, err := filepath.Abs("../../docs/judge-your-stack/retry-cancelled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"judge", "--client", "--config", "retry", "--config", cfg, "--run", "^grpc_rst_(cancel|protocol|internal)_after_exec_",
+		"--evidence", "", "--color", "never"}
+	code, out := judgeRun(t, bin, dir, append(args, "--write-expect", "pins.txt", "--", adapter)...)
+	for _, sc := range []string{"grpc_rst_cancel_after_exec", "grpc_rst_protocol_after_exec", "grpc_rst_internal_after_exec"} {
+		if !regexp.MustCompile(`CASE ` + sc + `_grpcgo_retrycancelled FAIL .*config=retry-cancelled .*executions=2 .*exec_at_most_once:=violated`).MatchString(out) ||
+			!regexp.MustCompile(`CASE ` + sc + `_grpcgo_retry \S+ .*executions=1 .*exec_at_most_once:=holds`).MatchString(out) {
+			t.Errorf("%s: want two executions under retry-cancelled and one under retry", sc)
+		}
+	}
+	if code != 1 || t.Failed() {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	code, out = judgeRun(t, bin, dir, append(args, "--expect", "pins.txt", "--", adapter)...)
+	if code != 0 || strings.Count(out, "_grpcgo_retrycancelled FINDING") != 3 {
+		t.Fatalf("with the pins written: exit %d, want 0 and three findings:\n%s", code, out)
+	}
+
+	code, out = judgeRun(t, bin, dir, "judge", "--server", "--run", "^grpcserver_cancel_stops_handler_", "--evidence", "", "--color", "never", "--", adapter, "serve")
+	if code != 0 || !strings.Contains(out, "CASE grpcserver_cancel_stops_handler_rpcserver PASS") || !strings.Contains(out, "CASE grpcserver_cancel_stops_handler_grpcgo PASS") {
+		t.Fatalf("--server: exit %d, want rpcserver's column and the adapter's:\n%s", code, out)
+	}
+}
