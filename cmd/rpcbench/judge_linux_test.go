@@ -203,3 +203,63 @@ func TestJudgeConfigAndServer(t *testing.T) {
 		t.Fatalf("--server: exit %d, want rpcserver's column and the adapter's:\n%s", code, out)
 	}
 }
+
+// TestActionScript runs the GitHub Action's judge step (action/judge.sh)
+// as action.yml runs it, on the walkthrough's adapter with the action's
+// inputs as INPUT_* variables: it passes with a pins file, and writes
+// the Markdown summary to $GITHUB_STEP_SUMMARY. Every input action.yml
+// declares reaches the script or the install step.
+func TestActionScript(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import grpc").Run(); err != nil {
+		if cut.Required() {
+			t.Fatalf("Debian's python3-grpcio: %v; %s=1 demands it", err, cut.EnvRequire)
+		}
+		t.Skip("no grpcio for /usr/bin/python3: apt-get install python3-grpcio")
+	}
+	action := readFile(t, "../../action.yml")
+	script, err := filepath.Abs("../../action/judge.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(action, `"$GITHUB_ACTION_PATH/action/judge.sh"`) {
+		t.Errorf("action.yml does not run action/judge.sh")
+	}
+	text := readFile(t, script)
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+):\n    description:`).FindAllStringSubmatch(action, -1) {
+		in := m[1]
+		if in == "version" {
+			if !strings.Contains(action, "${{ inputs.version }}") {
+				t.Errorf("input version is not used")
+			}
+			continue
+		}
+		env := "INPUT_" + strings.ToUpper(in)
+		if !strings.Contains(action, env+": ${{ inputs."+in+" }}") || !strings.Contains(text, env) {
+			t.Errorf("input %s does not reach action/judge.sh as %s", in, env)
+		}
+	}
+	bin, _ := buildBinaries(t)
+	honest, _ := walkthroughAdapter(t)
+	dir := t.TempDir()
+	pinsFile := filepath.Join(dir, "pins.txt")
+	if err := os.WriteFile(pinsFile, []byte("retry grpc_close_after_exec exec_at_most_once  # the policy retries UNAVAILABLE, which a closed connection surfaces as\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	summary := filepath.Join(dir, "summary.md")
+	cmd := exec.CommandContext(t.Context(), script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RPCBENCH="+bin, "GITHUB_STEP_SUMMARY="+summary,
+		"INPUT_CLIENT=/usr/bin/python3 "+honest, "INPUT_CONFIGS=\n  default\nretry  \n", "INPUT_EXPECT="+pinsFile,
+		"INPUT_RUN=^grpc_close_after_exec_", "INPUT_EVIDENCE=ev")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("action/judge.sh: %v\n%s", err, out)
+	}
+	s := readFile(t, summary)
+	if !strings.Contains(s, "## rpcbench judge: passed") || !strings.Contains(s, "my-client") || !strings.Contains(s, "client configurations: default, retry") {
+		t.Errorf("the job summary:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ev", "output.txt")); err != nil {
+		t.Errorf("no evidence where INPUT_EVIDENCE says: %v", err)
+	}
+}
