@@ -185,8 +185,8 @@ func TestJudgeConfigAndServer(t *testing.T) {
 		"--evidence", "", "--color", "never"}
 	code, out := judgeRun(t, bin, dir, append(args, "--write-expect", "pins.txt", "--", adapter)...)
 	for _, sc := range []string{"grpc_rst_cancel_after_exec", "grpc_rst_protocol_after_exec", "grpc_rst_internal_after_exec"} {
-		if !regexp.MustCompile(`CASE ` + sc + `_grpcgo_retrycancelled FAIL .*config=retry-cancelled .*executions=2 .*exec_at_most_once:=violated`).MatchString(out) ||
-			!regexp.MustCompile(`CASE ` + sc + `_grpcgo_retry \S+ .*executions=1 .*exec_at_most_once:=holds`).MatchString(out) {
+		if !regexp.MustCompile(`CASE `+sc+`_grpcgo_retrycancelled FAIL .*config=retry-cancelled .*executions=2 .*exec_at_most_once:=violated`).MatchString(out) ||
+			!regexp.MustCompile(`CASE `+sc+`_grpcgo_retry \S+ .*executions=1 .*exec_at_most_once:=holds`).MatchString(out) {
 			t.Errorf("%s: want two executions under retry-cancelled and one under retry", sc)
 		}
 	}
