@@ -47,6 +47,8 @@ type judgeOptions struct {
 	JSON     string
 	// RPCServer is the rpcserver binary, "" for the one beside rpcbench.
 	RPCServer string
+	// suite is what runJudge judges, once set up.
+	suite judge.Suite
 	control
 }
 
@@ -312,6 +314,7 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 			return usageErrorf("", "--expect: %v", err)
 		}
 	}
+	o.suite = suite
 	all := scenario.Registry(suite.Cases())
 	list, err := o.filter(all, all)
 	if err != nil {
@@ -367,10 +370,23 @@ func writeExpect(o *judgeOptions, who []judged, lines []report.Line) error {
 		stacks = append(stacks, j.stack)
 		ps = append(ps, judge.Observed(lines, j.stack, judge.PlaceholderReason(j.stack))...)
 	}
+	// A pin --expect already had keeps its reason: rewriting the pins
+	// after an upgrade asks only for the reasons of what changed.
+	if o.Expect != "" && len(who) > 0 {
+		old, err := o.suite.LoadPins(who[0].stack)
+		if err != nil {
+			return err
+		}
+		for i, p := range ps {
+			if had, ok := old.Lookup(p.Key); ok {
+				ps[i].Reason = had.Reason
+			}
+		}
+	}
 	header := []string{
 		fmt.Sprintf("Pins of %s, written by rpcbench judge --write-expect from what it observed.", strings.Join(stacks, " and ")),
 		"Each line: <config> <scenario> <invariant> [sometimes]  # why the stack does this.",
-		"Replace each TODO with the reason, then judge with --expect " + filepath.Base(o.WriteExpect) + ":",
+		"Replace each TODO with the reason (a pin the --expect file had keeps its own), then judge with --expect " + filepath.Base(o.WriteExpect) + ":",
 		"an unpinned violation fails the run, and so does a pin that no longer happens.",
 	}
 	f, err := outfile.Create(o.WriteExpect)
