@@ -47,6 +47,8 @@ type judgeOptions struct {
 	JSON     string
 	// RPCServer is the rpcserver binary, "" for the one beside rpcbench.
 	RPCServer string
+	// NoReference leaves out rpcbench's own client's columns.
+	NoReference bool
 	// suite is what runJudge judges, once set up.
 	suite judge.Suite
 	control
@@ -130,6 +132,7 @@ Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 	f.StringVar(&o.Summary, "summary", "", `write a Markdown summary to this file ("-": stdout), e.g. "$GITHUB_STEP_SUMMARY"`)
 	f.StringVar(&o.Evidence, "evidence", "rpcbench-judge", `evidence directory to write ("" for none)`)
 	f.StringVar(&o.JSON, "json", "", `also write the results as JSON to this file ("-": stdout, the CASE lines then go to stderr)`)
+	f.BoolVar(&o.NoReference, "no-reference", false, "leave out rpcbench's own client's columns, the reference beside yours")
 	f.StringVar(&o.RPCServer, "rpcserver", "", `rpcserver binary (default "rpcserver" next to the rpcbench executable)`)
 	o.control.runFlags(cmd)
 	return cmd
@@ -262,8 +265,11 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 	if err != nil {
 		return err
 	}
+	// Every scenario is in the suite, so that a pins file may name any;
+	// only the columns of what is judged run.
 	base := grpc.Suite()
-	suite := judge.Suite{Group: judgeGroup, PinFiles: map[string]string{}, Configs: cfgs, Stacks: []cut.Stack{}, ServerStacks: []string{}}
+	suite := judge.Suite{Group: judgeGroup, Client: base.Client, Server: base.Server, PinFiles: map[string]string{},
+		Configs: cfgs, Stacks: []cut.Stack{}, ServerStacks: []string{}, NoReference: o.Client == nil || o.NoReference}
 	var given []givenAdapter
 	var who []judged
 	if o.Client != nil {
@@ -280,7 +286,7 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 				st.PingsAlways = shipped.PingsAlways
 			}
 		}
-		suite.Client, suite.Stacks = base.Client, []cut.Stack{st}
+		suite.Stacks = []cut.Stack{st}
 		who = append(who, j)
 	}
 	if o.Server != nil {
@@ -291,7 +297,7 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 		if err := checkStack(j); err != nil {
 			return err
 		}
-		suite.Server, suite.ServerStacks = base.Server, []string{j.stack}
+		suite.ServerStacks = []string{j.stack}
 		who = append(who, j)
 	}
 	for _, j := range who {

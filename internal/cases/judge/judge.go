@@ -66,8 +66,12 @@ func (c column) slug() string {
 	if c.Stack == StackRPCBench && c.config == "client" {
 		s = c.Stack
 	}
-	return strings.NewReplacer("-", "", "+", "_").Replace(s)
+	return Slug(s)
 }
+
+// Slug is a stack's or configuration's name as part of a case's name:
+// - dropped, and +, @ and . (a stack at a release, grpc-go@1.60.3) as _.
+func Slug(name string) string { return strings.NewReplacer("-", "", "+", "_", "@", "_", ".", "_").Replace(name) }
 
 // The kinds of grpc scenario, by the configurations they run in: a
 // configuration runs the kinds its file lists (cut.GRPCConfig.Runs).
@@ -123,7 +127,10 @@ func (s Suite) configs() []cut.GRPCConfig {
 // columnsOf are the columns of a scenario of kind: the reference, then
 // each stack in each configuration that runs the kind.
 func (s Suite) columnsOf(kind string) []column {
-	cols := []column{{Stack: StackRPCBench, config: referenceOf(kind)}}
+	var cols []column
+	if !s.NoReference {
+		cols = append(cols, column{Stack: StackRPCBench, config: referenceOf(kind)})
+	}
 	for _, st := range s.clientStacks() {
 		for _, g := range s.configs() {
 			if slices.Contains(g.Runs, cmp.Or(kind, kindPlain)) {
@@ -239,8 +246,12 @@ type Suite struct {
 	// nil for the built-in ones (package configs).
 	Configs []cut.GRPCConfig
 	// ServerStacks are the server columns' stacks after rpcserver's; nil
-	// for cut.Stacks'.
+	// for cut.Stacks', empty for no server column at all.
 	ServerStacks []string
+	// NoReference leaves out the reference columns, rpcbench's own
+	// client's: a run judging one stack at many releases needs them
+	// once, not once a release.
+	NoReference bool
 	// PinFiles names, by stack, the pins file a stack is judged against
 	// instead of its embedded one (expectations/STACK.txt); "" for no
 	// pins at all, so that every violation fails.
@@ -506,14 +517,24 @@ func (s Suite) KnownPin(stack string) pins.Known {
 		if !slices.ContainsFunc(s.Client, func(sc Scenario) bool { return sc.Name == k.Scenario }) {
 			return fmt.Errorf("no grpc scenario %q", k.Scenario)
 		}
-		var configs []string
+		var names []string
 		for _, col := range s.allColumns() {
 			if col.Stack == stack {
-				configs = append(configs, col.config)
+				names = append(names, col.config)
 			}
 		}
-		if !slices.Contains(configs, k.Config) {
-			return fmt.Errorf("%s has no configuration %q (want one of %s)", stack, k.Config, strings.Join(configs, ", "))
+		if s.PinFiles != nil && stack != StackRPCBench {
+			// A user's pins may name a built-in configuration this run
+			// leaves out: it is not judged, as a scenario --run leaves
+			// out is not.
+			for _, b := range configs.Builtin() {
+				if !slices.Contains(names, b.Name) {
+					names = append(names, b.Name)
+				}
+			}
+		}
+		if !slices.Contains(names, k.Config) {
+			return fmt.Errorf("%s has no configuration %q (want one of %s)", stack, k.Config, strings.Join(names, ", "))
 		}
 		return nil
 	}

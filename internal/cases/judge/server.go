@@ -87,6 +87,9 @@ type ServerScenario struct {
 // adapter stack.
 func (s Suite) serverStacks() []string {
 	if s.ServerStacks != nil {
+		if len(s.ServerStacks) == 0 {
+			return nil // no server judged: no rpcserver column to compare with
+		}
 		return append([]string{StackRPCServer}, s.ServerStacks...)
 	}
 	return append([]string{StackRPCServer}, cut.StackNames()...)
