@@ -71,7 +71,9 @@ func (c column) slug() string {
 
 // Slug is a stack's or configuration's name as part of a case's name:
 // - dropped, and +, @ and . (a stack at a release, grpc-go@1.60.3) as _.
-func Slug(name string) string { return strings.NewReplacer("-", "", "+", "_", "@", "_", ".", "_").Replace(name) }
+func Slug(name string) string {
+	return strings.NewReplacer("-", "", "+", "_", "@", "_", ".", "_").Replace(name)
+}
 
 // The kinds of grpc scenario, by the configurations they run in: a
 // configuration runs the kinds its file lists (cut.GRPCConfig.Runs).
