@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +28,10 @@ type scorecardOptions struct {
 	// Stacks and Configs select the judged columns shown, in every
 	// output; nil selects all.
 	Stacks, Configs []string
+	// Releases shows what changed between the releases of each stack
+	// the evidence holds at several (rpcbench matrix's), in place of
+	// the card.
+	Releases bool
 }
 
 func newScorecardCmd(a *app) *cobra.Command {
@@ -81,6 +86,7 @@ read or holds no grpc case.`,
 	cmd.Flags().StringVar(&o.Page, "page", "report.html", `report page the Markdown cells link to ("" links nothing)`)
 	cmd.Flags().StringSliceVar(&o.Stacks, "stack", nil, "show only this stack beside the reference (repeatable, or a comma-separated list)")
 	cmd.Flags().StringSliceVar(&o.Configs, "config", nil, "show only this configuration (repeatable, or a comma-separated list)")
+	cmd.Flags().BoolVar(&o.Releases, "releases", false, "show, for each stack judged at several releases (rpcbench matrix's evidence), the outcomes that changed from one release to another, in place of the card")
 	_ = cmd.RegisterFlagCompletionFunc("stack", cobra.FixedCompletions(cut.StackNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("config", cobra.FixedCompletions(configNames(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -116,6 +122,9 @@ func runScorecard(o *scorecardOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Evidence, err)
 	}
+	if o.Releases {
+		return writeReleases(o, card.Releases(), jsonOut, mdOut)
+	}
 	// Checked against the evidence before anything is written.
 	if err := checkNames("--stack", "stacks", o.Stacks, card.Stacks(), card.References()); err != nil {
 		return err
@@ -140,6 +149,55 @@ func runScorecard(o *scorecardOptions) error {
 	}
 	if mdOut != nil {
 		if err := card.WriteMarkdownByStack(mdOut.w, o.Page); err != nil {
+			return fmt.Errorf("--markdown %s: %w", o.Markdown, err)
+		}
+		if err := mdOut.commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReleases writes what changed between releases, as runScorecard
+// writes the card: text unless an output takes stdout, then JSON and
+// Markdown. --stack and --config keep the stacks and configurations
+// named.
+func writeReleases(o *scorecardOptions, rs scorecard.Releases, jsonOut, mdOut *output) error {
+	var stacks, configs []string
+	for _, sr := range rs {
+		stacks = append(stacks, sr.Stack)
+		for _, ch := range sr.Changes {
+			if !slices.Contains(configs, ch.Config) {
+				configs = append(configs, ch.Config)
+			}
+		}
+	}
+	if err := checkNames("--stack", "stacks", o.Stacks, stacks, nil); err != nil {
+		return err
+	}
+	rs = slices.DeleteFunc(rs, func(sr scorecard.StackReleases) bool { return len(o.Stacks) > 0 && !slices.Contains(o.Stacks, sr.Stack) })
+	for i := range rs {
+		rs[i].Changes = slices.DeleteFunc(rs[i].Changes, func(ch scorecard.Change) bool {
+			return len(o.Configs) > 0 && !slices.Contains(o.Configs, ch.Config)
+		})
+	}
+	if (jsonOut == nil || !jsonOut.stdout()) && (mdOut == nil || !mdOut.stdout()) {
+		if err := rs.WriteText(o.Out); err != nil {
+			return err
+		}
+	}
+	if jsonOut != nil {
+		enc := json.NewEncoder(jsonOut.w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rs); err != nil {
+			return fmt.Errorf("--json %s: %w", o.JSON, err)
+		}
+		if err := jsonOut.commit(); err != nil {
+			return err
+		}
+	}
+	if mdOut != nil {
+		if err := rs.WriteMarkdown(mdOut.w, o.Page); err != nil {
 			return fmt.Errorf("--markdown %s: %w", o.Markdown, err)
 		}
 		if err := mdOut.commit(); err != nil {

@@ -177,19 +177,25 @@ func (c Card) WriteMarkdown(w io.Writer, page string) error {
 	for _, r := range c.Rows {
 		fmt.Fprintf(&b, "| `%s` | `%s` |", r.Scenario, r.Invariant)
 		for _, cl := range r.Cells {
-			t := cl.Text()
-			if cl.Outcome.Broken() {
-				t = "**" + t + "**"
-			}
-			if page != "" && cl.Case != "" {
-				t = fmt.Sprintf("[%s](%s#case-%s)", t, page, cl.Case)
-			}
-			fmt.Fprintf(&b, " %s |", t)
+			fmt.Fprintf(&b, " %s |", mdCell(cl, page))
 		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mdCell is a cell as the Markdown tables write it: a broken outcome in
+// bold, linking to its case on the report page at page, if any.
+func mdCell(cl Cell, page string) string {
+	t := cl.Text()
+	if cl.Outcome.Broken() {
+		t = "**" + t + "**"
+	}
+	if page != "" && cl.Case != "" {
+		t = fmt.Sprintf("[%s](%s#case-%s)", t, page, cl.Case)
+	}
+	return t
 }
 
 // WriteJSON writes the card as indented JSON.
