@@ -175,7 +175,9 @@ func writeReleases(o *scorecardOptions, rs scorecard.Releases, jsonOut, mdOut *o
 	if err := checkNames("--stack", "stacks", o.Stacks, stacks, nil); err != nil {
 		return err
 	}
-	rs = slices.DeleteFunc(rs, func(sr scorecard.StackReleases) bool { return len(o.Stacks) > 0 && !slices.Contains(o.Stacks, sr.Stack) })
+	rs = slices.DeleteFunc(rs, func(sr scorecard.StackReleases) bool {
+		return len(o.Stacks) > 0 && !slices.Contains(o.Stacks, sr.Stack)
+	})
 	for i := range rs {
 		rs[i].Changes = slices.DeleteFunc(rs[i].Changes, func(ch scorecard.Change) bool {
 			return len(o.Configs) > 0 && !slices.Contains(o.Configs, ch.Config)
