@@ -2,9 +2,12 @@ package stackbuild
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/cut"
 )
 
 // envStackBuild set to "1" runs the tests that really build adapters:
@@ -46,8 +49,14 @@ func TestMatrix(t *testing.T) {
 			if err != nil || again != bin {
 				t.Fatalf("second Build = %q, %v; want the cached %q", again, err, bin)
 			}
-			t.Logf("%s: check %.1fs, build %.1fs, cached build %.2fs: %s", r.Ref, checked.Seconds(), built.Seconds(),
-				(time.Since(start) - checked - built).Seconds(), bin)
+			cachedIn := time.Since(start) - checked - built
+			info, err := cut.Probe(ctx, bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps, _ := json.Marshal(info.Caps)
+			t.Logf("%s: check %.1fs, build %.1fs, cached build %.2fs: %s says %s %s on %s, %s", r.Ref, checked.Seconds(),
+				built.Seconds(), cachedIn.Seconds(), bin, info.Stack, info.Version, info.Runtime, caps)
 		})
 	}
 }
