@@ -64,7 +64,7 @@ func (r Ref) checkGo(ctx context.Context, st stack) error {
 	if err := json.Unmarshal(out, &m); err != nil {
 		return fmt.Errorf("stackbuild: go list -m -versions %s: %w", st.pkg, err)
 	}
-	return r.among(m.Versions, "the Go module proxy ($GOPROXY)", "")
+	return r.among(m.Versions, "the Go module proxy ($GOPROXY)")
 }
 
 func (r Ref) checkNPM(ctx context.Context, st stack) error {
@@ -79,54 +79,40 @@ func (r Ref) checkNPM(ctx context.Context, st stack) error {
 	if err := json.Unmarshal(out, &versions); err != nil {
 		return fmt.Errorf("stackbuild: npm view %s versions: %w", st.pkg, err)
 	}
-	return r.among(versions, "the npm registry", "")
+	return r.among(versions, "the npm registry")
 }
 
 // pipVersions matches the releases line of pip index versions, whose
 // output is text.
 var pipVersions = regexp.MustCompile(`(?m)^Available versions: (.*)$`)
 
-// checkPyPI lists grpcio's releases twice: all of them, and those with a
-// wheel for this Python, since Build installs wheels only (building
-// grpcio from source takes most of an hour).
+// checkPyPI lists grpcio's releases on PyPI. Whether one has a wheel
+// for this Python is Build's to find out: it installs wheels only
+// (building grpcio from source takes most of an hour), and pip's own
+// error says what it found.
 func (r Ref) checkPyPI(ctx context.Context, st stack) error {
 	py, err := r.python(ctx)
 	if err != nil {
 		return err
 	}
-	list := func(args ...string) ([]string, error) {
-		out, err := tool{name: py, args: append([]string{"-m", "pip", "index", "versions"}, append(args, st.pkg)...),
-			dir: tempDir()}.run(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		m := pipVersions.FindSubmatch(out)
-		if m == nil {
-			return nil, fmt.Errorf("stackbuild: pip index versions %s: no \"Available versions:\" line in %q", st.pkg, out)
-		}
-		return strings.Split(string(m[1]), ", "), nil
-	}
-	all, err := list()
+	out, err := tool{name: py, args: []string{"-m", "pip", "index", "versions", st.pkg}, dir: tempDir()}.run(ctx, nil)
 	if err != nil {
 		return err
 	}
-	wheels, err := list("--only-binary=:all:")
-	if err != nil {
-		return err
+	m := pipVersions.FindSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("stackbuild: pip index versions %s: no \"Available versions:\" line in %q", st.pkg, out)
 	}
-	if slices.Contains(all, r.Version) && !slices.Contains(wheels, r.Version) {
-		return r.among(wheels, "PyPI", fmt.Sprintf("PyPI's grpcio %s has no wheel for %s here, and building it from source is not attempted", r.Version, py))
-	}
-	return r.among(all, "PyPI", "")
+	return r.among(strings.Split(string(m[1]), ", "), "PyPI")
 }
 
 // among is nil when releases has r.Version, else a *ReleaseError
 // naming its nearest neighbours there.
-func (r Ref) among(releases []string, registry, why string) error {
-	if why == "" && slices.Contains(releases, r.Version) {
+func (r Ref) among(releases []string, registry string) error {
+	if slices.Contains(releases, r.Version) {
 		return nil
 	}
-	return &ReleaseError{Ref: r, Registry: registry, Why: why, Nearby: nearby(releases, r.Version, 3)}
+	return &ReleaseError{Ref: r, Registry: registry, Nearby: nearby(releases, r.Version, 3)}
 }
 
 // python is the interpreter venvs are made with, python3 on PATH, once

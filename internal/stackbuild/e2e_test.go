@@ -3,7 +3,9 @@ package stackbuild
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,4 +69,36 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// TestCheckRegistries asks each registry about releases that do not
+// exist and expects a *ReleaseError
+// naming real neighbours. About 4 s: four listings.
+func TestCheckRegistries(t *testing.T) {
+	needBuilds(t)
+	for _, tc := range []struct {
+		ref    string
+		nearby string // one release Nearby must name
+	}{
+		{"grpc-go@v1.70.5", "v1.70.0"},
+		{"connect-go@v1.19.9", "v1.19.1"},
+		{"grpc-js@1.10.99", "1.10.11"},
+		{"grpcio@1.68.9", "1.68.1"},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			ref, err := Parse(tc.ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = ref.Check(t.Context())
+			re, ok := errors.AsType[*ReleaseError](err)
+			if !ok || !errors.Is(err, ErrNoSuchRelease) {
+				t.Fatalf("Check(%s) = %v, want a *ReleaseError", ref, err)
+			}
+			if !slices.Contains(re.Nearby, tc.nearby) {
+				t.Errorf("Check(%s) = %v: want %s among the nearby releases", ref, err, tc.nearby)
+			}
+			t.Log(err)
+		})
+	}
 }

@@ -8,30 +8,23 @@ import (
 )
 
 // ErrNoSuchRelease is what a *ReleaseError is: the registry has no
-// release of that number, or none this machine can install.
+// release of that number.
 var ErrNoSuchRelease = errors.New("stackbuild: no such release")
 
-// ReleaseError says the registry cannot give Ref, and which releases
-// near it it can.
+// ReleaseError says the registry has no release Ref, and which releases
+// near it it has.
 type ReleaseError struct {
 	Ref Ref
 	// Registry names where it was looked up ("the Go module proxy").
 	Registry string
-	// Why is empty when the registry has no such release; else why the
-	// release it has cannot be used here ("no wheel for this Python").
-	Why string
-	// Nearby are the usable releases closest to Ref.Version, below and
+	// Nearby are the releases closest to Ref.Version, below and
 	// above, oldest first.
 	Nearby []string
 }
 
 func (e *ReleaseError) Error() string {
 	var b strings.Builder
-	if e.Why == "" {
-		fmt.Fprintf(&b, "stackbuild: %s: %s has no release %s of %s", e.Ref, e.Registry, e.Ref.Version, e.Ref.stack().pkg)
-	} else {
-		fmt.Fprintf(&b, "stackbuild: %s: %s", e.Ref, e.Why)
-	}
+	fmt.Fprintf(&b, "stackbuild: %s: %s has no release %s of %s", e.Ref, e.Registry, e.Ref.Version, e.Ref.stack().pkg)
 	if len(e.Nearby) > 0 {
 		fmt.Fprintf(&b, "; nearby releases: %s", strings.Join(e.Nearby, ", "))
 	}

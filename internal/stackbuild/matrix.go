@@ -34,6 +34,6 @@ var matrix = []Release{
 	{Ref{"grpcio", "1.62.3"}, "a PyPI wheel a year after Debian's"},
 	{Ref{"grpcio", "1.70.0"}, "a PyPI wheel between"},
 	{Ref{"grpcio", "1.85.3"}, "the newest PyPI release with a wheel for Python 3.11"},
-	{Ref{"connect-go", "v1.18.1"}, "an older connect-go against the shipped one"},
+	{Ref{"connect-go", "v1.19.0"}, "the oldest supported: the first with connect.NewClientContext, which the adapter reads the response headers through"},
 	{Ref{"connect-go", "v1.21.1"}, "the shipped release"},
 }

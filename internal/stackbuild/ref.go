@@ -69,7 +69,7 @@ var stacks = []stack{
 	{name: "grpc-go", kind: goModule, pkg: "google.golang.org/grpc", adapter: "grpcgo", bin: "adapter-grpcgo",
 		floor: "v1.60.0", shipped: func() string { return goRequire("grpcgo", "google.golang.org/grpc") }},
 	{name: "connect-go", kind: goModule, pkg: "connectrpc.com/connect", adapter: "connectgo", bin: "adapter-connectgo",
-		floor: "v1.16.0", shipped: func() string { return goRequire("connectgo", "connectrpc.com/connect") }},
+		floor: "v1.19.0", shipped: func() string { return goRequire("connectgo", "connectrpc.com/connect") }},
 	{name: "grpc-js", kind: npmPackage, pkg: "@grpc/grpc-js", adapter: "grpcjs", bin: "adapter-grpcjs",
 		floor: "1.8.0", shipped: npmShipped},
 	// grpcio's shipped release is Debian's python3-grpcio (bookworm),

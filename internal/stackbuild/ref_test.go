@@ -22,7 +22,8 @@ func TestParse(t *testing.T) {
 		{in: "grpc-js@v1.10.11", want: Ref{"grpc-js", "1.10.11"}},
 		{in: "grpcio@1.68.1", want: Ref{"grpcio", "1.68.1"}},
 		{in: "grpcio@1.60.0rc1", want: Ref{"grpcio", "1.60.0rc1"}},
-		{in: "connect-go@v1.18.1", want: Ref{"connect-go", "v1.18.1"}},
+		{in: "connect-go@v1.19.1", want: Ref{"connect-go", "v1.19.1"}},
+		{in: "connect-go@v1.18.1", err: "supports connectrpc.com/connect v1.19.0 and later"},
 		{in: "grpc-go", want: Ref{"grpc-go", shipped("grpc-go")}},
 		{in: "grpc-js", want: Ref{"grpc-js", shipped("grpc-js")}},
 		{in: "grpcio", want: Ref{"grpcio", DebianGRPCIO}},
@@ -129,8 +130,6 @@ func TestErrors(t *testing.T) {
 	}{
 		{rel, ErrNoSuchRelease, ErrNoToolchain,
 			"stackbuild: grpc-go@v1.70.5: the Go module proxy has no release v1.70.5 of google.golang.org/grpc; nearby releases: v1.70.0, v1.71.0"},
-		{&ReleaseError{Ref: Ref{"grpcio", "1.20.0"}, Registry: "PyPI", Why: "PyPI's grpcio 1.20.0 has no wheel for python3 here"},
-			ErrNoSuchRelease, ErrUsage, "stackbuild: grpcio@1.20.0: PyPI's grpcio 1.20.0 has no wheel for python3 here"},
 		{tool, ErrNoToolchain, ErrNoSuchRelease, "stackbuild: grpc-go@v1.70.5 needs go, which is not usable here (exec: \"go\": executable file not found in $PATH): " + getGo},
 		{probe, ErrProbe, ErrNoSuchRelease, "stackbuild: grpc-go@v1.70.5: the built adapter /c/adapter-grpcgo says it is grpc-go 1.70.0"},
 	} {
