@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
@@ -56,7 +57,8 @@ type marker struct {
 // stack at ref's version, so an interrupted or failed build leaves
 // nothing that a later Build trusts; a directory built from other
 // embedded sources is rebuilt. Two concurrent Builds of one ref both
-// build, and the second to finish uses the first's.
+// build, and the second to finish uses the first's. Temporary
+// directories a killed build left are removed a day later.
 //
 // Build does not ask whether the release exists: Check does, with a
 // better error.
@@ -76,6 +78,7 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("stackbuild: cache: %w", err)
 	}
+	sweep(cacheDir, time.Now().Add(-abandoned))
 	tmp, err := os.MkdirTemp(cacheDir, ".building-"+ref.String()+"-")
 	if err != nil {
 		return "", fmt.Errorf("stackbuild: cache: %w", err)
@@ -105,6 +108,25 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 		return "", fmt.Errorf("stackbuild: %s: %s is not a finished build after it was installed", ref, final)
 	}
 	return bin, nil
+}
+
+// abandoned is how old a temporary directory of a build (.building-*,
+// .stale-*) must be to be taken for one whose process died before it
+// could remove it: no build takes that long.
+const abandoned = 24 * time.Hour
+
+// sweep removes the temporary directories in cacheDir last modified
+// before cutoff, what builds killed outright (SIGKILL, a crash) left.
+func sweep(cacheDir string, cutoff time.Time) {
+	entries, _ := os.ReadDir(cacheDir)
+	for _, e := range entries {
+		if !e.IsDir() || !(strings.HasPrefix(e.Name(), ".building-") || strings.HasPrefix(e.Name(), ".stale-")) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			os.RemoveAll(filepath.Join(cacheDir, e.Name()))
+		}
+	}
 }
 
 // cached returns the adapter in dir when dir is a finished build of ref

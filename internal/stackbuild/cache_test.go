@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // finished writes a finished build of ref into dir, as Build leaves it,
@@ -170,5 +173,32 @@ func TestMissingToolchain(t *testing.T) {
 				t.Errorf("%s %s without PATH: %v; want a *ToolchainError for %s", op.name, ref, err, tc.tool)
 			}
 		}
+	}
+}
+
+// TestSweep: a build's temporary directories are removed once old
+// enough to be abandoned, and nothing else is.
+func TestSweep(t *testing.T) {
+	cache := t.TempDir()
+	old := time.Now().Add(-2 * abandoned)
+	for _, name := range []string{".building-grpc-go@v1.70.0-1", ".stale-grpc-js@1.10.11-2", ".building-grpcio@1.70.0-3", "grpc-go@v1.70.0", ".other"} {
+		if err := os.Mkdir(filepath.Join(cache, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if name != ".building-grpcio@1.70.0-3" { // a build under way
+			if err := os.Chtimes(filepath.Join(cache, name), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sweep(cache, time.Now().Add(-abandoned))
+	var left []string
+	entries, _ := os.ReadDir(cache)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{".building-grpcio@1.70.0-3", ".other", "grpc-go@v1.70.0"}
+	if d := cmp.Diff(want, left); d != "" {
+		t.Errorf("left after sweep (-want +got):\n%s", d)
 	}
 }

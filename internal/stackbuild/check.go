@@ -11,8 +11,8 @@ import (
 )
 
 // Check asks r's registry, through the stack's own toolchain, whether
-// the release exists and can be installed here: a *ReleaseError
-// (ErrNoSuchRelease) names nearby releases when it cannot, a
+// the release exists: a *ReleaseError (ErrNoSuchRelease) names nearby
+// releases when it does not, a
 // *ToolchainError (ErrNoToolchain) says how to get a missing tool. It
 // takes a second or two: one listing of the package's releases.
 // grpcio's shipped release is Debian's package, which Check looks for

@@ -59,7 +59,7 @@ type stack struct {
 	adapter string // its adapter's directory under adapters/
 	bin     string // the adapter's file name, as ./build.sh names it in bin/
 	// floor is the oldest release the adapter is known to build and run
-	// against (testdata/matrix.json's oldest); Parse refuses older ones.
+	// against (at or below Matrix's oldest); Parse refuses older ones.
 	floor   string
 	shipped func() string
 }
