@@ -37,8 +37,10 @@ func (b builder) step(format string, args ...any) {
 
 func (b builder) run(ctx context.Context, t tool) error {
 	b.step("%s", t)
-	_, err := t.run(ctx, b.progress)
-	return err
+	if _, err := t.run(ctx, b.progress); err != nil {
+		return fmt.Errorf("stackbuild: %s: %w", b.ref, err)
+	}
+	return nil
 }
 
 // goEnv keeps a user's go.work and GOFLAGS out of the build, and lets

@@ -58,7 +58,7 @@ func (r Ref) checkGo(ctx context.Context, st stack) error {
 	out, err := tool{name: "go", args: []string{"list", "-m", "-retracted", "-versions", "-json", st.pkg},
 		env: []string{"GOFLAGS=-mod=mod", "GOWORK=off", "GO111MODULE=on"}, dir: tempDir()}.run(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("stackbuild: %s: %w", r, err)
 	}
 	var m struct{ Versions []string }
 	if err := json.Unmarshal(out, &m); err != nil {
@@ -73,7 +73,7 @@ func (r Ref) checkNPM(ctx context.Context, st stack) error {
 	}
 	out, err := tool{name: "npm", args: []string{"view", "--json", st.pkg, "versions"}, dir: tempDir()}.run(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("stackbuild: %s: %w", r, err)
 	}
 	var versions []string
 	if err := json.Unmarshal(out, &versions); err != nil {
@@ -97,7 +97,7 @@ func (r Ref) checkPyPI(ctx context.Context, st stack) error {
 	}
 	out, err := tool{name: py, args: []string{"-m", "pip", "index", "versions", st.pkg}, dir: tempDir()}.run(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("stackbuild: %s: %w", r, err)
 	}
 	m := pipVersions.FindSubmatch(out)
 	if m == nil {
@@ -123,7 +123,7 @@ func (r Ref) python(ctx context.Context) (string, error) {
 	}
 	if _, err := (tool{name: "python3", args: []string{"-c", "import venv, ensurepip"}}).run(ctx, nil); err != nil {
 		if ctx.Err() != nil {
-			return "", err
+			return "", fmt.Errorf("stackbuild: %s: %w", r, err)
 		}
 		return "", &ToolchainError{Ref: r, Tool: "python3 -m venv", Get: getPython, Err: err}
 	}
@@ -137,7 +137,7 @@ func (r Ref) checkDebianGRPCIO(ctx context.Context) error {
 	out, err := tool{name: debianPython, args: []string{"-c", "import grpc; print(grpc.__version__)"}}.run(ctx, nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			return err
+			return fmt.Errorf("stackbuild: %s: %w", r, err)
 		}
 		return &ToolchainError{Ref: r, Tool: debianPython + " with python3-grpcio", Get: getDebian, Err: err}
 	}

@@ -23,7 +23,7 @@ type tool struct {
 
 // run runs t to its end under ctx, its output going to progress (nil
 // discards it), and returns its stdout. A failure quotes the end of its
-// stderr. The child has a process group of its own, so that npm's and
+// stderr; the caller says which stack it was for. The child has a process group of its own, so that npm's and
 // pip's children end with it.
 func (t tool) run(ctx context.Context, progress io.Writer) ([]byte, error) {
 	var stdout bytes.Buffer
@@ -38,13 +38,13 @@ func (t tool) run(ctx context.Context, progress io.Writer) ([]byte, error) {
 	p, err := proc.Start(ctx, proc.Spec{Bin: t.name, Args: t.args, Env: env, Dir: t.dir,
 		Stdout: w, Stderr: progress, Group: true, Interrupt: syscall.SIGTERM, WaitDelay: 5 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("stackbuild: %s: %w", t, err)
+		return nil, fmt.Errorf("%s: %w", t, err)
 	}
 	if err := p.Err(); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("stackbuild: %s: %w", t, ctx.Err())
+			return nil, fmt.Errorf("%s: %w", t, ctx.Err())
 		}
-		return stdout.Bytes(), fmt.Errorf("stackbuild: %s: %s:\n%s", t, proc.Ended(err), p.Stderr(20))
+		return stdout.Bytes(), fmt.Errorf("%s: %s:\n%s", t, proc.Ended(err), p.Stderr(20))
 	}
 	return stdout.Bytes(), nil
 }
