@@ -1,16 +1,3 @@
-// Package stackbuild turns a client stack at a release, "grpc-go@v1.70.0",
-// into an adapter binary linked against that release, built from the
-// adapter sources rpcbench embeds and cached on disk.
-//
-// The main module never links a gRPC library: stackbuild only runs the
-// stack's own toolchain (go, npm, python3 -m venv and pip) as child
-// processes, each asking its ordinary registry (the Go module proxy,
-// npm, PyPI).
-//
-// A caller parses the reference (Parse), asks the registry whether the
-// release exists (Ref.Check), then builds it (Build), which also starts
-// the adapter once and checks that it says it is that stack at that
-// release before the build is kept.
 package stackbuild
 
 import (
