@@ -27,7 +27,7 @@ func TestGeneratedFresh(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen.sh: %v\n%s", err, b)
 	}
-	for _, f := range []string{"bank.pb.go", "bank_grpc.pb.go", "bankpbconnect/bank.connect.go"} {
+	for _, f := range []string{"bank.pb.go", "bank_grpc.pb.go", "bank_grpc_pre164.pb.go", "bankpbconnect/bank.connect.go"} {
 		want, err := os.ReadFile(filepath.Join(out, "bankpb", f))
 		if err != nil {
 			t.Fatal(err)

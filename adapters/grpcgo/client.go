@@ -48,7 +48,7 @@ func dialChannel(w clientkit.Channel, log *log.Logger) (clientkit.Conn, error) {
 			Time: time.Duration(k.TimeMS) * time.Millisecond, Timeout: time.Duration(k.TimeoutMS) * time.Millisecond,
 			PermitWithoutStream: k.PermitWithoutStream}))
 	}
-	cc, err := grpc.NewClient(w.Target, opts...)
+	cc, err := newClient(w.Target, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ const wire = require('./wire');
 const servewire = require('./servewire');
 const { handlers } = require('./handlers');
 const { ledger } = require('./ledger');
+const { serverNeedsStart } = require('./compat');
 
 const GRACE_MS = 2000; // how long shutdown lets calls in flight finish
 
@@ -38,6 +39,9 @@ class session {
       server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(),
         (err, p) => (err ? reject(err) : resolve(p)));
     });
+    if (serverNeedsStart(this.version)) {
+      server.start();
+    }
     return `127.0.0.1:${port}`;
   }
 

@@ -1,3 +1,5 @@
+//go:build !grpcgo_pre164
+
 // The bank service the gRPC fault server (rpcserver's gRPC mode) serves
 // and the gRPC client adapters call: rpcserver's get, debit and echo, as
 // protobuf messages. Metadata carries what rpcserver's own wire carries

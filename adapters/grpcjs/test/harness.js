@@ -73,6 +73,10 @@ async function startBank(t) {
   const port = await new Promise((resolve, reject) => {
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  const { serverNeedsStart } = require('../compat');
+  if (serverNeedsStart(require('../adapter').grpcJSVersion())) {
+    server.start(); // grpc-js before 1.10 serves nothing without it (compat.js)
+  }
   t.after(() => server.forceShutdown());
   return { bank: b, addr: `127.0.0.1:${port}` };
 }

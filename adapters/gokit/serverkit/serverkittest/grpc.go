@@ -18,7 +18,7 @@ import (
 // options but plaintext: every server adapter serves gRPC, so any may
 // be called by it.
 func GRPCDial(t *testing.T, addr string) Client {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := newClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
