@@ -7,7 +7,8 @@ package expectations
 
 import "embed"
 
-// Files are the expectations files, by name: "grpc-go.txt".
+// Files are the expectations files, by name: "grpc-go.txt", and those
+// of the stacks at other releases, "releases/grpc-go@1.60.1.txt".
 //
-//go:embed *.txt
+//go:embed *.txt releases
 var Files embed.FS

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/configs"
+	"github.com/rpcbench/rpcbench/expectations"
 	"github.com/rpcbench/rpcbench/internal/cases/grpc"
 	"github.com/rpcbench/rpcbench/internal/cases/judge"
 	"github.com/rpcbench/rpcbench/internal/cut"
@@ -22,6 +24,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/stackbuild"
 	"github.com/rpcbench/rpcbench/internal/sut"
 )
 
@@ -49,6 +52,14 @@ type judgeOptions struct {
 	RPCServer string
 	// NoReference leaves out rpcbench's own client's columns.
 	NoReference bool
+	// Stack is --stack: a shipped adapter, at a release, to build and
+	// judge; "" for none.
+	Stack string
+	// Side is what of --stack's adapter is judged: client, server or
+	// both.
+	Side string
+	// Cache is where --stack builds; "" for stackbuild's default.
+	Cache string
 	// suite is what runJudge judges, once set up.
 	suite judge.Suite
 	control
@@ -65,7 +76,8 @@ func newJudgeCmd(a *app) *cobra.Command {
   rpcbench judge --client --write-expect pins.txt -- ./my-adapter  # first run: write what it does
   rpcbench judge --client --expect pins.txt -- ./my-adapter        # then: a regression test
   rpcbench judge --server -- ./my-adapter serve                   # the server section
-  rpcbench judge --client=./my-adapter --server='./my-adapter serve' --summary "$GITHUB_STEP_SUMMARY"`,
+  rpcbench judge --client=./my-adapter --server='./my-adapter serve' --summary "$GITHUB_STEP_SUMMARY"
+  rpcbench judge --stack grpc-go@v1.70.0                         # a shipped adapter, built at that release`,
 		Long: `Judge a stack of your own: a client adapter speaking adapters/PROTOCOL.md
 (--client), a server adapter speaking adapters/SERVER-PROTOCOL.md
 (--server), or both. The command after -- (or the flag's value, split on
@@ -82,6 +94,15 @@ expectations/*.txt: "<config> <scenario> <invariant>  # reason"), and a
 pin that no longer happens fails too. --write-expect FILE writes what
 this run observed as such a file, each reason a placeholder to replace:
 the first run is one command, and the second is a regression test.
+
+--stack NAME@VERSION judges one of the shipped adapters instead, built
+against that release of its library in a cache directory (Go: the
+adapter module with that require; npm: that @grpc/grpc-js with its own
+lock; PyPI: that grpcio in a virtual environment); a release the
+registry does not have exits 2 before anything runs, naming the nearest
+it has. Its column is NAME@VERSION, judged against
+expectations/releases/NAME@VERSION.txt when rpcbench has one, else
+against the shipped release's pins, so that what changed since fails.
 
 Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 (default rpcbench-judge/), --json, --junit, --json-events; then
@@ -106,8 +127,17 @@ Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 				*side.dst = strings.Fields(side.val)
 			}
 			switch {
+			case f.Changed("stack") && (f.Changed("client") || f.Changed("server")):
+				return usageErrorf(cmd.UsageString(), "--stack judges a shipped adapter: give it alone, or --client/--server for yours")
+			case f.Changed("stack") && len(args) > 0:
+				return usageErrorf(cmd.UsageString(), "--stack takes no command (got %q): rpcbench builds the adapter", strings.Join(args, " "))
+			case f.Changed("stack"):
+				if !slices.Contains([]string{"client", "server", "both"}, o.Side) {
+					return usageErrorf("valid sides: client, server, both", "--side %q", o.Side)
+				}
+				return nil
 			case o.Client == nil && o.Server == nil && !f.Changed("client") && !f.Changed("server"):
-				return usageErrorf(cmd.UsageString(), "judge needs --client or --server: what to judge")
+				return usageErrorf(cmd.UsageString(), "judge needs --client, --server or --stack: what to judge")
 			case withCmd > 1:
 				return usageErrorf(cmd.UsageString(), "--client and --server both take the command after --: give one of them as --client=COMMAND")
 			case withCmd == 0 && len(args) > 0:
@@ -132,6 +162,9 @@ Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 	f.StringVar(&o.Summary, "summary", "", `write a Markdown summary to this file ("-": stdout), e.g. "$GITHUB_STEP_SUMMARY"`)
 	f.StringVar(&o.Evidence, "evidence", "rpcbench-judge", `evidence directory to write ("" for none)`)
 	f.StringVar(&o.JSON, "json", "", `also write the results as JSON to this file ("-": stdout, the CASE lines then go to stderr)`)
+	f.StringVar(&o.Stack, "stack", "", "judge a shipped stack's adapter ("+strings.Join(stackbuild.Stacks(), ", ")+"), at a release as NAME@VERSION (grpc-go@v1.70.0): built against that release in the cache first")
+	f.StringVar(&o.Side, "side", "client", "with --stack: judge its client, its server, or both")
+	f.StringVar(&o.Cache, "cache", "", "where --stack builds adapters (default $XDG_CACHE_HOME/rpcbench/stacks)")
 	f.BoolVar(&o.NoReference, "no-reference", false, "leave out rpcbench's own client's columns, the reference beside yours")
 	f.StringVar(&o.RPCServer, "rpcserver", "", `rpcserver binary (default "rpcserver" next to the rpcbench executable)`)
 	o.control.runFlags(cmd)
@@ -140,7 +173,7 @@ Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 
 // stackNameRE is what a judged stack may call itself: its name becomes
 // part of its cases' names.
-var stackNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+var stackNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*(@[0-9a-z.+-]+)?$`)
 
 // judged is one adapter judge was given, once it has said what it is.
 type judged struct {
@@ -272,11 +305,30 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 		Configs: cfgs, Stacks: []cut.Stack{}, ServerStacks: []string{}, NoReference: o.Client == nil || o.NoReference}
 	var given []givenAdapter
 	var who []judged
+	// name is --stack's column, when it names one.
+	var name string
+	if o.Stack != "" {
+		var bin, pinName string
+		if bin, name, pinName, err = buildStack(ctx, o.Stack, o.Cache, o.Err); err != nil {
+			return err
+		}
+		if o.Side != "server" {
+			o.Client = []string{bin}
+		}
+		if o.Side != "client" {
+			o.Server = []string{bin, "serve"}
+		}
+		if o.Expect == "" {
+			suite.PinNames = map[string]string{name: pinName}
+		}
+		suite.NoReference = o.Client == nil || o.NoReference
+	}
 	if o.Client != nil {
 		j, err := probeClient(ctx, o.Client)
 		if err != nil {
 			return &errAdapter{err}
 		}
+		j.stack = cmpOr(name, j.stack)
 		if err := checkStack(j); err != nil {
 			return err
 		}
@@ -294,6 +346,7 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 		if err != nil {
 			return &errAdapter{err}
 		}
+		j.stack = cmpOr(name, j.stack)
 		if err := checkStack(j); err != nil {
 			return err
 		}
@@ -301,7 +354,9 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 		who = append(who, j)
 	}
 	for _, j := range who {
-		suite.PinFiles[j.stack] = o.Expect
+		if suite.PinNames == nil {
+			suite.PinFiles[j.stack] = o.Expect
+		}
 		i := slices.IndexFunc(given, func(g givenAdapter) bool { return g.Stack == j.stack })
 		if i < 0 {
 			given = append(given, givenAdapter{Stack: j.stack})
@@ -328,6 +383,10 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 	}
 	var names []string
 	for _, j := range who {
+		if strings.Contains(j.stack, "@") {
+			names = append(names, fmt.Sprintf("%s as a %s", j.stack, j.side))
+			continue
+		}
 		names = append(names, fmt.Sprintf("%s %s as a %s", j.stack, j.version, j.side))
 	}
 	lines, runErr := runBatch(ctx, batch{
@@ -447,4 +506,48 @@ func judgedLines(who []judged) []string {
 		out = append(out, fmt.Sprintf("%s %s (%s), %s: `%s`", j.stack, j.version, j.runtime, j.side, j.command()))
 	}
 	return out
+}
+
+// buildStack builds the shipped adapter ref names (stackbuild) at its
+// release and returns it, its column's name (NAME@VERSION when a release
+// was asked for, else NAME) and the embedded pins it is judged against by
+// default: the release's own when rpcbench has them, else the shipped
+// release's. A reference that does not parse, a release the registry does
+// not have and a missing toolchain are usage errors, before anything
+// runs.
+func buildStack(ctx context.Context, ref, cache string, progress io.Writer) (bin, name, pinName string, err error) {
+	r, err := stackbuild.Parse(ref)
+	if err != nil {
+		return "", "", "", usageErrorf("valid stacks: "+strings.Join(stackbuild.Stacks(), ", "), "--stack: %v", err)
+	}
+	if err := r.Check(ctx); err != nil {
+		if errors.Is(err, stackbuild.ErrNoSuchRelease) || errors.Is(err, stackbuild.ErrNoToolchain) {
+			return "", "", "", usageErrorf("", "--stack %s: %v", ref, err)
+		}
+		return "", "", "", fmt.Errorf("--stack %s: %w", ref, err)
+	}
+	if cache == "" {
+		if cache, err = stackbuild.DefaultCacheDir(); err != nil {
+			return "", "", "", err
+		}
+	}
+	if bin, err = stackbuild.Build(ctx, r, cache, progress); err != nil {
+		return "", "", "", fmt.Errorf("--stack %s: %w", ref, err)
+	}
+	name = r.Stack
+	if strings.Contains(ref, "@") {
+		name = r.Stack + "@" + r.LinkedVersion()
+	}
+	return bin, name, releasePins(r), nil
+}
+
+// releasePins is the embedded pins file a stack at release r is judged
+// against: its own (expectations/releases/) when there is one, else the
+// shipped release's.
+func releasePins(r stackbuild.Ref) string {
+	own := "releases/" + r.Stack + "@" + r.LinkedVersion() + ".txt"
+	if _, err := fs.Stat(expectations.Files, own); err == nil && !r.Shipped() {
+		return own
+	}
+	return r.Stack + ".txt"
 }

@@ -135,7 +135,7 @@ func (s Suite) columnsOf(kind string) []column {
 	}
 	for _, st := range s.clientStacks() {
 		for _, g := range s.configs() {
-			if slices.Contains(g.Runs, cmp.Or(kind, kindPlain)) {
+			if slices.Contains(g.Runs, cmp.Or(kind, kindPlain)) && (s.Only == nil || s.Only(st.Name, g.Name)) {
 				cols = append(cols, column{Stack: st.Name, config: g.Name, grpc: g, cut: st})
 			}
 		}
@@ -250,6 +250,9 @@ type Suite struct {
 	// ServerStacks are the server columns' stacks after rpcserver's; nil
 	// for cut.Stacks', empty for no server column at all.
 	ServerStacks []string
+	// Only, when set, keeps the (stack, configuration) columns it
+	// accepts of Stacks × Configs.
+	Only func(stack, config string) bool
 	// NoReference leaves out the reference columns, rpcbench's own
 	// client's: a run judging one stack at many releases needs them
 	// once, not once a release.
@@ -258,6 +261,10 @@ type Suite struct {
 	// instead of its embedded one (expectations/STACK.txt); "" for no
 	// pins at all, so that every violation fails.
 	PinFiles map[string]string
+	// PinNames names, by stack, the embedded expectations file a stack
+	// is judged against instead of STACK.txt: a stack at another
+	// release, "releases/grpc-go@1.60.1.txt" or the shipped release's.
+	PinNames map[string]string
 }
 
 // Cases is every client scenario in each of its columns, then every
@@ -489,6 +496,9 @@ func (s Suite) LoadPins(stack string) (pins.Pins, error) {
 		return pins.Load(stack, path, s.KnownPin(stack))
 	}
 	name := stack + ".txt"
+	if n, ok := s.PinNames[stack]; ok {
+		name = n
+	}
 	f, err := expectations.Files.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return pins.Parse(stack, "expectations/"+name, strings.NewReader(""), s.KnownPin(stack))
@@ -525,7 +535,7 @@ func (s Suite) KnownPin(stack string) pins.Known {
 				names = append(names, col.config)
 			}
 		}
-		if s.PinFiles != nil && stack != StackRPCBench {
+		if (s.PinFiles != nil || s.PinNames != nil) && stack != StackRPCBench {
 			// A user's pins may name a built-in configuration this run
 			// leaves out: it is not judged, as a scenario --run leaves
 			// out is not.

@@ -183,7 +183,7 @@ func (g *ServerT) start() {
 	})
 	g.sut = s
 	info := s.Info()
-	if info.Stack != g.stack {
+	if base, _, _ := strings.Cut(g.stack, "@"); info.Stack != base {
 		g.Errored("server adapter %s serves %s, not %s: its column's pins are not its own", bin, info.Stack, g.stack)
 	}
 	g.addr = info.Addr
