@@ -11,14 +11,16 @@ import (
 )
 
 // The committed evidence's budget: it lives in git, and every run that
-// regenerates it adds to the clone of everyone who reads it.
+// regenerates it adds to the clone of everyone who reads it. The release
+// matrix (evidence/matrix, about 4.5 MB: 16 releases' cases and their
+// logs) took it from 10 MiB to 14.
 const (
-	evidenceMaxBytes = 10 << 20
+	evidenceMaxBytes = 14 << 20
 	evidenceMaxFile  = 1 << 20
 )
 
 // TestEvidenceBudget: the committed evidence/ holds no file over 1 MiB
-// and is under 10 MiB in all; each log in a logs/ belongs to a case of
+// and is under 14 MiB in all; each log in a logs/ belongs to a case of
 // the output.txt beside it, so that a re-run can tell whose it is
 // (report.LogCase) and keep it when that case did not change.
 func TestEvidenceBudget(t *testing.T) {

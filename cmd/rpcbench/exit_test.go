@@ -106,3 +106,46 @@ func TestReadmeScorecard(t *testing.T) {
 	}
 	t.Errorf("docs/scorecard.md's scorecard differs from evidence/grpc's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeScorecard -update", cmp.Diff(want.String(), got))
 }
+
+// matrixDoc is the page whose table of what changed between releases is
+// generated from evidence/matrix.
+const matrixDoc = "../../docs/matrix.md"
+
+// TestMatrixDoc: docs/matrix.md's table of what changed from one release
+// to another is what 'rpcbench scorecard --releases --markdown' makes of
+// the committed evidence/matrix.
+func TestMatrixDoc(t *testing.T) {
+	const begin, end = "<!-- releases: rpcbench scorecard --releases --markdown of evidence/matrix -->\n", "<!-- end of releases -->\n"
+	b, err := os.ReadFile(matrixDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("docs/matrix.md has no table between %q and %q", begin, end)
+	}
+	_, lines, err := readOutputFile(filepath.Join("..", "..", "evidence", "matrix"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := scorecard.Build(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := card.Releases().WriteMarkdown(&want, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := text[i+len(begin) : j]
+	if got == want.String() {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(matrixDoc, []byte(text[:i+len(begin)]+want.String()+text[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("docs/matrix.md's table differs from evidence/matrix's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestMatrixDoc -update", cmp.Diff(want.String(), got))
+}

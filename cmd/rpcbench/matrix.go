@@ -144,7 +144,7 @@ func runMatrix(ctx context.Context, o *matrixOptions) error {
 	var given []givenAdapter
 	pinNames := map[string]string{}
 	for _, rel := range stackbuild.Matrix() {
-		if len(o.Stacks) > 0 && !slices.Contains(o.Stacks, rel.Ref.Stack) {
+		if !rel.Judged || len(o.Stacks) > 0 && !slices.Contains(o.Stacks, rel.Ref.Stack) {
 			continue
 		}
 		adapter, err := stackbuild.Build(ctx, rel.Ref, cache, o.Err)
