@@ -39,6 +39,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
@@ -53,8 +54,15 @@ var files embed.FS
 // builtin are the built-in configurations' files, in scorecard order.
 var builtin = []string{"default.json", "retry.json", "retry-key.json", "throttled.json", "hedged.json", "per-attempt.json", "keepalive.json"}
 
-// Builtin returns the built-in configurations, in scorecard order.
-func Builtin() []cut.GRPCConfig {
+// Builtin returns the built-in configurations, in scorecard order. They
+// are read once; each call returns a copy of its own.
+func Builtin() []cut.GRPCConfig { return slices.Clone(builtinOnce()) }
+
+// builtinOnce reads the built-in configurations' files, once: the judge
+// asks for them for every pin it reads.
+var builtinOnce = sync.OnceValue(readBuiltin)
+
+func readBuiltin() []cut.GRPCConfig {
 	var out []cut.GRPCConfig
 	for _, name := range builtin {
 		data, err := files.ReadFile(name)

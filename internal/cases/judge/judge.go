@@ -513,6 +513,23 @@ func (s Suite) LoadPins(stack string) (pins.Pins, error) {
 // KnownPin accepts a pin of stack that names a grpc scenario, one of
 // the stack's configurations and an invariant.
 func (s Suite) KnownPin(stack string) pins.Known {
+	// The stack's configurations, found once for every pin of its file.
+	var names []string
+	for _, col := range s.allColumns() {
+		if col.Stack == stack {
+			names = append(names, col.config)
+		}
+	}
+	if (s.PinFiles != nil || s.PinNames != nil) && stack != StackRPCBench {
+		// A user's pins may name a built-in configuration this run
+		// leaves out: it is not judged, as a scenario --run leaves out
+		// is not.
+		for _, b := range configs.Builtin() {
+			if !slices.Contains(names, b.Name) {
+				names = append(names, b.Name)
+			}
+		}
+	}
 	return func(k pins.Key) error {
 		if slices.ContainsFunc(s.Server, func(sc ServerScenario) bool { return sc.Name == k.Scenario }) {
 			if k.Config != configServer {
@@ -528,22 +545,6 @@ func (s Suite) KnownPin(stack string) pins.Known {
 		}
 		if !slices.ContainsFunc(s.Client, func(sc Scenario) bool { return sc.Name == k.Scenario }) {
 			return fmt.Errorf("no grpc scenario %q", k.Scenario)
-		}
-		var names []string
-		for _, col := range s.allColumns() {
-			if col.Stack == stack {
-				names = append(names, col.config)
-			}
-		}
-		if (s.PinFiles != nil || s.PinNames != nil) && stack != StackRPCBench {
-			// A user's pins may name a built-in configuration this run
-			// leaves out: it is not judged, as a scenario --run leaves
-			// out is not.
-			for _, b := range configs.Builtin() {
-				if !slices.Contains(names, b.Name) {
-					names = append(names, b.Name)
-				}
-			}
 		}
 		if !slices.Contains(names, k.Config) {
 			return fmt.Errorf("%s has no configuration %q (want one of %s)", stack, k.Config, strings.Join(names, ", "))
