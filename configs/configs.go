@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,6 +112,11 @@ var ErrInvalid = errors.New("configs: invalid configuration")
 // scenario names (- dropped, + as _) and a column heading.
 var nameRE = regexp.MustCompile(`^[a-z0-9]+([+-][a-z0-9]+)*$`)
 
+// ValidName reports whether name may name a configuration.
+func ValidName(name string) bool {
+	return nameRE.MatchString(name) && len(name) <= 32 && !slices.Contains(reserved, name)
+}
+
 // reserved are the reference column's configuration names and the
 // server columns': a configuration of the same name would be read as
 // theirs.
@@ -165,6 +171,17 @@ func Parse(source string, data []byte, read func(rel string) ([]byte, error)) (c
 		case "serviceConfigFile":
 			dst = &scFile
 		case "keepalive":
+			// encoding/json matches keys regardless of case and keeps
+			// the last of two: its keys are checked as the file's are.
+			sub, err := topKeys(k.value)
+			if err != nil {
+				return fail(k.line, "keepalive: %v", err)
+			}
+			for _, sk := range sub {
+				if !slices.Contains([]string{"time", "timeout", "permitWithoutStream"}, sk.name) {
+					return fail(k.line+sk.line-1, "keepalive: unknown key %q (want time, timeout, permitWithoutStream)", sk.name)
+				}
+			}
 			ka = &keepaliveFile{}
 			dst = ka
 		case "waitForReady":
@@ -318,6 +335,9 @@ func serviceConfigUses(sc json.RawMessage) (uses, error) {
 	if sc == nil {
 		return u, nil
 	}
+	if err := checkServiceConfig(sc); err != nil {
+		return u, err
+	}
 	var doc struct {
 		MethodConfig []struct {
 			RetryPolicy *struct {
@@ -328,6 +348,10 @@ func serviceConfigUses(sc json.RawMessage) (uses, error) {
 		RetryThrottling *json.RawMessage `json:"retryThrottling"`
 	}
 	if err := json.Unmarshal(sc, &doc); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return u, fmt.Errorf("%s: got a JSON %s, want %s", te.Field, te.Value, kindOf(te.Type.String()))
+		}
 		return u, err
 	}
 	for _, m := range doc.MethodConfig {
@@ -339,6 +363,60 @@ func serviceConfigUses(sc json.RawMessage) (uses, error) {
 	}
 	u.throttling = doc.RetryThrottling != nil
 	return u, nil
+}
+
+// serviceConfigKeys are the keys of a service config (gRFC A2, with A6's
+// retry, hedging and throttling), by the path of the object they are
+// in: a key elsewhere is a typo the libraries would silently ignore
+// (grpc-go and grpcio do), leaving a configuration that is not what its
+// file says.
+var serviceConfigKeys = map[string][]string{
+	"":                           {"loadBalancingPolicy", "loadBalancingConfig", "methodConfig", "retryThrottling", "healthCheckConfig"},
+	"methodConfig":               {"name", "waitForReady", "timeout", "maxRequestMessageBytes", "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy"},
+	"methodConfig.name":          {"service", "method"},
+	"methodConfig.retryPolicy":   {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes", "perAttemptRecvTimeout"},
+	"methodConfig.hedgingPolicy": {"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"},
+	"retryThrottling":            {"maxTokens", "tokenRatio"},
+}
+
+// checkServiceConfig refuses a key serviceConfigKeys does not know, in
+// the objects it knows, naming where it is.
+func checkServiceConfig(sc json.RawMessage) error {
+	var walk func(path, at string, v any) error
+	walk = func(path, at string, v any) error {
+		switch x := v.(type) {
+		case []any:
+			for i, e := range x {
+				if err := walk(path, fmt.Sprintf("%s[%d]", at, i), e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			known, ok := serviceConfigKeys[path]
+			if !ok {
+				return nil // an object whose keys are a library's own (loadBalancingConfig)
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if !slices.Contains(known, k) {
+					where := "the top level"
+					if at != "" {
+						where = at
+					}
+					return fmt.Errorf("%s: unknown key %q (want one of %s)", where, k, strings.Join(known, ", "))
+				}
+				sub := strings.TrimPrefix(path+"."+k, ".")
+				if err := walk(sub, strings.TrimPrefix(at+"."+k, "."), x[k]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(sc, &v); err != nil {
+		return err
+	}
+	return walk("", "", v)
 }
 
 // strict decodes v from data, refusing unknown keys.
@@ -361,8 +439,10 @@ func kindOf(goType string) string {
 		return "a string"
 	case goType == "bool":
 		return "true or false"
-	case strings.HasPrefix(goType, "[]"):
+	case goType == "[]string":
 		return "a list of strings"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
 	}
 	return "an object"
 }

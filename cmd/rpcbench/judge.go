@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -100,9 +100,10 @@ against that release of its library in a cache directory (Go: the
 adapter module with that require; npm: that @grpc/grpc-js with its own
 lock; PyPI: that grpcio in a virtual environment); a release the
 registry does not have exits 2 before anything runs, naming the nearest
-it has. Its column is NAME@VERSION, judged against
-expectations/releases/NAME@VERSION.txt when rpcbench has one, else
-against the shipped release's pins, so that what changed since fails.
+it has. Its column is NAME@VERSION, judged against the shipped
+release's pins, and against expectations/releases/NAME@VERSION.txt for
+what the release matrix runs when rpcbench has that file: what changed
+since the shipped release fails.
 
 Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 (default rpcbench-judge/), --json, --junit, --json-events; then
@@ -131,6 +132,8 @@ Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 				return usageErrorf(cmd.UsageString(), "--stack judges a shipped adapter: give it alone, or --client/--server for yours")
 			case f.Changed("stack") && len(args) > 0:
 				return usageErrorf(cmd.UsageString(), "--stack takes no command (got %q): rpcbench builds the adapter", strings.Join(args, " "))
+			case f.Changed("stack") && o.Stack == "":
+				return usageErrorf("valid stacks: "+strings.Join(stackbuild.Stacks(), ", "), "--stack \"\": name a stack, NAME or NAME@VERSION")
 			case f.Changed("stack"):
 				if !slices.Contains([]string{"client", "server", "both"}, o.Side) {
 					return usageErrorf("valid sides: client, server, both", "--side %q", o.Side)
@@ -229,6 +232,15 @@ type errAdapter struct{ err error }
 func (e *errAdapter) Error() string { return "ERROR " + e.err.Error() }
 func (e *errAdapter) Unwrap() error { return errFailed }
 
+// adapterError is the error of an adapter that failed to start: its
+// ERROR, unless a signal stopped the run, which is that signal's.
+func adapterError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return &errAdapter{err}
+}
+
 // loadConfigs reads --config's values: a built-in name or a file each,
 // every name once.
 func loadConfigs(values []string) ([]cut.GRPCConfig, error) {
@@ -249,21 +261,12 @@ func loadConfigs(values []string) ([]cut.GRPCConfig, error) {
 			return nil, usageErrorf("built-in configurations: "+strings.Join(configs.BuiltinNames(), ", "),
 				"--config %q: no built-in configuration and no file of that name", v)
 		}
-		if i := slices.IndexFunc(out, func(o cut.GRPCConfig) bool { return o.Name == g.Name || judgeSlug(o.Name) == judgeSlug(g.Name) }); i >= 0 {
-			return nil, usageErrorf("", "--config: %s and %s are both named %q (or the same in a case name): names must differ", cmpOr(out[i].Source, out[i].Name), cmpOr(g.Source, g.Name), g.Name)
+		if i := slices.IndexFunc(out, func(o cut.GRPCConfig) bool { return o.Name == g.Name || judge.Slug(o.Name) == judge.Slug(g.Name) }); i >= 0 {
+			return nil, usageErrorf("", "--config: %s and %s are both named %q (or the same in a case name): names must differ", cmp.Or(out[i].Source, out[i].Name), cmp.Or(g.Source, g.Name), g.Name)
 		}
 		out = append(out, g)
 	}
 	return out, nil
-}
-
-func judgeSlug(s string) string { return strings.NewReplacer("-", "", "+", "_").Replace(s) }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // checkStack refuses a judged adapter's name that cannot name a column.
@@ -278,6 +281,14 @@ func checkStack(j judged) error {
 }
 
 func runJudge(ctx context.Context, o *judgeOptions) error {
+	switch {
+	case o.WriteExpect == stdoutPath:
+		return usageErrorf("", "--write-expect - : name a file, which --expect reads back")
+	case o.JSON == stdoutPath && o.Summary == stdoutPath:
+		return usageErrorf("", "--json - and --summary - would both write to stdout; name a file for one of them")
+	case o.Stack == "" && (o.Side != "client" || o.Cache != ""):
+		return usageErrorf("", "--side and --cache are --stack's: judge a shipped adapter with --stack NAME@VERSION")
+	}
 	cfgs, err := loadConfigs(o.Configs)
 	if err != nil {
 		return err
@@ -294,7 +305,7 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 			}
 		}
 	}
-	bin, err := resolveServer(cmpOr(o.RPCServer, o.app.Server), o.Executable)
+	bin, err := resolveServer(cmp.Or(o.RPCServer, o.app.Server), o.Executable)
 	if err != nil {
 		return err
 	}
@@ -326,9 +337,9 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 	if o.Client != nil {
 		j, err := probeClient(ctx, o.Client)
 		if err != nil {
-			return &errAdapter{err}
+			return adapterError(ctx, err)
 		}
-		j.stack = cmpOr(name, j.stack)
+		j.stack = cmp.Or(name, j.stack)
 		if err := checkStack(j); err != nil {
 			return err
 		}
@@ -344,9 +355,9 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 	if o.Server != nil {
 		j, err := probeServer(ctx, o.Server)
 		if err != nil {
-			return &errAdapter{err}
+			return adapterError(ctx, err)
 		}
-		j.stack = cmpOr(name, j.stack)
+		j.stack = cmp.Or(name, j.stack)
 		if err := checkStack(j); err != nil {
 			return err
 		}
@@ -371,8 +382,12 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 		given[i].Env = strings.TrimPrefix(given[i].Env+"; "+line, "; ")
 	}
 	for _, j := range who {
-		if _, err := suite.LoadPins(j.stack); err != nil {
+		p, err := suite.LoadPins(j.stack)
+		if err != nil {
 			return usageErrorf("", "--expect: %v", err)
+		}
+		if u := suite.Unjudged(p, j.stack); len(u) > 0 {
+			fmt.Fprintf(o.Err, "rpcbench: %s pins configurations this run does not judge (%s): kept, not judged\n", p.Path, strings.Join(u, ", "))
 		}
 	}
 	o.suite = suite
@@ -437,6 +452,9 @@ func writeExpect(o *judgeOptions, who []judged, lines []report.Line) error {
 	}
 	// A pin --expect already had keeps its reason: rewriting the pins
 	// after an upgrade asks only for the reasons of what changed.
+	// A pin of a (configuration, scenario) this run did not judge is kept
+	// as it was: a run narrowed by --run or --config rewrites only what
+	// it saw.
 	if o.Expect != "" && len(who) > 0 {
 		old, err := o.suite.LoadPins(who[0].stack)
 		if err != nil {
@@ -447,11 +465,16 @@ func writeExpect(o *judgeOptions, who []judged, lines []report.Line) error {
 				ps[i].Reason = had.Reason
 			}
 		}
+		for _, p := range old.All() {
+			if !ranCase(lines, stacks, p.Config, p.Scenario) {
+				ps = append(ps, p)
+			}
+		}
 	}
 	header := []string{
 		fmt.Sprintf("Pins of %s, written by rpcbench judge --write-expect from what it observed.", strings.Join(stacks, " and ")),
 		"Each line: <config> <scenario> <invariant> [sometimes]  # why the stack does this.",
-		"Replace each TODO with the reason (a pin the --expect file had keeps its own), then judge with --expect " + filepath.Base(o.WriteExpect) + ":",
+		"Replace each TODO with the reason (a pin the --expect file had keeps its own), then judge with --expect " + o.WriteExpect + ":",
 		"an unpinned violation fails the run, and so does a pin that no longer happens.",
 	}
 	f, err := outfile.Create(o.WriteExpect)
@@ -467,6 +490,18 @@ func writeExpect(o *judgeOptions, who []judged, lines []report.Line) error {
 	}
 	fmt.Fprintf(o.Err, "rpcbench: wrote %s to %s: replace each reason, then judge with --expect %s\n", plural(len(ps), "pin"), o.WriteExpect, o.WriteExpect)
 	return nil
+}
+
+// ranCase reports whether lines hold a case of one of stacks in config
+// and scenario.
+func ranCase(lines []report.Line, stacks []string, config, scenario string) bool {
+	return slices.ContainsFunc(lines, func(l report.Line) bool {
+		f := map[string]string{}
+		for _, fl := range l.Fields {
+			f[fl.Key] = fl.Value
+		}
+		return slices.Contains(stacks, f["stack"]) && f["config"] == config && f["scenario"] == scenario
+	})
 }
 
 // writeSummary writes the run's Markdown summary.
@@ -532,6 +567,9 @@ func buildStack(ctx context.Context, ref, cache string, progress io.Writer) (bin
 		}
 	}
 	if bin, err = stackbuild.Build(ctx, r, cache, progress); err != nil {
+		if ctx.Err() != nil {
+			return "", "", "", context.Cause(ctx)
+		}
 		return "", "", "", fmt.Errorf("--stack %s: %w", ref, err)
 	}
 	name = r.Stack

@@ -205,6 +205,15 @@ func TestJudgeConfigAndServer(t *testing.T) {
 	if again := readFile(t, filepath.Join(dir, "again.txt")); strings.Contains(again, "# TODO") || strings.Count(again, "retryableStatusCodes has") != strings.Count(reasoned, "retryableStatusCodes has") {
 		t.Errorf("--write-expect with --expect: want each pin's reason kept:\n%s", again)
 	}
+	// A run narrowed to retry rewrites retry's pins and keeps the others.
+	narrow := []string{"judge", "--client", "--config", "retry", "--run", "^grpc_rst_(cancel|protocol|internal)_after_exec_", "--evidence", "", "--color", "never",
+		"--expect", "again.txt", "--write-expect", "narrow.txt", "--", adapter}
+	if code, out := judgeRun(t, bin, dir, narrow...); code != 0 {
+		t.Fatalf("a narrowed run: exit %d:\n%s", code, out)
+	}
+	if n := readFile(t, filepath.Join(dir, "narrow.txt")); strings.Count(n, "retry-cancelled ") != 3 {
+		t.Errorf("a run narrowed to retry dropped retry-cancelled's pins:\n%s", n)
+	}
 
 	code, out = judgeRun(t, bin, dir, "judge", "--server", "--run", "^grpcserver_cancel_stops_handler_", "--evidence", "", "--color", "never", "--", adapter, "serve")
 	if code != 0 || !strings.Contains(out, "CASE grpcserver_cancel_stops_handler_rpcserver PASS") || !strings.Contains(out, "CASE grpcserver_cancel_stops_handler_grpcgo PASS") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,28 +25,6 @@ import (
 
 // matrixGroup is the group of the matrix's cases.
 const matrixGroup = "matrix"
-
-// The release matrix judges the client scenarios in these configurations:
-// what a library's release can change (its retries, transparent retries,
-// hedging, per-attempt timeouts, the codes it reports). retry+key and
-// throttled differ from retry by what the server and the throttle do,
-// not by the release, and are left out to keep the matrix within CI's
-// time; keepalive's scenarios wait out a stack's timers, about 15 s a
-// release, and run for grpcio alone, whose keepalive changed at 1.59
-// (adapters/grpcio/README.md).
-var (
-	matrixConfigs = []string{"default", "retry", "hedged", "per-attempt", "keepalive"}
-	// matrixKeepalive are the stacks the matrix runs keepalive for.
-	matrixKeepalive = []string{"grpcio"}
-	// matrixLeftOut are scenarios the matrix does not run:
-	// grpc_half_open_link needs a test host and waits on the kernel's
-	// timers, and grpc_silent_peer shows the same keepalive;
-	// grpc_reset_after_exec's one call races a TCP reset against the
-	// retry, and in grpcio's PyPI releases (1.58.3 to 1.70.0) executed
-	// the debit once in some runs and twice in others, a coin flip a pin
-	// cannot hold; grpc_reset_code judges what a reset is reported as.
-	matrixLeftOut = []string{"grpc_half_open_link", "grpc_reset_after_exec"}
-)
 
 type matrixOptions struct {
 	*app
@@ -107,7 +86,7 @@ func matrixSuite(stacks []cut.Stack, pinNames map[string]string) judge.Suite {
 	base := grpc.Suite()
 	var cfgs []cut.GRPCConfig
 	for _, g := range configs.Builtin() {
-		if slices.Contains(matrixConfigs, g.Name) {
+		if slices.Contains(judge.MatrixConfigs, g.Name) {
 			cfgs = append(cfgs, g)
 		}
 	}
@@ -115,11 +94,14 @@ func matrixSuite(stacks []cut.Stack, pinNames map[string]string) judge.Suite {
 		NoReference: true, PinNames: pinNames,
 		Only: func(stack, config string) bool {
 			base, _, _ := strings.Cut(stack, "@")
-			return config != "keepalive" || slices.Contains(matrixKeepalive, base)
+			return judge.MatrixCovers(base, config, "")
 		}}
 }
 
 func runMatrix(ctx context.Context, o *matrixOptions) error {
+	if o.Stacks != nil && len(o.Stacks) == 0 || slices.Contains(o.Stacks, "") {
+		return usageErrorf("valid stacks: "+strings.Join(stackbuild.Stacks(), ", "), "--stack \"\": name a stack")
+	}
 	for _, s := range o.Stacks {
 		if !slices.Contains(stackbuild.Stacks(), s) {
 			return usageErrorf("valid stacks: "+strings.Join(stackbuild.Stacks(), ", "), "--stack %q: no such stack in the matrix", s)
@@ -130,7 +112,7 @@ func runMatrix(ctx context.Context, o *matrixOptions) error {
 			return usageErrorf("", "--write-expect %s: not a directory", o.WriteExpect)
 		}
 	}
-	bin, err := resolveServer(cmpOr(o.RPCServer, o.app.Server), o.Executable)
+	bin, err := resolveServer(cmp.Or(o.RPCServer, o.app.Server), o.Executable)
 	if err != nil {
 		return err
 	}
@@ -149,11 +131,14 @@ func runMatrix(ctx context.Context, o *matrixOptions) error {
 		}
 		adapter, err := stackbuild.Build(ctx, rel.Ref, cache, o.Err)
 		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return fmt.Errorf("matrix: %w", err)
 		}
 		j, err := probeClient(ctx, []string{adapter})
 		if err != nil {
-			return &errAdapter{err}
+			return adapterError(ctx, err)
 		}
 		name := rel.Ref.Stack + "@" + rel.Ref.LinkedVersion()
 		st := cut.Stack{Name: name}
@@ -173,7 +158,7 @@ func runMatrix(ctx context.Context, o *matrixOptions) error {
 			return err
 		}
 	}
-	all := scenario.Registry(slices.DeleteFunc(suite.Cases(), func(c scenario.Case) bool { return slices.Contains(matrixLeftOut, c.Column.Scenario) }))
+	all := scenario.Registry(slices.DeleteFunc(suite.Cases(), func(c scenario.Case) bool { return slices.Contains(judge.MatrixLeftOut, c.Column.Scenario) }))
 	list, err := o.filter(all, all)
 	if err != nil {
 		return err

@@ -123,7 +123,10 @@ func runScorecard(o *scorecardOptions) error {
 		return fmt.Errorf("%s: %w", o.Evidence, err)
 	}
 	if o.Releases {
-		return writeReleases(o, card.Releases(), jsonOut, mdOut)
+		if err := checkNames("--config", "configurations", o.Configs, card.Configs(), nil); err != nil {
+			return err
+		}
+		return writeReleases(o, card.Filter(nil, o.Configs).Releases(), jsonOut, mdOut)
 	}
 	// Checked against the evidence before anything is written.
 	if err := checkNames("--stack", "stacks", o.Stacks, card.Stacks(), card.References()); err != nil {
@@ -160,17 +163,12 @@ func runScorecard(o *scorecardOptions) error {
 
 // writeReleases writes what changed between releases, as runScorecard
 // writes the card: text unless an output takes stdout, then JSON and
-// Markdown. --stack and --config keep the stacks and configurations
-// named.
+// Markdown. --stack keeps the stacks named (runScorecard has kept the
+// configurations --config names).
 func writeReleases(o *scorecardOptions, rs scorecard.Releases, jsonOut, mdOut *output) error {
-	var stacks, configs []string
+	var stacks []string
 	for _, sr := range rs {
 		stacks = append(stacks, sr.Stack)
-		for _, ch := range sr.Changes {
-			if !slices.Contains(configs, ch.Config) {
-				configs = append(configs, ch.Config)
-			}
-		}
 	}
 	if err := checkNames("--stack", "stacks", o.Stacks, stacks, nil); err != nil {
 		return err
@@ -178,11 +176,6 @@ func writeReleases(o *scorecardOptions, rs scorecard.Releases, jsonOut, mdOut *o
 	rs = slices.DeleteFunc(rs, func(sr scorecard.StackReleases) bool {
 		return len(o.Stacks) > 0 && !slices.Contains(o.Stacks, sr.Stack)
 	})
-	for i := range rs {
-		rs[i].Changes = slices.DeleteFunc(rs[i].Changes, func(ch scorecard.Change) bool {
-			return len(o.Configs) > 0 && !slices.Contains(o.Configs, ch.Config)
-		})
-	}
 	if (jsonOut == nil || !jsonOut.stdout()) && (mdOut == nil || !mdOut.stdout()) {
 		if err := rs.WriteText(o.Out); err != nil {
 			return err

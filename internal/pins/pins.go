@@ -53,6 +53,8 @@ type Pin struct {
 	Sometimes bool
 	// Line is its line number in the file, for messages.
 	Line int
+	// Path is the file it was read from, for messages.
+	Path string
 }
 
 // Pins are a stack's expectations file, read by Load.
@@ -121,7 +123,7 @@ func (p *Pins) read(r io.Reader, known Known) error {
 		if err := known(k); err != nil {
 			return fmt.Errorf("%w: %s:%d: %v", ErrSyntax, p.Path, n, err)
 		}
-		p.pins[k] = Pin{Key: k, Reason: reason, Line: n, Sometimes: sometimes}
+		p.pins[k] = Pin{Key: k, Reason: reason, Line: n, Sometimes: sometimes, Path: p.Path}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("pins: read %s: %w", p.Path, err)
@@ -195,9 +197,9 @@ func (p Pins) Judge(config, scenario string, obs []outcome.Observation) Judgemen
 			o.Outcome == outcome.Violated && pinned:
 			j.Findings = append(j.Findings, o.Invariant)
 		case o.Outcome == outcome.Holds && pinned:
-			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d says %s violates it (%s), but it held", o.Invariant, p.Path, pin.Line, p.Stack, pin.Reason))
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d says %s violates it (%s), but it held", o.Invariant, pin.Path, pin.Line, p.Stack, pin.Reason))
 		case o.Outcome == outcome.Unsupported && pinned:
-			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s:%d pins a violation, but %s declares it unsupported", o.Invariant, p.Path, pin.Line, p.Stack))
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: %s:%d pins a violation, but %s declares it unsupported", o.Invariant, pin.Path, pin.Line, p.Stack))
 		case o.Outcome != outcome.Holds && o.Outcome != outcome.Violated && o.Outcome != outcome.Unsupported:
 			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: observed %q", o.Invariant, o.Outcome))
 		}
@@ -206,10 +208,30 @@ func (p Pins) Judge(config, scenario string, obs []outcome.Observation) Judgemen
 	for _, pin := range p.All() {
 		if pin.Config == config && pin.Scenario == scenario &&
 			!slices.ContainsFunc(obs, func(o outcome.Observation) bool { return o.Invariant == pin.Invariant }) {
-			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d pins it, but %s does not check it", pin.Invariant, p.Path, pin.Line, scenario))
+			j.Disagreements = append(j.Disagreements, fmt.Sprintf("%s: stale pin: %s:%d pins it, but %s does not check it", pin.Invariant, pin.Path, pin.Line, scenario))
 		}
 	}
 	return j
+}
+
+// Merge returns the pins of over where covers says over speaks for a
+// key's (configuration, scenario), and base's elsewhere: a stack at
+// another release is pinned by what its own file covers and by the
+// shipped release's file for the rest. Each pin keeps the file it came
+// from, for messages; the result's Path names both.
+func Merge(base, over Pins, covers func(config, scenario string) bool) Pins {
+	m := Pins{Stack: over.Stack, Path: over.Path + " over " + base.Path, pins: map[Key]Pin{}}
+	for k, p := range base.pins {
+		if !covers(k.Config, k.Scenario) {
+			m.pins[k] = p
+		}
+	}
+	for k, p := range over.pins {
+		if covers(k.Config, k.Scenario) {
+			m.pins[k] = p
+		}
+	}
+	return m
 }
 
 // Write writes ps as an expectations file that Load reads back: each

@@ -36,9 +36,9 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Pin{
-		{Key{"retry", "grpc_unavailable_after_exec", "no_double_exec"}, "trailers-only UNAVAILABLE is retried by the policy", false, 2},
-		{Key{"throttled", "grpc_unavailable_after_exec", "no_double_exec"}, "throttling bounds amplification, not duplicates", false, 4},
-		{Key{"keepalive", "grpc_unavailable_after_exec", "no_double_exec"}, "a race of the stack's own", true, 5},
+		{Key{"retry", "grpc_unavailable_after_exec", "no_double_exec"}, "trailers-only UNAVAILABLE is retried by the policy", false, 2, "grpc-go.txt"},
+		{Key{"throttled", "grpc_unavailable_after_exec", "no_double_exec"}, "throttling bounds amplification, not duplicates", false, 4, "grpc-go.txt"},
+		{Key{"keepalive", "grpc_unavailable_after_exec", "no_double_exec"}, "a race of the stack's own", true, 5, "grpc-go.txt"},
 	}
 	if diff := cmp.Diff(want, p.All()); diff != "" {
 		t.Errorf("pins (-want +got):\n%s", diff)
@@ -164,5 +164,32 @@ func TestWriteReadsBack(t *testing.T) {
 	}
 	if err := Write(io.Discard, nil, []Pin{{Key: ps[0].Key, Reason: "two\nlines"}}); err == nil {
 		t.Error("a reason with a newline was written")
+	}
+}
+
+// TestMerge: the release's file speaks for what it covers, the shipped
+// file for the rest, and each pin names the file it came from.
+func TestMerge(t *testing.T) {
+	base, err := Parse("s", "base.txt", strings.NewReader("retry a x # base a\nretry+key a x # base a key\nserver b y # base b\n"), func(Key) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := Parse("s@1", "over.txt", strings.NewReader("default a x # over a\n"), func(Key) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Merge(base, over, func(config, scenario string) bool { return config == "retry" || config == "default" })
+	var got []string
+	for _, p := range m.All() {
+		got = append(got, p.Path+":"+p.String())
+	}
+	slices.Sort(got)
+	want := []string{"base.txt:retry+key a x", "base.txt:server b y", "over.txt:default a x"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v (retry a x is the release's to say, and it does not pin it)", got, want)
+	}
+	j := m.Judge("retry+key", "a", []outcome.Observation{{Invariant: "x", Outcome: outcome.Holds}})
+	if len(j.Disagreements) != 1 || !strings.Contains(j.Disagreements[0], "base.txt:2") {
+		t.Errorf("a stale base pin: %v, want it named base.txt:2", j.Disagreements)
 	}
 }

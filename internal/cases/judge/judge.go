@@ -499,6 +499,26 @@ func (s Suite) LoadPins(stack string) (pins.Pins, error) {
 	if n, ok := s.PinNames[stack]; ok {
 		name = n
 	}
+	if strings.HasPrefix(name, ReleasesDir) {
+		// A release's own file speaks for what the matrix runs; the
+		// shipped release's pins for the rest.
+		base, _, _ := strings.Cut(stack, "@")
+		over, err := s.embeddedPins(stack, name)
+		if err != nil {
+			return pins.Pins{}, err
+		}
+		shipped, err := s.embeddedPins(stack, base+".txt")
+		if err != nil {
+			return pins.Pins{}, err
+		}
+		return pins.Merge(shipped, over, func(config, scenario string) bool { return MatrixCovers(base, config, scenario) }), nil
+	}
+	return s.embeddedPins(stack, name)
+}
+
+// embeddedPins reads stack's pins from the embedded expectations file of
+// that name; one that does not exist is no pins.
+func (s Suite) embeddedPins(stack, name string) (pins.Pins, error) {
 	f, err := expectations.Files.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return pins.Parse(stack, "expectations/"+name, strings.NewReader(""), s.KnownPin(stack))
@@ -508,6 +528,36 @@ func (s Suite) LoadPins(stack string) (pins.Pins, error) {
 	}
 	defer f.Close()
 	return pins.Parse(stack, "expectations/"+name, f, s.KnownPin(stack))
+}
+
+// ReleasesDir holds, among the embedded expectations, the pins of stacks
+// at other releases (rpcbench matrix's).
+const ReleasesDir = "releases/"
+
+// The release matrix's coverage: what rpcbench matrix runs of each
+// release, and so what a release's own pins file speaks for. Its
+// configurations are what a library's release can change (retries,
+// transparent retries, hedging, per-attempt timeouts, the codes it
+// reports); retry+key and throttled differ from retry by what the server
+// and the throttle do, not by the release. Keepalive's scenarios wait out
+// a stack's timers, about 15 s a release, and run for grpcio alone,
+// whose keepalive changed at 1.59. grpc_half_open_link needs a test host
+// and waits on the kernel's timers (grpc_silent_peer shows the same
+// keepalive); grpc_reset_after_exec's one call races a TCP reset against
+// the retry, and in grpcio's PyPI releases 1.58.3 to 1.70.0 executed the
+// debit once in some runs and twice in others, a coin flip a pin cannot
+// hold (grpc_reset_code judges what a reset is reported as).
+var (
+	MatrixConfigs   = []string{"default", "retry", "hedged", "per-attempt", "keepalive"}
+	matrixKeepalive = []string{"grpcio"}
+	MatrixLeftOut   = []string{"grpc_half_open_link", "grpc_reset_after_exec"}
+)
+
+// MatrixCovers reports whether rpcbench matrix runs scenario in config
+// for stack (its name without a release).
+func MatrixCovers(stack, config, scenario string) bool {
+	return slices.Contains(MatrixConfigs, config) && !slices.Contains(MatrixLeftOut, scenario) &&
+		(config != "keepalive" || slices.Contains(matrixKeepalive, stack))
 }
 
 // KnownPin accepts a pin of stack that names a grpc scenario, one of
@@ -546,11 +596,27 @@ func (s Suite) KnownPin(stack string) pins.Known {
 		if !slices.ContainsFunc(s.Client, func(sc Scenario) bool { return sc.Name == k.Scenario }) {
 			return fmt.Errorf("no grpc scenario %q", k.Scenario)
 		}
-		if !slices.Contains(names, k.Config) {
+		if !slices.Contains(names, k.Config) && !(s.PinFiles != nil && configs.ValidName(k.Config)) {
 			return fmt.Errorf("%s has no configuration %q (want one of %s)", stack, k.Config, strings.Join(names, ", "))
 		}
 		return nil
 	}
+}
+
+// Unjudged are the configurations the pins of stack name that no column
+// of the suite runs: a user's pins may name a configuration of theirs a
+// narrower run leaves out, and such pins are kept and not judged.
+func (s Suite) Unjudged(p pins.Pins, stack string) []string {
+	var out []string
+	for _, pin := range p.All() {
+		if pin.Config == configServer || slices.Contains(out, pin.Config) {
+			continue
+		}
+		if !slices.ContainsFunc(s.allColumns(), func(c column) bool { return c.Stack == stack && c.config == pin.Config }) {
+			out = append(out, pin.Config)
+		}
+	}
+	return out
 }
 
 // Observe records the outcome of invariant inv as a stable field and for

@@ -100,7 +100,7 @@ func srvCases(s Suite) []scenario.Case {
 	var out []scenario.Case
 	for _, sc := range s.Server {
 		for _, stack := range s.serverStacks() {
-			c := scenario.Case{Name: sc.Name + "_" + strings.ReplaceAll(stack, "-", ""), Group: s.Group,
+			c := scenario.Case{Name: sc.Name + "_" + Slug(stack), Group: s.Group,
 				Doc:    sc.Doc + " (" + stack + " server)",
 				Column: scenario.Column{Scenario: sc.Name, Stack: stack, Config: configServer}}
 			if stack != StackRPCServer {
