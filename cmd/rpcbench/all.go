@@ -140,23 +140,11 @@ func runAll(ctx context.Context, o *allOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = runBatch(ctx, batch{
-		Scenarios: list,
-		Count:     count,
-		ServerBin: bin,
-		Out:       o.Out,
-		Status:    o.Err,
-		Color:     o.Color,
-		Evidence:  o.Evidence,
-		JSON:      o.JSON,
-		Timeout:   o.Timeout,
-		FailFast:  o.FailFast,
-		Fresh:     o.Fresh,
-		Parallel:  o.Parallel,
-		Verbose:   o.Verbose,
-		JUnit:     o.JUnit,
-		Events:    o.Events,
-		Announce:  " of group " + o.Group,
-	})
+	b := o.control.batch(o.app, list, bin)
+	b.Count = count
+	b.Evidence = o.Evidence
+	b.JSON = o.JSON
+	b.Announce = " of group " + o.Group
+	_, err = runBatch(ctx, b)
 	return err
 }

@@ -94,17 +94,24 @@ func TestReadmeScorecard(t *testing.T) {
 	if err := card.WriteMarkdownByStack(&want, ""); err != nil {
 		t.Fatal(err)
 	}
-	got := text[i+len(begin) : j]
-	if got == want.String() {
+	checkGenerated(t, scorecardDoc, text, i+len(begin), j, want.String(), "TestReadmeScorecard")
+}
+
+// checkGenerated checks that text, doc's contents, holds want between
+// offsets i and j, and with -update writes it there.
+func checkGenerated(t *testing.T, doc, text string, i, j int, want, test string) {
+	t.Helper()
+	got := text[i:j]
+	if got == want {
 		return
 	}
 	if *update {
-		if err := os.WriteFile(scorecardDoc, []byte(text[:i+len(begin)]+want.String()+text[j:]), 0o644); err != nil {
+		if err := os.WriteFile(doc, []byte(text[:i]+want+text[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("docs/scorecard.md's scorecard differs from evidence/grpc's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestReadmeScorecard -update", cmp.Diff(want.String(), got))
+	t.Errorf("%s's generated table differs from the evidence's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run %s -update", doc, cmp.Diff(want, got), test)
 }
 
 // matrixDoc is the page whose table of what changed between releases is
@@ -137,15 +144,5 @@ func TestMatrixDoc(t *testing.T) {
 	if err := card.Releases().WriteMarkdown(&want, ""); err != nil {
 		t.Fatal(err)
 	}
-	got := text[i+len(begin) : j]
-	if got == want.String() {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(matrixDoc, []byte(text[:i+len(begin)]+want.String()+text[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("docs/matrix.md's table differs from evidence/matrix's (-want +got):\n%s\nrefresh it with: go test ./cmd/rpcbench -run TestMatrixDoc -update", cmp.Diff(want.String(), got))
+	checkGenerated(t, matrixDoc, text, i+len(begin), j, want.String(), "TestMatrixDoc")
 }

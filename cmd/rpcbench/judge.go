@@ -404,24 +404,12 @@ func runJudge(ctx context.Context, o *judgeOptions) error {
 		}
 		names = append(names, fmt.Sprintf("%s %s as a %s", j.stack, j.version, j.side))
 	}
-	lines, runErr := runBatch(ctx, batch{
-		Scenarios: list,
-		ServerBin: bin,
-		Out:       o.Out,
-		Status:    o.Err,
-		Color:     o.Color,
-		Evidence:  o.Evidence,
-		JSON:      o.JSON,
-		Timeout:   o.Timeout,
-		FailFast:  o.FailFast,
-		Fresh:     o.Fresh,
-		Parallel:  o.Parallel,
-		Verbose:   o.Verbose,
-		JUnit:     o.JUnit,
-		Events:    o.Events,
-		Given:     given,
-		Announce:  " judging " + strings.Join(names, " and "),
-	})
+	b := o.control.batch(o.app, list, bin)
+	b.Evidence = o.Evidence
+	b.JSON = o.JSON
+	b.Given = given
+	b.Announce = " judging " + strings.Join(names, " and ")
+	lines, runErr := runBatch(ctx, b)
 	if runErr != nil && !errors.Is(runErr, errFailed) {
 		return runErr
 	}

@@ -163,24 +163,12 @@ func runMatrix(ctx context.Context, o *matrixOptions) error {
 	if err != nil {
 		return err
 	}
-	lines, runErr := runBatch(ctx, batch{
-		Scenarios: list,
-		ServerBin: bin,
-		Out:       o.Out,
-		Status:    o.Err,
-		Color:     o.Color,
-		Evidence:  o.Evidence,
-		JSON:      o.JSON,
-		Timeout:   o.Timeout,
-		FailFast:  o.FailFast,
-		Fresh:     o.Fresh,
-		Parallel:  o.Parallel,
-		Verbose:   o.Verbose,
-		JUnit:     o.JUnit,
-		Events:    o.Events,
-		Given:     given,
-		Announce:  fmt.Sprintf(" of the release matrix: %s", plural(len(stacks), "release")),
-	})
+	b := o.control.batch(o.app, list, bin)
+	b.Evidence = o.Evidence
+	b.JSON = o.JSON
+	b.Given = given
+	b.Announce = fmt.Sprintf(" of the release matrix: %s", plural(len(stacks), "release"))
+	lines, runErr := runBatch(ctx, b)
 	if o.WriteExpect != "" && (runErr == nil || errors.Is(runErr, errFailed)) {
 		if err := writeReleasePins(o, suite, stacks, lines); err != nil {
 			return err

@@ -93,23 +93,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	lines, err := runBatch(ctx, batch{
-		Scenarios: list,
-		Count:     o.Count,
-		ServerBin: bin,
-		Out:       o.Out,
-		Status:    o.Err,
-		Color:     o.Color,
-		Evidence:  o.Evidence,
-		JSON:      o.JSON,
-		Timeout:   o.Timeout,
-		FailFast:  o.FailFast,
-		Fresh:     o.Fresh,
-		Parallel:  o.Parallel,
-		Verbose:   o.Verbose,
-		JUnit:     o.JUnit,
-		Events:    o.Events,
-	})
+	b := o.control.batch(o.app, list, bin)
+	b.Count = o.Count
+	b.Evidence = o.Evidence
+	b.JSON = o.JSON
+	lines, err := runBatch(ctx, b)
 	if err == nil && len(lines) > 0 && report.Tally(lines).Skipped == len(lines) {
 		// What was asked for by name proved nothing here: a SKIP is never
 		// a pass, and a command that ran nothing must not exit 0.

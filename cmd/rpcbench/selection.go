@@ -58,6 +58,15 @@ func (c *control) runFlags(cmd *cobra.Command) {
 	f.StringVar(&c.Events, "json-events", "", `also write a go test -json event stream to this file ("-": stdout, the CASE lines then go to stderr), for gotestsum, tparse, go-junit-report`)
 }
 
+// batch is a batch of list, run by rpcserver at serverBin, writing where
+// a says as c's flags say; the caller sets what is its own (Count,
+// Evidence, JSON, Given, Announce).
+func (c *control) batch(a *app, list scenario.Registry, serverBin string) batch {
+	return batch{Scenarios: list, ServerBin: serverBin, Out: a.Out, Status: a.Err, Color: a.Color,
+		Timeout: c.Timeout, FailFast: c.FailFast, Fresh: c.Fresh, Parallel: c.Parallel, Verbose: c.Verbose,
+		JUnit: c.JUnit, Events: c.Events}
+}
+
 // filter applies --run and --skip to r; an invalid expression is a usage
 // error, and so is a selection left empty.
 func (c *control) filter(r scenario.Registry, all scenario.Registry) (scenario.Registry, error) {
