@@ -69,7 +69,7 @@ type counters struct {
 	protocolErrors, connsAccepted, connsRejected atomic.Int64
 	outLimitWaits, writeTimeouts                 atomic.Int64
 	framesSent, writeChunks, faultsFired         atomic.Int64
-	canceled, drainDropped                       atomic.Int64
+	canceled, drainDropped, readTimeouts         atomic.Int64
 }
 
 // New validates cfg and starts the worker pool, which serves h. A rule in
@@ -270,6 +270,10 @@ func (s *Server) Counters() serverapi.Fields {
 	add("faults_fired", c.faultsFired.Load())
 	add("canceled", c.canceled.Load())
 	add("drain_dropped", c.drainDropped.Load())
+	add("read_timeouts", c.readTimeouts.Load())
+	add("streams_refused", 0) // a gRPC-side counter
+	add("calm_closes", 0)     // rpcbench's wire closes a flooder as a protocol error
+	add("log_suppressed", 0)  // rpcbench's wire logs nothing per frame it refuses
 	s.h.Counters(add)
 	return fs
 }

@@ -36,6 +36,12 @@ type Counters struct {
 	FaultsFired    int64 // faults_fired
 	Canceled       int64 // canceled
 	DrainDropped   int64 // drain_dropped
+	// Counters of the limits against hostile peers (SPEC.md, "Hostile
+	// peers"), on both wires where they apply.
+	ReadTimeouts   int64 // read_timeouts: connections closed for a preface, frame or header block not finished within -read-timeout
+	StreamsRefused int64 // streams_refused: gRPC streams refused REFUSED_STREAM, unexecuted, by a limit (-grpc-max-streams, -max-out-bytes, -max-out-total)
+	CalmCloses     int64 // calm_closes: connections closed at once by a flood verdict (ENHANCE_YOUR_CALM)
+	LogSuppressed  int64 // log_suppressed: events a connection's log budget left out
 }
 
 // named lists every counter with its wire name, sorted by name.
@@ -47,6 +53,7 @@ func (c *Counters) named() []struct {
 		name string
 		v    *int64
 	}{
+		{"calm_closes", &c.CalmCloses},
 		{"canceled", &c.Canceled},
 		{"conn_queue_full", &c.ConnQueueFull},
 		{"conns_accepted", &c.ConnsAccepted},
@@ -62,14 +69,17 @@ func (c *Counters) named() []struct {
 		{"frames_sent", &c.FramesSent},
 		{"goroutines", &c.Goroutines},
 		{"key_conflicts", &c.KeyConflicts},
+		{"log_suppressed", &c.LogSuppressed},
 		{"out_limit_waits", &c.OutLimitWaits},
 		{"protocol_errors", &c.ProtocolErrors},
 		{"queue_full", &c.QueueFull},
+		{"read_timeouts", &c.ReadTimeouts},
 		{"requests.ctl", &c.RequestsCtl},
 		{"requests.debit", &c.RequestsDebit},
 		{"requests.echo", &c.RequestsEcho},
 		{"requests.get", &c.RequestsGet},
 		{"requests.other", &c.RequestsOther},
+		{"streams_refused", &c.StreamsRefused},
 		{"unavailable", &c.Unavailable},
 		{"write_chunks", &c.WriteChunks},
 		{"write_timeouts", &c.WriteTimeouts},

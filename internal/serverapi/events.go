@@ -67,6 +67,20 @@ const (
 	EventStreamReset = "STREAM_RESET"
 	// EventGoAwayReceived is logged when a gRPC client sends GOAWAY.
 	EventGoAwayReceived = "GOAWAY_RECEIVED"
+
+	// Events of the limits against hostile peers (SPEC.md, "Hostile
+	// peers"), on both wires; KeyWire is set on the gRPC side's.
+	//
+	// EventReadTimeout: a connection did not finish its preface, a frame
+	// or a header block within -read-timeout, and is closed.
+	EventReadTimeout = "READ_TIMEOUT"
+	// EventLimit: a limit refused something (KeyLimit names it, by its
+	// flag); logged at most once a second per limit, KeyCount saying how
+	// many were refused since the last one.
+	EventLimit = "LIMIT"
+	// EventLogSuppressed: a connection's log budget left KeyCount events
+	// out; logged when the budget allows again, or when it closes.
+	EventLogSuppressed = "LOG_SUPPRESSED"
 )
 
 // eventKeys lists, for every event, the attribute keys rpcserver always
@@ -112,6 +126,9 @@ var eventKeys = map[string][]string{
 	EventAttempt:            {KeyWire, KeyConn, KeyStream, KeyID, KeyMethod, KeyCall, KeyAttempt, KeyPrev, KeyGRPCTimeout, KeyBudget},
 	EventStreamReset:        {KeyWire, KeyConn, KeyStream, KeyCode},
 	EventGoAwayReceived:     {KeyWire, KeyConn, KeyCode},
+	EventReadTimeout:        {KeyRemote, KeyConn, KeyBuffered, KeyTimeout},
+	EventLimit:              {KeyLimit, KeyCount},
+	EventLogSuppressed:      {KeyConn, KeyCount},
 }
 
 // Event attribute keys.
@@ -157,6 +174,9 @@ const (
 	KeyPrev        = "prev"         // the grpc-previous-rpc-attempts header as sent, "-" when absent
 	KeyGRPCTimeout = "grpc_timeout" // the grpc-timeout header as sent, "-" when absent
 	KeyCode        = "code"         // an HTTP/2 error code (RST_STREAM, GOAWAY) or a gRPC status, by name
+
+	KeyLimit = "limit" // the flag of the limit that refused something, without its dash
+	KeyCount = "count" // how many were refused (LIMIT) or left out (LOG_SUPPRESSED)
 )
 
 // attrKind is the JSON type of an attribute's value.
@@ -181,6 +201,7 @@ var keyKinds = map[string]attrKind{
 	KeyDeleted: attrNumber,
 	KeyWire:    attrText, KeyStream: attrNumber, KeyCall: attrText, KeyAttempt: attrNumber,
 	KeyPrev: attrText, KeyGRPCTimeout: attrText, KeyCode: attrText,
+	KeyLimit: attrText, KeyCount: attrNumber,
 }
 
 // check reports whether v is of kind k, and if not, what was wanted.

@@ -65,6 +65,19 @@ const (
 	FlagGRPC = "grpc"
 	// FlagGRPCFault is a gRPC fault rule, repeatable (grpcwire.ParseFault).
 	FlagGRPCFault = "grpc-fault"
+	// FlagReadTimeout bounds, on both wires, how long a connection may
+	// take to finish its preface, a frame it started or a header block:
+	// a peer trickling bytes (slowloris) is closed when it passes.
+	FlagReadTimeout = "read-timeout"
+	// FlagKeepAlive is the TCP keepalive idle time on both wires; the
+	// probe interval follows from it and -write-timeout (SPEC.md).
+	FlagKeepAlive = "keepalive"
+	// FlagGRPCMaxStreams is the gRPC side's
+	// SETTINGS_MAX_CONCURRENT_STREAMS.
+	FlagGRPCMaxStreams = "grpc-max-streams"
+	// FlagMaxOutTotal bounds the gRPC side's unwritten answer bytes
+	// across all its connections, as -max-out-bytes does per connection.
+	FlagMaxOutTotal = "max-out-total"
 )
 
 // WireGRPC is the value of KeyWire on the gRPC side's events, and the
