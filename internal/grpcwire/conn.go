@@ -31,6 +31,12 @@ const (
 	// while its writer is blocked: past it, the peer is flooding and
 	// its connection is reset. x/net's server's own bound.
 	maxQueuedControl = 10000
+	// closeGrace bounds how long the GOAWAY of a connection error or a
+	// flood verdict may take to be written (and whatever write the
+	// writer is blocked in meanwhile): a peer that reads nothing would
+	// otherwise hold the connection for WriteTimeout. Past it the
+	// connection is reset.
+	closeGrace = 100 * time.Millisecond
 )
 
 // conn is one HTTP/2 connection: a reader goroutine that reads every
@@ -79,6 +85,18 @@ type conn struct {
 	// HEADERS for a stream above it are ignored.
 	goaway    uint32
 	goawaySet bool
+	// outBytes is the DATA bytes of answers queued and not yet written
+	// (Config.MaxOutBytes), also counted in Server.outTotal; outDone is
+	// set once close has taken them out of outTotal.
+	outBytes int64
+	outDone  bool
+	// hurry, once set (hasten), is the write deadline of every later
+	// write, however WriteTimeout would set it.
+	hurry time.Time
+
+	// stopRead tells the reader to stop parsing frames: a flood verdict
+	// closes the connection.
+	stopRead atomic.Bool
 
 	wake      chan struct{} // capacity 1: the writer has ops
 	closeOnce sync.Once
@@ -130,6 +148,9 @@ func (c *conn) close() {
 		c.mu.Lock()
 		c.closing = true
 		c.ops = nil
+		c.outDone = true
+		c.s.outTotal.Add(-c.outBytes)
+		c.outBytes = 0
 		for _, st := range c.live {
 			st.cancel()
 		}
@@ -156,6 +177,107 @@ func (c *conn) connError(code http2.ErrCode, text string) {
 	g := c.goAway(c.maxID.Load(), code, text)
 	g.now = true
 	c.queue(g, op{kind: opClose, now: true})
+	c.hasten()
+}
+
+// calm answers a flood verdict (ENHANCE_YOUR_CALM): the reader stops
+// parsing; GOAWAY(ENHANCE_YOUR_CALM) and a close go out ahead of
+// whatever waits, even when a close was queued already; and if they
+// cannot be written within closeGrace, because the peer reads nothing,
+// the connection is reset. Counted calm_closes.
+func (c *conn) calm(text string) {
+	c.s.counters.calmCloses.Add(1)
+	c.protocolError(text)
+	c.stopRead.Store(true)
+	g := c.goAway(c.maxID.Load(), http2.ErrCodeEnhanceYourCalm, text)
+	g.now = true
+	c.mu.Lock()
+	silent := c.silent
+	if !silent {
+		c.ops = append(c.ops, g, op{kind: opClose, now: true})
+	}
+	c.closing = true
+	c.mu.Unlock()
+	if silent { // nothing may be written: reset at once
+		c.reset()
+		return
+	}
+	c.hasten()
+	c.wakeWriter()
+}
+
+// hasten gives the writer closeGrace, from now, for every write left,
+// the one it may be blocked in included: a failure to meet it resets the
+// connection (writer.failed).
+func (c *conn) hasten() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.hurry.IsZero() {
+		return
+	}
+	c.hurry = time.Now().Add(min(closeGrace, c.s.cfg.WriteTimeout))
+	c.nc.SetWriteDeadline(c.hurry)
+}
+
+// hurried reports whether hasten was called.
+func (c *conn) hurried() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.hurry.IsZero()
+}
+
+// reset closes the connection with RST (SO_LINGER 0), which also frees
+// at once what the kernel holds for it.
+func (c *conn) reset() {
+	if tc := tcpConn(c.nc); tc != nil {
+		tc.SetLinger(0)
+	}
+	c.close()
+}
+
+// queueData counts an answer's DATA bytes as queued; the caller holds
+// c.mu and queues them.
+func (c *conn) queueData(n int) {
+	c.outBytes += int64(n)
+	c.s.outTotal.Add(int64(n))
+}
+
+// sent uncounts n DATA bytes the writer has written or dropped.
+func (c *conn) sent(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	if !c.outDone {
+		c.outBytes -= int64(n)
+		c.s.outTotal.Add(-int64(n))
+	}
+	c.mu.Unlock()
+}
+
+// outLimit returns the limit that refuses a new request on the
+// connection now, by its LIMIT name, or "".
+func (c *conn) outLimit() string {
+	c.mu.Lock()
+	out := c.outBytes
+	c.mu.Unlock()
+	switch {
+	case out >= c.s.cfg.MaxOutBytes:
+		return limitOutBytes
+	case c.s.outTotal.Load() >= c.s.cfg.MaxOutTotal:
+		return limitOutTotal
+	}
+	return ""
+}
+
+// refuse answers a stream a limit refuses, unexecuted:
+// RST_STREAM(REFUSED_STREAM), counted unavailable and streams_refused,
+// and LIMIT. st is nil for a stream that holds no slot.
+func (c *conn) refuse(id uint32, st *stream, limit string) {
+	c.queue(op{kind: opRST, stream: id, st: st, code: http2.ErrCodeRefusedStream})
+	c.s.counters.unavailable.Add(1)
+	c.s.counters.streamsRefused.Add(1)
+	c.s.limits.note(limit)
 }
 
 // goAway returns the op that sends GOAWAY(last, code), and from now on
@@ -224,7 +346,7 @@ func (c *conn) readLoop() {
 			c.drain()
 			return
 		}
-		if !c.handle(f) {
+		if !c.handle(f) || c.stopRead.Load() {
 			c.drain()
 			return
 		}

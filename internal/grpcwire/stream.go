@@ -137,10 +137,16 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	c.mu.Lock()
 	full := uint32(len(c.live)) >= s.cfg.MaxConcurrentStreams
 	c.mu.Unlock()
+	var outLimit string
+	if !full {
+		outLimit = c.outLimit()
+	}
 	switch {
 	case full:
-		c.queue(op{kind: opRST, stream: st.id, code: http2.ErrCodeRefusedStream})
-		s.counters.unavailable.Add(1)
+		c.refuse(st.id, nil, limitStreams)
+		return nil
+	case outLimit != "":
+		c.refuse(st.id, nil, outLimit)
 		return nil
 	case f.PseudoValue("method") != "POST":
 		s.counters.requestsOther.Add(1)
@@ -277,6 +283,9 @@ func (st *stream) run() {
 	if err == nil {
 		payload, err = appendPayload(nil, st.method, &r)
 	}
+	// The payload is a copy: the message, which the stream keeps until
+	// the writer is done with it, is not needed any more.
+	r, st.msg = request{}, nil
 	if err != nil {
 		code := Internal
 		if errors.Is(err, errArgument) {
@@ -299,6 +308,14 @@ func (st *stream) run() {
 			st.trailersOnly(DeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds()), nil)
 			return
 		}
+	}
+	// The HEADERS were taken below the out limits, but a burst of
+	// requests all arrive before any of their answers is queued: each is
+	// checked again as it is about to execute.
+	if limit := c.outLimit(); limit != "" {
+		st.forget()
+		c.refuse(st.id, st, limit)
+		return
 	}
 	fault, faulty := s.faults.Take(st.method, nil)
 	if faulty {
@@ -342,7 +359,8 @@ func (st *stream) run() {
 		// true one, and the stream stays open until the client ends it.
 		return
 	}
-	code, msg := statusCode(status), string(answer)
+	code := statusCode(status)
+	var msg string
 	var reply []byte
 	if code == OK {
 		reply, err = appendReply(make([]byte, prefixLen, prefixLen+len(answer)+16), st.method, answer)
@@ -350,6 +368,8 @@ func (st *stream) run() {
 			code, msg = Internal, err.Error()
 		}
 		binary.BigEndian.PutUint32(reply[1:], uint32(len(reply)-prefixLen))
+	} else {
+		msg = string(answer)
 	}
 	if !faulty {
 		if code != OK {
