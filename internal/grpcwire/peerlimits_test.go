@@ -88,13 +88,21 @@ func TestMaxConnsExact(t *testing.T) {
 func echoReplyLen(n int) int64 { return int64(prefixLen + len(echoMsg(n))) }
 
 // sendOne sends an echo of n bytes on c and waits until the server has
-// executed or refused it, want counting the requests so far.
-func (ts *testServer) sendOne(t *testing.T, c *h2client, n int, want int64) uint32 {
+// executed or refused it, want counting the requests so far, and has
+// counted wantOut bytes queued: an answer is queued a moment after its
+// execution is counted, and the next request must find it there.
+func (ts *testServer) sendOne(t *testing.T, c *h2client, n int, want, wantOut int64) uint32 {
 	t.Helper()
 	id := c.send(pathEcho, echoMsg(n), nil)
-	ts.awaitCounter(t, func(f map[string]int64) bool {
-		return f["exec.echo"]+f["streams_refused"] == want
-	})
+	ts.awaitCounter(t, func(f map[string]int64) bool { return f["exec.echo"]+f["streams_refused"] == want })
+	deadline := time.Now().Add(2 * time.Second)
+	for ts.outTotal.Load() != wantOut {
+		if time.Now().After(deadline) {
+			f := ts.counters(t)
+			t.Fatalf("echo %d: %d bytes queued (exec.echo=%d streams_refused=%d), want %d", want, ts.outTotal.Load(), f["exec.echo"], f["streams_refused"], wantOut)
+		}
+		time.Sleep(time.Millisecond) // polling the count: no event to wait on
+	}
 	return id
 }
 
@@ -122,7 +130,7 @@ func TestMaxOutBytesExact(t *testing.T) {
 			c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
 			var ids []uint32
 			for i := range int64(sent) {
-				ids = append(ids, ts.sendOne(t, c, payload, i+1))
+				ids = append(ids, ts.sendOne(t, c, payload, i+1, min(i+1, tt.taken)*reply))
 			}
 			f := ts.counters(t)
 			if f["exec.echo"] != tt.taken || f["streams_refused"] != sent-tt.taken || f["unavailable"] != sent-tt.taken {
@@ -167,10 +175,10 @@ func TestMaxOutTotalExact(t *testing.T) {
 	for _, c := range []*h2client{a, b} {
 		c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
 	}
-	ts.sendOne(t, a, payload, 1)
-	ts.sendOne(t, b, payload, 2)
-	ts.sendOne(t, a, payload, 3)
-	ts.sendOne(t, b, payload, 4)
+	ts.sendOne(t, a, payload, 1, reply)
+	ts.sendOne(t, b, payload, 2, 2*reply)
+	ts.sendOne(t, a, payload, 3, 2*reply)
+	ts.sendOne(t, b, payload, 4, 2*reply)
 	f := ts.counters(t)
 	if f["exec.echo"] != 2 || f["streams_refused"] != 2 {
 		t.Errorf("exec.echo=%d streams_refused=%d, want 2 and 2 (one answer queued on each connection reaches the total)", f["exec.echo"], f["streams_refused"])
@@ -183,7 +191,7 @@ func TestMaxOutTotalExact(t *testing.T) {
 	if got := ts.outTotal.Load(); got != reply {
 		t.Errorf("%d bytes counted after a connection closed, want the other's %d", got, reply)
 	}
-	ts.sendOne(t, b, payload, 5)
+	ts.sendOne(t, b, payload, 5, 2*reply)
 	if f := ts.counters(t); f["exec.echo"] != 3 {
 		t.Errorf("exec.echo=%d after a connection closed, want 3: its bytes no longer count", f["exec.echo"])
 	}
