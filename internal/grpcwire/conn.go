@@ -184,11 +184,13 @@ func (c *conn) connError(code http2.ErrCode, text string) {
 // parsing; GOAWAY(ENHANCE_YOUR_CALM) and a close go out ahead of
 // whatever waits, even when a close was queued already; and if they
 // cannot be written within closeGrace, because the peer reads nothing,
-// the connection is reset. Counted calm_closes.
+// the connection is reset. Counted calm_closes, once per connection.
 func (c *conn) calm(text string) {
+	if c.stopRead.Swap(true) {
+		return // judged already
+	}
 	c.s.counters.calmCloses.Add(1)
 	c.protocolError(text)
-	c.stopRead.Store(true)
 	g := c.goAway(c.maxID.Load(), http2.ErrCodeEnhanceYourCalm, text)
 	g.now = true
 	c.mu.Lock()
