@@ -283,9 +283,9 @@ func (st *stream) run() {
 	if err == nil {
 		payload, err = appendPayload(nil, st.method, &r)
 	}
-	// The payload is a copy: the message, which the stream keeps until
-	// the writer is done with it, is not needed any more.
-	r, st.msg = request{}, nil
+	// The payload is a copy: the message, which the stream would keep
+	// until the writer is done with it, is not needed any more.
+	st.msg = nil
 	if err != nil {
 		code := Internal
 		if errors.Is(err, errArgument) {
