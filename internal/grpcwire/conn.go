@@ -90,9 +90,9 @@ type conn struct {
 	// set once close has taken them out of outTotal.
 	outBytes int64
 	outDone  bool
-	// hurry, once set (hasten), is the write deadline of every later
-	// write, however WriteTimeout would set it.
-	hurry time.Time
+	// hurry, once set (hasten), gives each later batch of the writer
+	// closeGrace instead of WriteTimeout.
+	hurry bool
 
 	// stopRead tells the reader to stop parsing frames: a flood verdict
 	// closes the connection.
@@ -208,24 +208,34 @@ func (c *conn) calm(text string) {
 	c.wakeWriter()
 }
 
-// hasten gives the writer closeGrace, from now, for every write left,
-// the one it may be blocked in included: a failure to meet it resets the
-// connection (writer.failed).
+// hasten gives the writer closeGrace, instead of WriteTimeout, for the
+// write it may be blocked in (from now) and for each later batch (from
+// its start, so that a writer slow to be scheduled is not reset): a
+// failure to meet it resets the connection (writer.failed).
 func (c *conn) hasten() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.hurry.IsZero() {
+	if c.hurry {
 		return
 	}
-	c.hurry = time.Now().Add(min(closeGrace, c.s.cfg.WriteTimeout))
-	c.nc.SetWriteDeadline(c.hurry)
+	c.hurry = true
+	c.nc.SetWriteDeadline(time.Now().Add(c.batchTimeout()))
+}
+
+// batchTimeout is the time a batch of the writer has; the caller holds
+// c.mu.
+func (c *conn) batchTimeout() time.Duration {
+	if c.hurry {
+		return min(closeGrace, c.s.cfg.WriteTimeout)
+	}
+	return c.s.cfg.WriteTimeout
 }
 
 // hurried reports whether hasten was called.
 func (c *conn) hurried() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.hurry.IsZero()
+	return c.hurry
 }
 
 // reset closes the connection with RST (SO_LINGER 0), which also frees

@@ -166,11 +166,7 @@ func (c *conn) writeLoop() {
 func (w *writer) batch(ops []op, credit int64) error {
 	c := w.c
 	c.mu.Lock()
-	deadline := time.Now().Add(c.s.cfg.WriteTimeout)
-	if !c.hurry.IsZero() && c.hurry.Before(deadline) {
-		deadline = c.hurry
-	}
-	err := c.nc.SetWriteDeadline(deadline)
+	err := c.nc.SetWriteDeadline(time.Now().Add(c.batchTimeout()))
 	c.mu.Unlock()
 	if err != nil {
 		return err
