@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/leftover"
 )
 
 // DefaultCacheDir is where a command keeps built adapters unless told
@@ -58,7 +59,8 @@ type marker struct {
 // nothing that a later Build trusts; a directory built from other
 // embedded sources is rebuilt. Two concurrent Builds of one ref both
 // build, and the second to finish uses the first's. Temporary
-// directories a killed build left are removed a day later.
+// directories a killed build left are removed by the next Build once
+// their process is gone (package leftover).
 //
 // Build does not ask whether the release exists: Check does, with a
 // better error.
@@ -78,8 +80,10 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("stackbuild: cache: %w", err)
 	}
+	removed, err := leftover.Sweep(cacheDir)
+	leftover.Report(progress, "stackbuild", removed, err)
 	sweep(cacheDir, time.Now().Add(-abandoned))
-	tmp, err := os.MkdirTemp(cacheDir, ".building-"+ref.String()+"-")
+	tmp, err := leftover.MkdirTemp(cacheDir, "building-"+ref.String())
 	if err != nil {
 		return "", fmt.Errorf("stackbuild: cache: %w", err)
 	}
@@ -110,9 +114,11 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 	return bin, nil
 }
 
-// abandoned is how old a temporary directory of a build (.building-*,
+// abandoned is how old a temporary directory of a build in the form
+// rpcbench releases before package leftover named them (.building-*,
 // .stale-*) must be to be taken for one whose process died before it
-// could remove it: no build takes that long.
+// could remove it: no build takes that long. Those named after their
+// owner go as soon as it is gone (leftover.Sweep).
 const abandoned = 24 * time.Hour
 
 // sweep removes the temporary directories in cacheDir last modified
@@ -174,7 +180,7 @@ func install(tmp, final string, ref Ref) error {
 	if _, statErr := os.Stat(final); statErr != nil {
 		return fmt.Errorf("stackbuild: cache: %w", err)
 	}
-	old, err := os.MkdirTemp(filepath.Dir(final), ".stale-"+ref.String()+"-")
+	old, err := leftover.MkdirTemp(filepath.Dir(final), "stale-"+ref.String())
 	if err != nil {
 		return fmt.Errorf("stackbuild: cache: %w", err)
 	}

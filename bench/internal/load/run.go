@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
@@ -45,7 +46,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 
-	dir, err := os.MkdirTemp("", "rpcload-")
+	dir, err := leftover.MkdirTemp("", "rpcload")
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
