@@ -63,7 +63,9 @@ func Parse(name, sep string) (Owner, bool) {
 // Gone reports whether o has ended, as far as this process can tell: o
 // is in this process's boot and pid namespace, and no process with its
 // pid and start time runs there, or only its zombie. An owner in another
-// space is never gone: its process table is not this one's to read.
+// space is never gone: its process table is not this one's to read; nor
+// is one missing from a /proc that hides other users' processes, unless
+// this process is root.
 func (o Owner) Gone() bool {
 	me, err := Self()
 	if err != nil || o.Space != me.Space {
@@ -72,7 +74,8 @@ func (o Owner) Gone() bool {
 	st, err := stat(o.PID)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return true
+		// Unless /proc hides other users' processes from this one.
+		return os.Geteuid() == 0 || !hidepid()
 	case err != nil:
 		return false // unreadable is not ended
 	}
@@ -120,4 +123,34 @@ func space() string {
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	sum := sha256.Sum256([]byte(strings.TrimSpace(string(boot)) + "\n" + ns))
 	return hex.EncodeToString(sum[:4])
+}
+
+// hidepid reports whether /proc is mounted with hidepid (proc(5)), under
+// which a process of another user is missing from it, as if it had
+// ended.
+var hidepid = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	return err != nil || hidesPIDs(string(b))
+})
+
+// hidesPIDs reports whether mountinfo, as /proc/self/mountinfo reads,
+// mounts /proc with a hidepid other than 0.
+func hidesPIDs(mountinfo string) bool {
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		// "22 27 0:21 / /proc rw,relatime - proc proc rw,hidepid=2": the
+		// mount point is field 5; the super block's options are the
+		// third field after the " - ".
+		f := strings.Fields(line)
+		_, after, ok := strings.Cut(line, " - ")
+		super := strings.Fields(after)
+		if !ok || len(f) < 5 || f[4] != "/proc" || len(super) < 3 {
+			continue
+		}
+		for opt := range strings.SplitSeq(super[2], ",") {
+			if v, ok := strings.CutPrefix(opt, "hidepid="); ok && v != "0" && v != "off" {
+				return true
+			}
+		}
+	}
+	return false
 }

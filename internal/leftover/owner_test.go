@@ -119,3 +119,25 @@ func TestGone(t *testing.T) {
 		})
 	}
 }
+
+func TestHidesPIDs(t *testing.T) {
+	const other = "25 22 0:22 / /sys rw,nosuid - sysfs sysfs rw\n"
+	tests := []struct {
+		mountinfo string
+		want      bool
+	}{
+		{other + "22 27 0:21 / /proc rw,relatime - proc proc rw\n", false},
+		{other + "22 27 0:21 / /proc rw,relatime - proc proc rw,hidepid=2\n", true},
+		{other + "22 27 0:21 / /proc rw,relatime - proc proc rw,hidepid=invisible,gid=4\n", true},
+		{other + "22 27 0:21 / /proc rw,relatime - proc proc rw,hidepid=0\n", false},
+		{other + "22 27 0:21 / /proc rw - proc proc rw,hidepid=off\n", false},
+		{"22 27 0:21 / /mnt/proc rw - proc proc rw,hidepid=2\n", false},
+		{"22 27 0:21 / /proc rw - proc\n", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := hidesPIDs(tt.mountinfo); got != tt.want {
+			t.Errorf("hidesPIDs(%q) = %v, want %v", tt.mountinfo, got, tt.want)
+		}
+	}
+}

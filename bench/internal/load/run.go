@@ -46,6 +46,8 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 
+	removed, err := leftover.Sweep("")
+	leftover.Report(log, "rpcload", removed, err)
 	dir, err := leftover.MkdirTemp("", "rpcload")
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
