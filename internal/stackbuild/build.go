@@ -114,11 +114,11 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 	return bin, nil
 }
 
-// abandoned is how old a temporary directory of a build in the form
-// rpcbench releases before package leftover named them (.building-*,
-// .stale-*) must be to be taken for one whose process died before it
-// could remove it: no build takes that long. Those named after their
-// owner go as soon as it is gone (leftover.Sweep).
+// abandoned is how old a temporary directory of a build must be to be
+// taken for one whose process died before it could remove it, when its
+// owner cannot be told gone (leftover.Owner.Gone): one made before a
+// reboot or in another container, or before package leftover named them
+// (.building-*, .stale-*). No build takes that long.
 const abandoned = 24 * time.Hour
 
 // sweep removes the temporary directories in cacheDir last modified
@@ -126,11 +126,13 @@ const abandoned = 24 * time.Hour
 func sweep(cacheDir string, cutoff time.Time) {
 	entries, _ := os.ReadDir(cacheDir)
 	for _, e := range entries {
-		if !e.IsDir() || !(strings.HasPrefix(e.Name(), ".building-") || strings.HasPrefix(e.Name(), ".stale-")) {
+		name := e.Name()
+		_, owned := leftover.Parse(name, "-")
+		if !e.IsDir() || !(owned || strings.HasPrefix(name, ".building-") || strings.HasPrefix(name, ".stale-")) {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
-			os.RemoveAll(filepath.Join(cacheDir, e.Name()))
+			os.RemoveAll(filepath.Join(cacheDir, name))
 		}
 	}
 }
