@@ -115,7 +115,7 @@ func start(ctx context.Context, f finder) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := leftover.MkdirTemp("", "pgcluster")
+	dir, err := leftover.MkdirTemp("", "pg")
 	if err != nil {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
