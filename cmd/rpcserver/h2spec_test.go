@@ -110,10 +110,11 @@ func h2specBin(t *testing.T) string {
 // and returns its address; the cleanup stops it with SIGTERM and waits.
 func startGRPCServer(t *testing.T) string {
 	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "server.log")
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- run([]string{"-log", filepath.Join(t.TempDir(), "server.log"), "-grpc"}, pw, io.Discard)
+		done <- run([]string{"-log", logPath, "-grpc"}, pw, io.Discard)
 		pw.Close()
 	}()
 	t.Cleanup(func() {
