@@ -53,7 +53,8 @@ type conn struct {
 
 	// rd is touched by the reader goroutine only.
 	rd struct {
-		maxID uint32 // the highest client stream id seen
+		maxID  uint32          // the highest client stream id seen
+		remote map[uint32]half // the streams whose client half is open (remote.go)
 	}
 	// maxID is rd.maxID, for a connection error raised off the reader.
 	maxID atomic.Uint32
@@ -311,13 +312,17 @@ func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
 	delete(c.streams, id)
 	st := c.live[id]
 	c.mu.Unlock()
-	if st != nil {
-		// Nothing more goes out on it, whatever its goroutine answers;
-		// and its goroutine is told to stop.
-		st.reset.Store(true)
-		st.cancel()
+	if st == nil {
+		c.queue(op{kind: opRST, stream: id, code: code})
+		return
 	}
-	c.queue(op{kind: opRST, stream: id, st: st, code: code})
+	// Nothing more goes out on it, whatever its goroutine answers; and
+	// its goroutine is told to stop. The writer drops a reset stream's
+	// ops, so the RST_STREAM goes without st, and opForget frees the
+	// slot.
+	st.reset.Store(true)
+	st.cancel()
+	c.queue(op{kind: opRST, stream: id, code: code}, op{kind: opForget, stream: id, st: st})
 }
 
 func (c *conn) readLoop() {
@@ -345,7 +350,7 @@ func (c *conn) readLoop() {
 			var ce http2.ConnectionError
 			switch {
 			case errors.As(err, &se):
-				c.streamError(se.StreamID, se.Code, "grpcwire: "+se.Error())
+				c.framerError(se)
 				continue
 			case errors.As(err, &ce):
 				c.connError(http2.ErrCode(ce), "grpcwire: "+c.errorText(err))
@@ -457,6 +462,7 @@ func (c *conn) handle(f http2.Frame) bool {
 			c.connError(http2.ErrCodeProtocol, "grpcwire: RST_STREAM on idle stream")
 			return false
 		}
+		c.endRemote(f.StreamID)
 		if st != nil {
 			st.reset.Store(true)
 			st.cancel()
@@ -470,11 +476,16 @@ func (c *conn) handle(f http2.Frame) bool {
 	case *http2.GoAwayFrame:
 		c.s.log.Info(serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyCode, f.ErrCode.String())
+	case *http2.PriorityFrame:
+		if selfDependent(f.StreamID, f.PriorityParam) {
+			c.resetStream(f.StreamID, http2.ErrCodeProtocol, "grpcwire: PRIORITY makes a stream depend on itself")
+		}
 	case *http2.PushPromiseFrame:
 		c.connError(http2.ErrCodeProtocol, "grpcwire: PUSH_PROMISE from a client")
 		return false
 	}
-	// PRIORITY and unknown frame types are ignored (RFC 9113 §5.5).
+	// Other PRIORITY frames and unknown frame types are ignored (RFC
+	// 9113 §5.3.2, §5.5).
 	return true
 }
 
@@ -482,33 +493,28 @@ func (c *conn) handle(f http2.Frame) bool {
 func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	id := f.StreamID
 	c.mu.Lock()
-	_, open := c.streams[id]
+	st := c.streams[id]
 	// Above a GOAWAY sent, or once a close is queued, a request would
 	// execute unanswered: it is not processed.
 	above := c.goawaySet && id > c.goaway || c.closing
 	c.mu.Unlock()
 	switch {
-	case open:
-		// A unary client sends no trailers.
-		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: a second HEADERS on a request stream")
-		return true
 	case id%2 == 0:
 		c.connError(http2.ErrCodeProtocol, "grpcwire: HEADERS on an even stream id")
 		return false
 	case id <= c.rd.maxID:
-		c.connError(http2.ErrCodeStreamClosed, "grpcwire: HEADERS on a closed stream")
-		return false
+		return c.laterHeaders(f, st)
 	}
 	c.rd.maxID = id
 	c.maxID.Store(id)
+	c.openRemote(f)
 	if above {
 		return true // the GOAWAY or the close says it will not be processed
 	}
-	if f.Truncated {
-		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: header list over MaxHeaderListSize")
+	if !c.requestHeaders(f) {
 		return true
 	}
-	st := c.newStream(f)
+	st = c.newStream(f)
 	if st == nil {
 		return true
 	}
@@ -531,16 +537,15 @@ func (c *conn) data(f *http2.DataFrame) bool {
 		c.connError(http2.ErrCodeProtocol, "grpcwire: DATA on idle stream")
 		return false
 	}
+	if !c.remoteData(f) {
+		return true
+	}
 	c.mu.Lock()
 	st := c.streams[id]
 	c.mu.Unlock()
 	if st == nil {
 		// Answered, reset or refused already: the client may still be
 		// sending.
-		return true
-	}
-	if st.ended {
-		c.streamError(id, http2.ErrCodeStreamClosed, "grpcwire: DATA after END_STREAM")
 		return true
 	}
 	st.add(f.Data())
