@@ -153,10 +153,11 @@ func (c *conn) readLoop() {
 			c.s.counters.protocolErrors.Add(1)
 			c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error())
 		case errors.Is(err, syscall.ETIMEDOUT):
-			// The kernel gave up on answers the peer left unacknowledged
-			// for WriteTimeout (TCP_USER_TIMEOUT): the same verdict as a
-			// write that made no progress, reached where the write itself
-			// did not block because the answers fitted the send buffer.
+			// The kernel gave up on the peer (TCP_USER_TIMEOUT, see
+			// transport.PlanTCP): answers left unacknowledged, or, idle,
+			// keepalive probes unanswered. The same verdict as a write
+			// that made no progress, reached where the write itself did
+			// not block because the answers fitted the send buffer.
 			c.writeTimedOut(0, err)
 		case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 			c.s.log.Warn(serverapi.EventConnReadError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error(),
