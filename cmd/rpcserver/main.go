@@ -103,6 +103,8 @@ var configFlags = map[string]string{
 	"MaxConns":         serverapi.FlagMaxConns,
 	"MaxOutBytes":      serverapi.FlagMaxOutBytes,
 	"WriteTimeout":     serverapi.FlagWriteTimeout,
+	"ReadTimeout":      serverapi.FlagReadTimeout,
+	"KeepAlive":        serverapi.FlagKeepAlive,
 	"DrainTimeout":     serverapi.FlagDrainTimeout,
 }
 
@@ -168,6 +170,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept (with -"+serverapi.FlagGRPC+", on each wire separately)")
 	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading; with -"+serverapi.FlagGRPC+", a gRPC connection's unwritten DATA bytes past which its new requests are refused (REFUSED_STREAM)")
 	fs.DurationVar(&o.cfg.WriteTimeout, serverapi.FlagWriteTimeout, def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
+	fs.DurationVar(&o.cfg.ReadTimeout, serverapi.FlagReadTimeout, def.ReadTimeout, "disconnect a peer that takes longer than this to finish a frame it began (slowloris); idle connections are kept")
+	fs.DurationVar(&o.cfg.KeepAlive, serverapi.FlagKeepAlive, def.KeepAlive, "TCP keepalive idle time: a peer silent this long is probed, and dropped if it answers none (probe interval from -"+serverapi.FlagWriteTimeout+"); 0: no keepalive")
 	fs.DurationVar(&o.cfg.DrainTimeout, serverapi.FlagDrainTimeout, def.DrainTimeout, "how long a drain (SIGTERM, ctl.drain, a drain fault) may take; 0: SIGTERM closes at once, as SIGINT does")
 	fs.StringVar(&o.store, serverapi.FlagStore, bank.KindMemory, "where accounts and idempotency records live, a `spec`: "+bank.StoreSyntax)
 	fs.DurationVar(&o.sqlOpts.TTL, serverapi.FlagDedupTTL, bank.DefaultTTL, "how long a SQL store keeps an idempotency record; must exceed the longest client retry window")
@@ -339,8 +343,8 @@ func serve(o options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-%s: %w", serverapi.FlagAddr, err)
 	}
 	config := fmt.Sprintf(
-		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults))
+		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v read-timeout=%v keepalive=%v chunk=%v faults=[%v]",
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.ReadTimeout, o.cfg.KeepAlive, o.cfg.Chunk, faultList(o.cfg.Faults))
 	rpcLn := ln
 	// Nil without the gRPC mode: a nil channel is never ready.
 	var grpcErrc chan error

@@ -43,6 +43,8 @@ func TestUsageErrors(t *testing.T) {
 		{"zero chunk window in chunk mode", []string{"-chunk", "-chunk-window", "0s"}, "rpcserver: -chunk-window 0s must be positive in chunk mode"},
 		{"negative start delay", []string{"-start-delay", "-1s"}, "rpcserver: -start-delay -1s must not be negative (0 binds at once)"},
 		{"negative write timeout", []string{"-write-timeout", "-1s"}, "rpcserver: -write-timeout -1s must be positive"},
+		{"zero read timeout", []string{"-read-timeout", "0s"}, "rpcserver: -read-timeout 0s must be positive"},
+		{"negative keepalive", []string{"-keepalive", "-1s"}, "rpcserver: -keepalive -1s must not be negative (0 turns keepalive off)"},
 		{"negative lease", []string{"-dedup-lease", "-1s"}, "must be at least 1ms"},
 		{"negative TTL", []string{"-dedup-ttl", "-1s"}, "longer than it"},
 		{"grpc-max-streams without -grpc", []string{"-grpc-max-streams", "8"}, "rpcserver: -grpc-max-streams needs -grpc"},
