@@ -1,0 +1,247 @@
+package grpcwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// maxContinuations bounds the CONTINUATION frames of one header block.
+// x/net's Framer bounds a block's bytes by MaxHeaderListSize, but an
+// empty fragment adds nothing to them: without a bound on the frames, a
+// block of empty CONTINUATIONs never ends (CVE-2024-27316), and the
+// Framer loops over them inside ReadFrame. A client splits a block at
+// the server's SETTINGS_MAX_FRAME_SIZE (16384), so the 16384 bytes of
+// MaxHeaderListSize's default need two frames; 16 CONTINUATIONs leave
+// room for fragments of 1 KiB. nghttp2 allows 8.
+const maxContinuations = 16
+
+// frameWatch is the reader the connection's preface and its Framer
+// read from. It buffers the socket's bytes and follows the 9-byte frame
+// headers as they arrive, before the Framer parses them, so that it can
+// fail the read the Framer is blocked in:
+//
+//   - with a *calmError, when a header block has more than
+//     maxContinuations CONTINUATION frames, empty ones included;
+//   - with a *readTimeoutError, when the preface, a frame once its first
+//     byte arrived, or a header block does not finish within
+//     Config.ReadTimeout. Between frames it sets no read deadline, so an
+//     idle connection is kept.
+//
+// It is used by the reader goroutine only.
+type frameWatch struct {
+	nc      net.Conn
+	timeout time.Duration
+	buf     []byte
+	r, w    int   // buf[r:w] arrived and is not yet read
+	err     error // a verdict: every later Read returns it
+
+	// What has arrived, parsed as it arrives.
+	start    time.Time // the connection's acceptance: the preface's clock
+	preface  int       // preface bytes still to arrive
+	hdr      [9]byte
+	nh       int    // bytes of the current frame's header arrived; 9 while its payload arrives
+	left     uint32 // payload bytes of the current frame still to arrive
+	frameAt  time.Time
+	inBlock  bool // a HEADERS without END_HEADERS arrived, and no END_HEADERS since
+	blockAt  time.Time
+	blockN   int   // CONTINUATION frames of the open block
+	unfinish int64 // bytes of the unfinished preface, frame or header block
+	armed    time.Time
+}
+
+func newFrameWatch(nc net.Conn, timeout time.Duration) *frameWatch {
+	return &frameWatch{
+		nc: nc, timeout: timeout, buf: make([]byte, 32<<10),
+		start: time.Now(), preface: len(http2.ClientPreface),
+	}
+}
+
+// calmError is a flood the frame watch found: the connection is closed
+// at once with GOAWAY(ENHANCE_YOUR_CALM).
+type calmError struct{ text string }
+
+func (e *calmError) Error() string { return e.text }
+
+// readTimeoutError is a preface, frame or header block that did not
+// finish within Config.ReadTimeout.
+type readTimeoutError struct {
+	what     string // "preface", "frame" or "header block"
+	buffered int64  // its bytes that arrived
+}
+
+func (e *readTimeoutError) Error() string {
+	return fmt.Sprintf("grpcwire: %s unfinished after the read timeout, %d bytes of it arrived", e.what, e.buffered)
+}
+
+// Read hands on the bytes that arrived, reading the socket when none are
+// left, under the deadline of what is unfinished.
+func (w *frameWatch) Read(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.r == w.w {
+		if d := w.deadline(); !d.Equal(w.armed) {
+			if err := w.nc.SetReadDeadline(d); err != nil {
+				return 0, err
+			}
+			w.armed = d
+		}
+		n, err := w.nc.Read(w.buf)
+		if n == 0 {
+			if errors.Is(err, os.ErrDeadlineExceeded) && !w.armed.IsZero() {
+				w.err = &readTimeoutError{what: w.unfinished(), buffered: w.unfinish}
+			} else {
+				return 0, err
+			}
+			return 0, w.err
+		}
+		// A read error with bytes is returned by the next Read.
+		if w.err = w.scan(w.buf[:n], time.Now()); w.err != nil {
+			return 0, w.err
+		}
+		w.r, w.w = 0, n
+	}
+	n := copy(p, w.buf[w.r:w.w])
+	w.r += n
+	return n, nil
+}
+
+// deadline is the read deadline of what is unfinished; zero between
+// frames.
+func (w *frameWatch) deadline() time.Time {
+	if w.preface > 0 {
+		return w.start.Add(w.timeout)
+	}
+	var d time.Time
+	if w.nh > 0 {
+		d = w.frameAt.Add(w.timeout)
+	}
+	if w.inBlock && (d.IsZero() || w.blockAt.Before(w.frameAt)) {
+		d = w.blockAt.Add(w.timeout)
+	}
+	return d
+}
+
+func (w *frameWatch) unfinished() string {
+	switch {
+	case w.preface > 0:
+		return "preface"
+	case w.inBlock:
+		return "header block"
+	}
+	return "frame"
+}
+
+// scan follows b, bytes that arrived at now, through the preface and
+// the frames' headers.
+func (w *frameWatch) scan(b []byte, now time.Time) error {
+	for len(b) > 0 {
+		switch {
+		case w.preface > 0:
+			n := min(len(b), w.preface)
+			w.preface -= n
+			w.unfinish += int64(n)
+			b = b[n:]
+			if w.preface == 0 {
+				w.unfinish = 0
+			}
+		case w.nh < len(w.hdr):
+			if w.nh == 0 {
+				w.frameAt = now
+			}
+			n := copy(w.hdr[w.nh:], b)
+			w.nh += n
+			w.unfinish += int64(n)
+			b = b[n:]
+			if w.nh < len(w.hdr) {
+				return nil
+			}
+			w.left = uint32(w.hdr[0])<<16 | uint32(w.hdr[1])<<8 | uint32(w.hdr[2])
+			if err := w.frame(http2.FrameType(w.hdr[3]), http2.Flags(w.hdr[4]), binary.BigEndian.Uint32(w.hdr[5:])&(1<<31-1)); err != nil {
+				return err
+			}
+			w.frameDone()
+		default:
+			n := min(uint32(len(b)), w.left)
+			w.left -= n
+			w.unfinish += int64(n)
+			b = b[n:]
+			w.frameDone()
+		}
+	}
+	return nil
+}
+
+// frameDone ends the current frame once its payload has arrived.
+func (w *frameWatch) frameDone() {
+	if w.left > 0 {
+		return
+	}
+	w.nh = 0
+	if !w.inBlock {
+		w.unfinish = 0
+	}
+}
+
+// frame follows a frame whose header arrived: the header blocks.
+func (w *frameWatch) frame(t http2.FrameType, flags http2.Flags, stream uint32) error {
+	end := flags.Has(http2.FlagHeadersEndHeaders)
+	switch {
+	case t == http2.FrameHeaders && !w.inBlock:
+		w.inBlock, w.blockAt, w.blockN = !end, w.frameAt, 0
+	case t == http2.FrameContinuation && w.inBlock:
+		w.blockN++
+		if w.blockN > maxContinuations {
+			return &calmError{fmt.Sprintf("grpcwire: header block on stream %d goes on past %d CONTINUATION frames (ENHANCE_YOUR_CALM)", stream, maxContinuations)}
+		}
+		w.inBlock = !end
+	default:
+		// Anything else inside a block is the Framer's connection error.
+		w.inBlock = false
+	}
+	return nil
+}
+
+// watchError acts on a read error that is a frame watch verdict, and
+// reports whether it was one; the reader then returns.
+func (c *conn) watchError(err error) bool {
+	var te *readTimeoutError
+	var ce *calmError
+	switch {
+	case errors.As(err, &te):
+		c.s.counters.readTimeouts.Add(1)
+		c.s.log.Warn(serverapi.EventReadTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyConn, c.id,
+			serverapi.KeyBuffered, te.buffered, serverapi.KeyTimeout, c.s.cfg.ReadTimeout.String(), serverapi.KeyWire, serverapi.WireGRPC)
+		return true
+	case errors.As(err, &ce):
+		c.calmVerdict(ce.text)
+		c.drain()
+		return true
+	}
+	return false
+}
+
+// calmVerdict closes a flooding connection at once: PROTOCOL_ERROR
+// logged (outside the log budget: once per connection), GOAWAY
+// (ENHANCE_YOUR_CALM) ahead of every stream op still waiting, then the
+// close; and the reader, which the caller has drain, stops reading
+// Config.Drain later, even if a peer that reads nothing blocks the
+// writer. The caller reads nothing more but through drain.
+func (c *conn) calmVerdict(text string) {
+	c.s.counters.protocolErrors.Add(1)
+	c.s.counters.calmCloses.Add(1)
+	c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, capText(text),
+		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+	g := c.goAway(c.maxID.Load(), http2.ErrCodeEnhanceYourCalm, text)
+	g.now = true
+	c.queue(g, op{kind: opClose, now: true})
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.Drain))
+}
