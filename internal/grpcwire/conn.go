@@ -158,7 +158,7 @@ func (c *conn) protocolError(text string) {
 // server took, then a close with FIN, both ahead of the stream ops still
 // waiting, which are dropped.
 func (c *conn) connError(code http2.ErrCode, text string) {
-	c.protocolError(text)
+	c.closingError(text)
 	g := c.goAway(c.maxID.Load(), code, text)
 	g.now = true
 	c.queue(g, op{kind: opClose, now: true})

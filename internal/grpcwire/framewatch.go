@@ -120,14 +120,13 @@ func (w *frameWatch) deadline() time.Time {
 	if w.preface > 0 {
 		return w.start.Add(w.timeout)
 	}
-	var d time.Time
-	if w.nh > 0 {
-		d = w.frameAt.Add(w.timeout)
+	switch {
+	case w.inBlock: // the block began no later than its current frame
+		return w.blockAt.Add(w.timeout)
+	case w.nh > 0:
+		return w.frameAt.Add(w.timeout)
 	}
-	if w.inBlock && (d.IsZero() || w.blockAt.Before(w.frameAt)) {
-		d = w.blockAt.Add(w.timeout)
-	}
-	return d
+	return time.Time{}
 }
 
 func (w *frameWatch) unfinished() string {
@@ -236,12 +235,18 @@ func (c *conn) watchError(err error) bool {
 // Config.Drain later, even if a peer that reads nothing blocks the
 // writer. The caller reads nothing more but through drain.
 func (c *conn) calmVerdict(text string) {
-	c.s.counters.protocolErrors.Add(1)
 	c.s.counters.calmCloses.Add(1)
-	c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, capText(text),
-		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
+	c.closingError(text)
 	g := c.goAway(c.maxID.Load(), http2.ErrCodeEnhanceYourCalm, text)
 	g.now = true
 	c.queue(g, op{kind: opClose, now: true})
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.Drain))
+}
+
+// closingError logs and counts the protocol error that closes the
+// connection, outside the log budget: it comes once.
+func (c *conn) closingError(text string) {
+	c.s.counters.protocolErrors.Add(1)
+	c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, capText(text),
+		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
 }

@@ -327,3 +327,36 @@ func TestAttemptBytesBound(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagLineBound: a diagnostic event's line stays within diagLineMax
+// whatever the client made its err text hold, and the budget leaves
+// out what exceeds LogBurst, summarised at the close.
+func TestDiagLineBound(t *testing.T) {
+	ts := startServer(t)
+	a, b := net.Pipe()
+	defer b.Close()
+	c := newConn(ts.Server, a)
+	hostile := strings.Repeat("\x00\"\\\u2028", 5000)
+	for range LogBurst + 3 {
+		c.diag(slog.LevelWarn, serverapi.EventProtocolError, serverapi.KeyRemote, "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535",
+			serverapi.KeyErr, "grpcwire: "+hostile, serverapi.KeyConn, uint64(math.MaxUint64), serverapi.KeyWire, serverapi.WireGRPC)
+	}
+	c.suppressedAtClose()
+	lines := bytes.Split(bytes.TrimSpace(ts.log.bytes()), []byte("\n"))
+	if len(lines) != LogBurst+1 {
+		t.Fatalf("%d lines, want LogBurst=%d events and one LOG_SUPPRESSED", len(lines), LogBurst)
+	}
+	for _, l := range lines {
+		if len(l)+1 > diagLineMax {
+			t.Errorf("a line of %d bytes, want at most diagLineMax=%d: %s", len(l)+1, diagLineMax, l)
+		}
+	}
+	evs := ts.events(t, "LOG_SUPPRESSED")
+	var n int64
+	if len(evs) == 1 {
+		n, _ = evs[0].Int("count")
+	}
+	if len(evs) != 1 || n != 3 {
+		t.Errorf("LOG_SUPPRESSED events %v, want one with count=3", evs)
+	}
+}
