@@ -24,9 +24,10 @@ import (
 const maxContinuations = 16
 
 // frameWatch is the reader the connection's preface and its Framer
-// read from. It buffers the socket's bytes and follows the 9-byte frame
-// headers as they arrive, before the Framer parses them, so that it can
-// fail the read the Framer is blocked in:
+// read from. It reads the socket into the Framer's buffer, as the
+// Framer alone would, buffering nothing of its own, and follows the
+// 9-byte frame headers as they arrive, before the Framer parses them, so
+// that it can fail the read the Framer is in:
 //
 //   - with a *calmError, when a header block has more than
 //     maxContinuations CONTINUATION frames, empty ones included;
@@ -39,8 +40,6 @@ const maxContinuations = 16
 type frameWatch struct {
 	nc      net.Conn
 	timeout time.Duration
-	buf     []byte
-	r, w    int   // buf[r:w] arrived and is not yet read
 	err     error // a verdict: every later Read returns it
 
 	// What has arrived, parsed as it arrives.
@@ -59,7 +58,7 @@ type frameWatch struct {
 
 func newFrameWatch(nc net.Conn, timeout time.Duration) *frameWatch {
 	return &frameWatch{
-		nc: nc, timeout: timeout, buf: make([]byte, 32<<10),
+		nc: nc, timeout: timeout,
 		start: time.Now(), preface: len(http2.ClientPreface),
 	}
 }
@@ -81,37 +80,30 @@ func (e *readTimeoutError) Error() string {
 	return fmt.Sprintf("grpcwire: %s unfinished after the read timeout, %d bytes of it arrived", e.what, e.buffered)
 }
 
-// Read hands on the bytes that arrived, reading the socket when none are
-// left, under the deadline of what is unfinished.
+// Read reads the socket under the deadline of what is unfinished, and
+// follows what arrived.
 func (w *frameWatch) Read(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if w.r == w.w {
-		if d := w.deadline(); !d.Equal(w.armed) {
-			if err := w.nc.SetReadDeadline(d); err != nil {
-				return 0, err
-			}
-			w.armed = d
+	if d := w.deadline(); !d.Equal(w.armed) {
+		if err := w.nc.SetReadDeadline(d); err != nil {
+			return 0, err
 		}
-		n, err := w.nc.Read(w.buf)
-		if n == 0 {
-			if errors.Is(err, os.ErrDeadlineExceeded) && !w.armed.IsZero() {
-				w.err = &readTimeoutError{what: w.unfinished(), buffered: w.unfinish}
-			} else {
-				return 0, err
-			}
-			return 0, w.err
-		}
-		// A read error with bytes is returned by the next Read.
-		if w.err = w.scan(w.buf[:n], time.Now()); w.err != nil {
-			return 0, w.err
-		}
-		w.r, w.w = 0, n
+		w.armed = d
 	}
-	n := copy(p, w.buf[w.r:w.w])
-	w.r += n
-	return n, nil
+	n, err := w.nc.Read(p)
+	if n == 0 {
+		if errors.Is(err, os.ErrDeadlineExceeded) && !w.armed.IsZero() {
+			w.err = &readTimeoutError{what: w.unfinished(), buffered: w.unfinish}
+			return 0, w.err
+		}
+		return 0, err
+	}
+	if w.err = w.scan(p[:n], time.Now()); w.err != nil {
+		return 0, w.err
+	}
+	return n, err
 }
 
 // deadline is the read deadline of what is unfinished; zero between
