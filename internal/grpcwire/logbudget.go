@@ -58,7 +58,9 @@ const (
 	// events (LogBurst + 2.5·LogRate = 26 lines of at most diagLineMax
 	// bytes) and their LOG_SUPPRESSED summaries (27 lines of at most 160
 	// bytes) at most 20.5 KiB; CONN_OPEN, the verdict's PROTOCOL_ERROR
-	// and CONN_CLOSED at most 1 KiB. 121.5 KiB, rounded up to 128.
+	// and CONN_CLOSED at most 1 KiB: 121.5 KiB, the rest of 128 left for
+	// the ATTEMPT of the stream whose reset tips the bucket, logged
+	// before its reset came (at most 6.5 KiB of metadata values, escaped).
 	RapidResetLogBound = 128 << 10
 
 	// errTextMax bounds the err text of a diagnostic event, in bytes:
