@@ -163,6 +163,52 @@ type h2client struct {
 	// err is the read error that ended the connection, set before
 	// frames is closed.
 	err error
+	// kept holds the frames wait read for other streams than the one
+	// it waited for, for a later wait on theirs: the server writes
+	// each stream's frames in order, but not the streams in any order.
+	kept map[uint32][]http2.Frame
+}
+
+// streamOf returns the stream of a frame wait looks at, 0 for another
+// kind. It reads the field itself: Header() would read the whole
+// FrameHeader, which the reader's next ReadFrame invalidates.
+func streamOf(f http2.Frame) uint32 {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		return f.StreamID
+	case *dataCopy:
+		return f.StreamID
+	case *http2.RSTStreamFrame:
+		return f.StreamID
+	}
+	return 0
+}
+
+// next returns the next frame for stream id, a kept one first, or one
+// of the connection's; ok is false once the connection has ended.
+func (c *h2client) next(id uint32, deadline <-chan time.Time) (f http2.Frame, ok, timedOut bool) {
+	for {
+		if q := c.kept[id]; len(q) > 0 {
+			c.kept[id] = q[1:]
+			return q[0], true, false
+		}
+		select {
+		case f, ok := <-c.frames:
+			if !ok {
+				return nil, false, false
+			}
+			if sid := streamOf(f); sid != 0 && sid != id {
+				if c.kept == nil {
+					c.kept = make(map[uint32][]http2.Frame)
+				}
+				c.kept[sid] = append(c.kept[sid], f)
+				continue
+			}
+			return f, true, false
+		case <-deadline:
+			return nil, false, true
+		}
+	}
 }
 
 func dial(t *testing.T, addr string) *h2client {
@@ -299,12 +345,15 @@ func (c *h2client) wait(id uint32, untilClose bool, timeout time.Duration) resul
 		if (r.ended || r.rst != nil) && !untilClose {
 			return r
 		}
-		select {
-		case f, ok := <-c.frames:
-			if !ok {
-				r.connErr = c.err
-				return r
-			}
+		f, ok, timedOut := c.next(id, deadline)
+		if timedOut {
+			return r
+		}
+		if !ok {
+			r.connErr = c.err
+			return r
+		}
+		{
 			switch f := f.(type) {
 			case *http2.MetaHeadersFrame:
 				if f.StreamID != id {
@@ -332,8 +381,6 @@ func (c *h2client) wait(id uint32, untilClose bool, timeout time.Duration) resul
 			case *http2.GoAwayFrame:
 				r.goaway = f
 			}
-		case <-deadline:
-			return r
 		}
 	}
 }

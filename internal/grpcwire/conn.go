@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ type conn struct {
 	nc net.Conn
 	fr *http2.Framer // read by the reader; written by the writer only
 	bw *bufio.Writer // the Framer's output, flushed by the writer
+	fw *frameWatch   // the Framer's input: nc, watched (framewatch.go)
+	// guard holds the log and reset budgets (logbudget.go).
+	guard guard
 
 	// rd is touched by the reader goroutine only.
 	rd struct {
@@ -113,7 +117,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		done:    make(chan struct{}),
 	}
 	c.bw = bufio.NewWriterSize(nc, 32<<10)
-	c.fr = http2.NewFramer(c.bw, nc)
+	c.fw = newFrameWatch(nc, s.cfg.ReadTimeout)
+	c.fr = http2.NewFramer(c.bw, c.fw)
 	c.fr.SetMaxReadFrameSize(defaultMaxFrame)
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderListSize
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(headerTableLimit, nil)
@@ -159,6 +164,7 @@ func (c *conn) close() {
 		close(c.done)
 		c.nc.Close()
 		c.s.forget(c)
+		c.suppressedAtClose()
 		c.s.log.Info(serverapi.EventConnClosed, serverapi.KeyConn, c.id, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyWire, serverapi.WireGRPC)
 	})
 }
@@ -166,7 +172,7 @@ func (c *conn) close() {
 // protocolError logs and counts a malformed frame or request.
 func (c *conn) protocolError(text string) {
 	c.s.counters.protocolErrors.Add(1)
-	c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, text,
+	c.diag(slog.LevelWarn, serverapi.EventProtocolError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, text,
 		serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
 }
 
@@ -174,7 +180,7 @@ func (c *conn) protocolError(text string) {
 // server took, then a close with FIN, both ahead of the stream ops still
 // waiting, which are dropped.
 func (c *conn) connError(code http2.ErrCode, text string) {
-	c.protocolError(text)
+	c.closingError(text)
 	g := c.goAway(c.maxID.Load(), code, text)
 	g.now = true
 	c.queue(g, op{kind: opClose, now: true})
@@ -191,7 +197,7 @@ func (c *conn) calm(text string) {
 		return // judged already
 	}
 	c.s.counters.calmCloses.Add(1)
-	c.protocolError(text)
+	c.closingError(text)
 	g := c.goAway(c.maxID.Load(), http2.ErrCodeEnhanceYourCalm, text)
 	g.now = true
 	c.mu.Lock()
@@ -334,8 +340,10 @@ func (c *conn) readLoop() {
 		{ID: http2.SettingMaxHeaderListSize, Val: cfg.MaxHeaderListSize},
 	}})
 	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c.nc, preface); err != nil {
-		c.readError(err)
+	if _, err := io.ReadFull(c.fw, preface); err != nil {
+		if !c.watchError(err) {
+			c.readError(err)
+		}
 		return
 	}
 	if !bytes.Equal(preface, []byte(http2.ClientPreface)) {
@@ -346,6 +354,9 @@ func (c *conn) readLoop() {
 	for {
 		f, err := c.fr.ReadFrame()
 		if err != nil {
+			if c.watchError(err) {
+				return
+			}
 			var se http2.StreamError
 			var ce http2.ConnectionError
 			switch {
@@ -389,7 +400,7 @@ func (c *conn) readError(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		return
 	}
-	c.s.log.Warn(serverapi.EventConnReadError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, err.Error(),
+	c.diag(slog.LevelWarn, serverapi.EventConnReadError, serverapi.KeyRemote, c.nc.RemoteAddr().String(), serverapi.KeyErr, err.Error(),
 		serverapi.KeyReset, errors.Is(err, syscall.ECONNRESET), serverapi.KeyConn, c.id, serverapi.KeyWire, serverapi.WireGRPC)
 }
 
@@ -463,6 +474,9 @@ func (c *conn) handle(f http2.Frame) bool {
 			return false
 		}
 		c.endRemote(f.StreamID)
+		if !c.resetAllowed(f.StreamID) {
+			return false
+		}
 		if st != nil {
 			st.reset.Store(true)
 			st.cancel()
@@ -470,11 +484,11 @@ func (c *conn) handle(f http2.Frame) bool {
 				c.s.counters.canceled.Add(1)
 			}
 		}
-		c.s.log.Info(serverapi.EventStreamReset, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
+		c.diag(slog.LevelInfo, serverapi.EventStreamReset, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyStream, f.StreamID, serverapi.KeyCode, f.ErrCode.String())
 		c.queue(op{kind: opForget, stream: f.StreamID, st: st})
 	case *http2.GoAwayFrame:
-		c.s.log.Info(serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
+		c.diag(slog.LevelInfo, serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyCode, f.ErrCode.String())
 	case *http2.PriorityFrame:
 		if selfDependent(f.StreamID, f.PriorityParam) {

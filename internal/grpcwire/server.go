@@ -64,6 +64,13 @@ type Config struct {
 	// to its flush; a peer that reads nothing for that long is
 	// disconnected (WRITE_TIMEOUT). Must be positive. Default 10s.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds how long the client preface (counted from the
+	// connection's acceptance), a frame (from its first byte) and a
+	// header block (from its HEADERS' first byte to END_HEADERS) may take
+	// to arrive; past it the connection is closed (READ_TIMEOUT). A
+	// connection idle between frames has no deadline. Must be positive.
+	// Default 10s.
+	ReadTimeout time.Duration
 	// Workers bounds the requests executing at once, as rpcserver's
 	// -workers does on its own wire: a request past it waits, in arrival
 	// order, for a slot; its grpc-timeout runs meanwhile, and one whose
@@ -90,6 +97,7 @@ func DefaultConfig() Config {
 		MaxHeaderListSize:    16384,
 		Drain:                200 * time.Millisecond,
 		WriteTimeout:         10 * time.Second,
+		ReadTimeout:          10 * time.Second,
 	}
 }
 
@@ -119,6 +127,8 @@ func (c *Config) Validate() error {
 		return bad("Drain", c.Drain, "must be positive")
 	case c.WriteTimeout <= 0:
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
+	case c.ReadTimeout <= 0:
+		return bad("ReadTimeout", c.ReadTimeout, "must be positive")
 	case c.Workers < 0:
 		return bad("Workers", c.Workers, "must be 0 (no bound) or more")
 	}
@@ -164,7 +174,7 @@ type counters struct {
 	requestsOther, expired, unavailable, protocolErrors atomic.Int64
 	connsAccepted, framesSent, faultsFired, canceled    atomic.Int64
 	writeTimeouts, connsRejected, streamsRefused        atomic.Int64
-	calmCloses                                          atomic.Int64
+	readTimeouts, calmCloses, logSuppressed             atomic.Int64
 }
 
 // New validates cfg and returns a Server for h, which must serve get,
@@ -383,7 +393,9 @@ func (s *Server) Counters() serverapi.Fields {
 	add("write_timeouts", c.writeTimeouts.Load())
 	add("conns_rejected", c.connsRejected.Load())
 	add("streams_refused", c.streamsRefused.Load())
+	add("read_timeouts", c.readTimeouts.Load())
 	add("calm_closes", c.calmCloses.Load())
+	add("log_suppressed", c.logSuppressed.Load())
 	s.h.Counters(add)
 	return fs
 }

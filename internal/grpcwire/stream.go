@@ -136,6 +136,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	s.log.Info(serverapi.EventAttempt, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id,
 		serverapi.KeyID, st.reqID, serverapi.KeyMethod, method, serverapi.KeyCall, call, serverapi.KeyAttempt, st.attempt.N,
 		serverapi.KeyPrev, st.attempt.Prev, serverapi.KeyGRPCTimeout, st.attempt.Timeout, serverapi.KeyBudget, budget)
+	c.noteAttempt(st.id, attemptBytes(c.id, st.id, st.reqID, method, call, st.attempt.N, st.attempt.Prev, st.attempt.Timeout, budget))
 
 	c.mu.Lock()
 	full := uint32(len(c.live)) >= s.cfg.MaxConcurrentStreams

@@ -123,7 +123,7 @@ type writer struct {
 	win      map[uint32]int64 // each stream's, once known
 	initWin  uint32           // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	maxFrame uint32           // the client's SETTINGS_MAX_FRAME_SIZE
-	pending  []op             // stream ops in order, the first maybe waiting for a window
+	pending  []op             // stream ops in order; a stream's first may wait for a window
 	frames   int64            // frames written since the last flush
 	closeNow func()           // set by opClose: what closes the socket after the flush
 }
@@ -337,31 +337,63 @@ func (w *writer) window(id uint32) int64 {
 	return v
 }
 
-// drainPending writes the pending stream ops in order until one waits
-// for a send window; an error means the connection must close.
+// drainPending writes the pending stream ops: each stream's in order,
+// a stream whose op waits for a send window holding back only its own
+// later ops, so that one stalled stream does not stall the others'
+// HEADERS, refusals and resets (RFC 9113 §5.1.2's REFUSED_STREAM among
+// them). A GOAWAY or a close waits for every op queued before it. An
+// error means the connection must close.
 func (w *writer) drainPending() error {
-	for len(w.pending) > 0 && w.closeNow == nil {
-		o := &w.pending[0]
-		if o.st != nil && o.st.reset.Load() && o.kind != opForget {
-			// The client reset the stream: it wants nothing more on it.
-			w.done(o)
-			w.pending = w.pending[1:]
+	if len(w.pending) == 0 || w.closeNow != nil {
+		return nil
+	}
+	// blocked holds the streams whose first pending op waits for a send
+	// window: their later ops wait behind it, other streams' go on.
+	var blocked map[uint32]bool
+	kept := w.pending[:0] // filtered in place: kept never overtakes i
+	barrier := false
+	for i := range w.pending {
+		o := w.pending[i]
+		switch {
+		case w.closeNow != nil:
+			w.done(&o) // nothing is written after a close
 			continue
+		case barrier || blocked[o.stream] && o.stream != 0:
+			kept = append(kept, o)
+			continue
+		case o.st != nil && o.st.reset.Load() && o.kind != opForget:
+			// The client reset the stream: it wants nothing more on it.
+			w.done(&o)
+			continue
+		case o.kind == opGoAway || o.kind == opClose:
+			// A connection's GOAWAY or close follows every stream op
+			// queued before it.
+			if len(kept) > 0 {
+				barrier = true
+				kept = append(kept, o)
+				continue
+			}
 		}
-		done, err := w.doStream(o)
+		done, err := w.doStream(&o)
 		if err != nil {
 			return err
 		}
 		if !done {
-			return nil
+			if blocked == nil {
+				blocked = make(map[uint32]bool)
+			}
+			blocked[o.stream] = true
+			kept = append(kept, o)
+			continue
 		}
 		if o.st != nil && (o.end && (o.kind == opHeaders || o.kind == opData) || o.kind == opRST || o.kind == opForget) {
 			o.st.wEnded = true
 			o.st.wireDone()
 		}
-		w.done(o)
-		w.pending = w.pending[1:]
+		w.done(&o)
 	}
+	clear(w.pending[len(kept):]) // let go of the ops' data
+	w.pending = kept
 	return nil
 }
 
@@ -445,9 +477,9 @@ func (w *writer) doStream(o *op) (bool, error) {
 		return true, nil
 	case opClose:
 		rst := o.rst
+		// Nothing is written after a close: drainPending drops the ops
+		// behind it.
 		w.closeNow = func() { w.c.shut(rst) }
-		// Nothing is written after a close: ops behind it are dropped.
-		w.pending = w.pending[:1]
 		return true, nil
 	}
 	return true, nil
