@@ -117,6 +117,8 @@ var grpcConfigFlags = map[string]string{
 	"MaxOutTotal":          serverapi.FlagMaxOutTotal,
 	"Workers":              serverapi.FlagWorkers,
 	"WriteTimeout":         serverapi.FlagWriteTimeout,
+	"ReadTimeout":          serverapi.FlagReadTimeout,
+	"KeepAlive":            serverapi.FlagKeepAlive,
 }
 
 // faultHelp is the -h section on fault rules, for a handler serving
@@ -245,6 +247,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o.grpcCfg.MaxOutBytes = int64(o.cfg.MaxOutBytes)
 	o.grpcCfg.Workers = o.cfg.Workers
 	o.grpcCfg.WriteTimeout = o.cfg.WriteTimeout
+	o.grpcCfg.ReadTimeout = o.cfg.ReadTimeout
+	o.grpcCfg.KeepAlive = o.cfg.KeepAlive
 	if err := o.grpcCfg.Validate(); err != nil {
 		var fe *transport.FieldError
 		if errors.As(err, &fe) && grpcConfigFlags[fe.Field] != "" {

@@ -71,6 +71,12 @@ type Config struct {
 	// connection idle between frames has no deadline. Must be positive.
 	// Default 10s.
 	ReadTimeout time.Duration
+	// KeepAlive is the TCP keepalive idle time, applied with
+	// WriteTimeout by transport.TuneTCP to every connection accepted
+	// (rpcserver passes -keepalive, as on its own wire): a healthy idle
+	// peer is kept, a dead one dropped. 0 turns keepalive off. Must not
+	// be negative. Default 15s.
+	KeepAlive time.Duration
 	// Workers bounds the requests executing at once, as rpcserver's
 	// -workers does on its own wire: a request past it waits, in arrival
 	// order, for a slot; its grpc-timeout runs meanwhile, and one whose
@@ -98,6 +104,7 @@ func DefaultConfig() Config {
 		Drain:                200 * time.Millisecond,
 		WriteTimeout:         10 * time.Second,
 		ReadTimeout:          10 * time.Second,
+		KeepAlive:            15 * time.Second,
 	}
 }
 
@@ -129,6 +136,8 @@ func (c *Config) Validate() error {
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
 	case c.ReadTimeout <= 0:
 		return bad("ReadTimeout", c.ReadTimeout, "must be positive")
+	case c.KeepAlive < 0:
+		return bad("KeepAlive", c.KeepAlive, "must not be negative (0 turns keepalive off)")
 	case c.Workers < 0:
 		return bad("Workers", c.Workers, "must be 0 (no bound) or more")
 	}
@@ -297,6 +306,9 @@ func (s *Server) ServeConn(nc net.Conn) {
 	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.log.Info(serverapi.EventConnOpen, serverapi.KeyConn, c.id, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyWire, serverapi.WireGRPC)
+	if err := transport.TuneTCP(nc, s.cfg.KeepAlive, s.cfg.WriteTimeout); err != nil {
+		s.log.Warn(serverapi.EventSockoptError, serverapi.KeyConn, c.id, serverapi.KeyErr, err.Error(), serverapi.KeyWire, serverapi.WireGRPC)
+	}
 	s.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
