@@ -1,0 +1,329 @@
+package hostile
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Timing of hostile_grpc_continuation_flood.
+const (
+	// contCloseWithin is how soon the contract closes a connection
+	// flooding empty CONTINUATION frames; contMargin is added for a
+	// machine whose cores are both busy.
+	contCloseWithin = time.Second
+	contMargin      = time.Second
+	// contGiveUp ends the flood of a server that never closes it.
+	contGiveUp = 5 * time.Second
+	contBatch  = 512 // CONTINUATION frames per write
+)
+
+// hostileGRPCContinuationFlood sends HEADERS without END_HEADERS, then
+// empty CONTINUATION frames as fast as the connection takes them: a
+// header block that never ends and never grows, which no header list
+// limit catches (CVE-2024-27316's family). The server must close the
+// connection within a second with GOAWAY(ENHANCE_YOUR_CALM), counting
+// it calm_closes, while a polite client is served.
+func hostileGRPCContinuationFlood(t *scenario.T) {
+	s := t.StartServer(scenario.ServerOpts{GRPC: true})
+	polite := politeConn(t, s)
+	w := t.WatchGRPC(s)
+
+	p := dialH2(t, s)
+	p.read(t)
+	if err := p.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: headerBlock("Get")}); err != nil {
+		t.Fatalf("headers: %v", err)
+	}
+	start := time.Now()
+	var sent int64
+	var floodErr error
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		for time.Since(start) < contGiveUp {
+			select {
+			case <-p.ended:
+				return
+			default:
+			}
+			for range contBatch {
+				p.fr.WriteContinuation(1, false, nil)
+			}
+			if err := p.flush(); err != nil {
+				if !scenario.IsReset(err) {
+					floodErr = err
+				}
+				return
+			}
+			sent += contBatch
+		}
+	}()
+	t.Cleanup(func() { p.nc.Close(); <-flooded })
+
+	var during, after politeGRPC
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	<-flooded
+	closed := waitEnded(p, scenario.IOTimeout)
+	goAway := receivedGoAway(p)
+	p.nc.Close()
+	ctr := w.Settle()
+	after.gets(t, polite, scenario.PoliteAfter)
+
+	t.Volatile("continuationsSent", sent)
+	t.Check(floodErr == nil, "flood: %v", floodErr)
+	scenario.Expectf(t, "closedByServer", closed, true, "the flooding connection was still open %v after the flood began", time.Since(start).Round(time.Millisecond))
+	if closed {
+		scenario.Within(t, "closedAfter", p.endAt.Sub(start), contCloseWithin+contMargin)
+	}
+	scenario.Expectf(t, "goAway", goAway, http2.ErrCodeEnhanceYourCalm.String(), "the GOAWAY the server sent")
+	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(1))
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.Report(scenario.RSSLimitTightKB)
+	during.check(t, "during the flood")
+	after.check(t, "after the flood")
+}
+
+// waitEnded waits up to d for p's reader to see the connection end.
+func waitEnded(p *h2Peer, d time.Duration) bool {
+	select {
+	case <-p.ended:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// receivedGoAway names the code of the GOAWAY p received, "none" without
+// one.
+func receivedGoAway(p *h2Peer) string {
+	select {
+	case code := <-p.goAway:
+		return code.String()
+	default:
+		return "none"
+	}
+}
+
+// Loads of hostile_grpc_rapid_reset.
+const (
+	// rrMax is how many streams the attacker opens and resets at most,
+	// in batches of rrBatch, if the server never stops it.
+	rrMax   = 20000
+	rrBatch = 100
+	// rrLogBound is the most log bytes one rapid-resetting connection
+	// may cause: its events, oracle ones included.
+	//
+	// TODO(hostile): grpcwire.RapidResetLogBound once it exists.
+	rrLogBound = 128 << 10
+)
+
+// hostileGRPCRapidReset opens streams and resets each at once
+// (HEADERS, RST_STREAM(CANCEL)), in batches, as fast as the connection
+// takes them (CVE-2023-44487). The server must close the connection
+// with GOAWAY(ENHANCE_YOUR_CALM), counting it calm_closes, its log lines
+// for that connection must stay within rrLogBound bytes with none of its
+// ATTEMPT events dropped, and what its log budget left out must be
+// summarised by LOG_SUPPRESSED, while a polite client is served.
+func hostileGRPCRapidReset(t *scenario.T) {
+	s := t.StartServer(scenario.ServerOpts{GRPC: true})
+	polite := politeConn(t, s)
+	w := t.WatchGRPC(s)
+
+	p := dialH2(t, s)
+	p.read(t)
+	conn := grpcConn(t, s, p.nc.LocalAddr().String())
+	var (
+		opened   int
+		floodErr error
+	)
+	block := headerBlock("Get")
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		for opened < rrMax {
+			select {
+			case <-p.ended:
+				return
+			default:
+			}
+			for range rrBatch {
+				id := uint32(2*opened + 1)
+				p.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
+				p.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+				opened++
+			}
+			if err := p.flush(); err != nil {
+				if !scenario.IsReset(err) {
+					floodErr = err
+				}
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { p.nc.Close(); <-flooded })
+
+	var during, after politeGRPC
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	<-flooded
+	closed := waitEnded(p, scenario.IOTimeout)
+	goAway := receivedGoAway(p)
+	p.nc.Close()
+	ctr := w.Settle()
+	after.gets(t, polite, scenario.PoliteAfter)
+	evs := t.Events(s)
+	logBytes, logLines := connLogBytes(t, s, conn)
+	// The server logs ATTEMPT for each HEADERS it takes, in the order
+	// they came: streams 1, 3, 5 and so on up to the last it took before
+	// its verdict. A gap is an oracle event dropped.
+	attempts, gap := 0, "none"
+	for _, e := range evs {
+		if n, _ := e.Int(serverapi.KeyConn); e.Name != serverapi.EventAttempt || n != conn {
+			continue
+		}
+		if id, _ := e.Int(serverapi.KeyStream); id != int64(2*attempts+1) && gap == "none" {
+			gap = fmt.Sprint(2*attempts + 1)
+		}
+		attempts++
+	}
+	suppressed := int64(0)
+	for _, e := range evs {
+		if n, _ := e.Int(serverapi.KeyConn); e.Name == serverapi.EventLogSuppressed && n == conn {
+			c, _ := e.Int(serverapi.KeyCount)
+			suppressed += c
+		}
+	}
+
+	t.Volatile("streamsOpened", opened)
+	t.Check(floodErr == nil, "flood: %v", floodErr)
+	scenario.Expectf(t, "closedByServer", closed, true, "the connection was still open after %d streams opened and reset", opened)
+	scenario.Expectf(t, "goAway", goAway, http2.ErrCodeEnhanceYourCalm.String(), "the GOAWAY the server sent")
+	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(1))
+	t.Volatile("attemptsLogged", attempts)
+	t.Volatile("connLogLines", logLines)
+	scenario.AtMost(t, "connLogBytes", logBytes, int64(rrLogBound), "the server log lines of the resetting connection")
+	scenario.Expectf(t, "attemptMissing", gap, "none", "the first stream whose ATTEMPT event is missing from the server log, among the %d logged: oracle events are never dropped", attempts)
+	t.Volatile("logSuppressed", ctr.LogSuppressed)
+	scenario.Expectf(t, "suppressedSummarised", suppressed, ctr.LogSuppressed, "the counts of the connection's %s events, against log_suppressed", serverapi.EventLogSuppressed)
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.Report(scenario.RSSLimitTightKB)
+	during.check(t, "during the resets")
+	after.check(t, "after the resets")
+}
+
+// Loads and timing of hostile_grpc_never_reads.
+const (
+	// nrDropWithin is how soon after its flood began a flooder must be
+	// closed: the server's flood verdict comes once its writer is
+	// blocked and nrControl-odd acknowledgements wait, which takes well
+	// under a second of flooding; nrWriteTimeout is far beyond it, so a
+	// server that waits for its write timeout instead fails.
+	nrDropWithin   = 3 * time.Second
+	nrWriteTimeout = 20 * time.Second
+	nrGiveUp       = nrWriteTimeout + 5*time.Second
+	nrBatch        = 1024 // frames per write
+	// nrBuffer is the flooder's receive buffer: small, so that the
+	// server's writer blocks soon.
+	nrBuffer = 16 << 10
+)
+
+// flooder sends one kind of frame that the server must acknowledge,
+// over and over, and never reads a byte.
+type flooder struct {
+	kind    string
+	p       *h2Peer
+	sent    int64
+	dropped bool
+	after   time.Duration
+	err     error
+}
+
+// hostileGRPCNeverReads floods PINGs on one connection and SETTINGS on
+// another, each demanding an acknowledgement, and never reads one. Once
+// the server's writer is blocked and acknowledgements pile up, its flood
+// verdict must close each flooder at once, well before -write-timeout,
+// counting calm_closes, while a polite client is served.
+func hostileGRPCNeverReads(t *scenario.T) {
+	s := t.StartServer(scenario.ServerOpts{GRPC: true, WriteTimeout: nrWriteTimeout})
+	polite := politeConn(t, s)
+	w := t.WatchGRPC(s)
+
+	flooders := []*flooder{{kind: "ping"}, {kind: "settings"}}
+	var wg sync.WaitGroup
+	for _, f := range flooders {
+		f.p = dialH2(t, s)
+		if err := f.p.nc.SetReadBuffer(nrBuffer); err != nil {
+			t.Fatalf("read buffer: %v", err)
+		}
+		wg.Go(f.run)
+	}
+	t.Cleanup(func() {
+		for _, f := range flooders {
+			f.p.nc.Close()
+		}
+		wg.Wait()
+	})
+	var during, after politeGRPC
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	wg.Wait()
+	ctr := w.Settle()
+	after.gets(t, polite, scenario.PoliteAfter)
+
+	t.Field("writeTimeout", nrWriteTimeout)
+	for _, f := range flooders {
+		scenario.Expectf(t, f.kind+"Dropped", f.dropped, true, "the %s flooder was not dropped: %v", f.kind, f.err)
+		t.Volatile(f.kind+"SentFrames", f.sent)
+		if f.dropped {
+			scenario.Within(t, f.kind+"DroppedAfter", f.after, nrDropWithin)
+		}
+	}
+	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(len(flooders)))
+	scenario.Expectf(t, "writeTimeouts", ctr.WriteTimeouts, 0, "the flood verdict, not the write timeout, closed them")
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.Report(scenario.RSSLimitTightKB)
+	during.check(t, "during the floods")
+	after.check(t, "after the floods")
+}
+
+// run floods until the server drops the connection, the connection fails
+// otherwise, or nrGiveUp passes.
+func (f *flooder) run() {
+	start := time.Now()
+	for time.Since(start) < nrGiveUp {
+		for range nrBatch {
+			if f.kind == "ping" {
+				f.p.fr.WritePing(false, [8]byte{'r', 'p', 'c', 'b', 'e', 'n', 'c', 'h'})
+			} else {
+				f.p.fr.WriteSettings()
+			}
+		}
+		f.p.nc.SetWriteDeadline(time.Now().Add(nrGiveUp))
+		err := f.p.bw.Flush()
+		var ne net.Error
+		switch {
+		case scenario.IsReset(err):
+			f.dropped, f.after = true, time.Since(start)
+			return
+		case errors.As(err, &ne) && ne.Timeout():
+			f.err = fmt.Errorf("a write made no progress for %v: the server stopped reading", nrGiveUp)
+			return
+		case err != nil:
+			f.err = err
+			return
+		}
+		f.sent += nrBatch
+	}
+	f.err = fmt.Errorf("still connected after %v", nrGiveUp)
+}
