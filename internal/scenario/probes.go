@@ -102,6 +102,14 @@ func (w *Watch) SampleDuring() Counters {
 	return ctr
 }
 
+// SampleMemoryDuring records the server's resident memory while the
+// attack holds, for a scenario that can make no control call then (its
+// connection would be turned away): goroutines and connections during
+// are recorded as unknown, -1.
+func (w *Watch) SampleMemoryDuring() {
+	w.During = usage{rssKB: w.KB("VmRSS"), Goroutines: -1, ConnsOpen: -1}
+}
+
 // Settle waits until the server has closed every connection of the
 // attack (conns_open back to the baseline) and its goroutines are within
 // GoroutineSlack of the baseline, records the usage then, and returns the

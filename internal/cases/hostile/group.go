@@ -16,6 +16,6 @@ func Cases() []scenario.Case {
 		{Name: "hostile_grpc_rapid_reset", Group: Group, Doc: "streams opened and reset at once, as fast as the connection takes them: closed with GOAWAY(ENHANCE_YOUR_CALM), its log lines within a bound, no ATTEMPT event dropped", Body: hostileGRPCRapidReset},
 		{Name: "hostile_grpc_never_reads", Group: Group, Doc: "PINGs and SETTINGS flooded by peers that never read the acknowledgements: each is closed by the flood verdict within 3s, long before -write-timeout", Body: hostileGRPCNeverReads},
 		{Name: "hostile_slowloris", Group: Group, Doc: "-max-conns filled on both wires by connections that trickle a frame, a preface or a header block: each is closed by -read-timeout, no sooner, logged READ_TIMEOUT, and new clients are served", Body: hostileSlowloris},
-		{Name: "hostile_idle_keepalive", Group: Group, Doc: "2000 rpcbench and 300 gRPC connections idle for six intervals of -keepalive 1s, with -write-timeout below it: none is dropped, and each then answers a get", Body: hostileIdleKeepalive},
+		{Name: "hostile_idle_keepalive", Group: Group, Doc: "1500 rpcbench and 200 gRPC connections idle for six intervals of -keepalive 1s, with -write-timeout below it: none is dropped, and each then answers a get", Body: hostileIdleKeepalive},
 	}
 }

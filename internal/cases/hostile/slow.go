@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,11 +114,15 @@ func hostileSlowloris(t *scenario.T) {
 	// The turned-away connections are tried first, while the tricklers
 	// are certainly open.
 	rpcTurnedAway := turnedAway(t, s.Addr)
-	_, grpcServed := servedGRPC(t, s)
+	extra, grpcServed := servedGRPC(t, s)
+	if grpcServed {
+		extra.Close()
+	}
 	var during, after scenario.Polite
 	var duringGRPC, afterGRPC politeGRPC
 	during.Gets(t, c, scenario.PoliteDuring)
 	duringGRPC.gets(t, polite, scenario.PoliteDuring)
+	w.SampleMemoryDuring()
 
 	wg.Wait()
 	w.Settle()
@@ -143,9 +149,14 @@ func hostileSlowloris(t *scenario.T) {
 		}
 		last = max(last, tr.closed)
 	}
-	t.Field("tricklers", fmt.Sprint(byKind))
+	kinds := make([]string, 0, len(byKind))
+	for k, n := range byKind {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	slices.Sort(kinds)
+	t.Field("tricklers", strings.Join(kinds, " "))
 	scenario.Expectf(t, "turnedAwayWhileFull", fmt.Sprintf("rpcbench=%v grpc=%v", rpcTurnedAway, !grpcServed), "rpcbench=true grpc=true", "a connection past -max-conns on each wire")
-	scenario.Expectf(t, "trickersOpenAfterTimeout", notClosed, 0, "tricklers the server left open %v past -read-timeout", slowMargin)
+	scenario.Expectf(t, "tricklersOpenAfterTimeout", notClosed, 0, "tricklers the server left open %v past -read-timeout", slowMargin)
 	if notClosed < len(ts) {
 		scenario.Between(t, "closedAfter", first, slowReadTimeout, -1)
 		scenario.Within(t, "lastClosedAfter", last, slowReadTimeout+slowMargin)
@@ -200,6 +211,7 @@ func (tr *trickler) trickle() {
 // recording when, or until -read-timeout and slowMargin have passed.
 func (tr *trickler) read() {
 	defer close(tr.stop)
+	defer tr.nc.Close() // its slot is free for the control calls after
 	tr.nc.SetReadDeadline(tr.start.Add(slowReadTimeout + slowMargin))
 	_, err := io.Copy(io.Discard, tr.nc)
 	if err == nil || scenario.IsReset(err) {

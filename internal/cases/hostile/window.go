@@ -28,8 +28,9 @@ const (
 	zwTiny       = 8
 	zwTinyAnswer = 5 + 2 + zwTiny
 	// zwPerConn answers a connection may hold: -max-out-bytes is
-	// zwPerConn big answers.
-	zwPerConn    = 4
+	// zwPerConn big answers (rpcbench's wire, which shares the flag,
+	// needs at least a frame's 65540 bytes).
+	zwPerConn    = 5
 	zwMaxOutConn = zwPerConn * zwAnswer
 	// zwStreamConns open small echoes until -grpc-max-streams refuses
 	// one; they hold zwMaxStreams small answers each.
