@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -228,17 +227,28 @@ func hostileGRPCRapidReset(t *scenario.T) {
 const (
 	// nrDropWithin is how soon after its flood began a flooder must be
 	// closed. The server's flood verdict comes once its writer is
-	// blocked and enough acknowledgements wait behind it: about a second
-	// of flooding on an idle machine, up to 2.3 s with both cores busy.
-	// nrWriteTimeout is far beyond it, so that a server that waits for
-	// its write timeout instead fails.
-	nrDropWithin   = 8 * time.Second
-	nrWriteTimeout = 20 * time.Second
+	// blocked and enough acknowledgements wait behind it, which takes
+	// 500,000 to 800,000 frames of flooding: about a second on an idle
+	// machine, up to 7 s with both cores busy. nrWriteTimeout is far
+	// beyond it, so that a server that waits for its write timeout
+	// instead fails.
+	nrDropWithin   = 12 * time.Second
+	nrWriteTimeout = 40 * time.Second
 	nrGiveUp       = nrWriteTimeout + 5*time.Second
-	nrBatch        = 1024 // frames per write
-	// nrBuffer is the flooder's receive buffer: small, so that the
-	// server's writer blocks soon.
-	nrBuffer = 16 << 10
+	// A write that makes no progress for nrStallAfter means the flood no
+	// longer reaches the server: see hostileGRPCNeverReads.
+	nrStallAfter = 3 * time.Second
+	// nrRSSLimitKB bounds the server's memory growth: the garbage of
+	// parsing a million frames, and acknowledgements queued up to the
+	// verdict's cap. Runs grew it by up to 15 MiB.
+	nrRSSLimitKB = 32 << 10
+	nrBatch      = 1024 // frames per write
+	// nrBuffer is the flooder's receive buffer, set before it connects:
+	// small, so that the server's writer blocks soon, and fixed, so that
+	// the kernel does not grow it; but not below loopback's 64 KiB
+	// segments, or its kernel drops the server's (robustness's
+	// hostile_never_reads).
+	nrBuffer = 256 << 10
 )
 
 // flooder sends one kind of frame that the server must acknowledge,
@@ -247,81 +257,106 @@ type flooder struct {
 	kind    string
 	p       *h2Peer
 	sent    int64
-	dropped bool
+	dropped bool // the server closed the connection
+	stalled bool // TCP held the flood back before the server judged it
 	after   time.Duration
-	err     error
+	err     error // why the flood ended otherwise
 }
 
-// hostileGRPCNeverReads floods PINGs on one connection and SETTINGS on
-// another, each demanding an acknowledgement, and never reads one. Once
-// the server's writer is blocked and acknowledgements pile up, its flood
-// verdict must close each flooder at once, well before -write-timeout,
-// counting calm_closes, while a polite client is served.
+// hostileGRPCNeverReads floods PINGs, SETTINGS, then PINGs again, one
+// flooder after the other, each on its own connection demanding
+// acknowledgements it never reads. Once the server's writer is blocked
+// and acknowledgements pile up, its flood verdict must close the flooder
+// at once, well before -write-timeout, counting calm_closes, while a
+// polite client is served.
+//
+// With both cores busy, loopback can lose a segment while both ends'
+// buffers are full, and the flooder's kernel then backs off for tens of
+// seconds before it sends again: its writes stall, and the server, which
+// has written every acknowledgement into its socket, sees an idle
+// connection and never reaches a verdict. A flooder stalled so is
+// recorded and reset by the scenario; the verdict's checks hold for
+// those dropped, and at least one must be (one in eight runs under
+// stress-ng stalled one of two).
 func hostileGRPCNeverReads(t *scenario.T) {
 	s := t.StartServer(scenario.ServerOpts{GRPC: true, WriteTimeout: nrWriteTimeout})
 	polite := politeConn(t, s)
 	w := t.WatchGRPC(s)
 
-	flooders := []*flooder{{kind: "ping"}, {kind: "settings"}}
-	var wg sync.WaitGroup
+	flooders := []*flooder{{kind: "ping"}, {kind: "settings"}, {kind: "ping2"}}
 	for _, f := range flooders {
-		f.p = dialH2(t, s)
-		if err := f.p.nc.SetReadBuffer(nrBuffer); err != nil {
-			t.Fatalf("read buffer: %v", err)
-		}
-		wg.Go(f.run)
+		f.p = dialH2Buffer(t, s, nrBuffer)
 	}
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		for _, f := range flooders {
+			f.run()
+		}
+	}()
 	t.Cleanup(func() {
 		for _, f := range flooders {
 			f.p.nc.Close()
 		}
-		wg.Wait()
+		<-flooded
 	})
 	var during, after politeGRPC
 	during.gets(t, polite, scenario.PoliteDuring)
 	w.SampleDuring()
-	wg.Wait()
+	<-flooded
 	ctr := w.Settle()
 	after.gets(t, polite, scenario.PoliteAfter)
 
 	t.Field("writeTimeout", nrWriteTimeout)
+	dropped, stalled := 0, 0
 	for _, f := range flooders {
-		scenario.Expectf(t, f.kind+"Dropped", f.dropped, true, "the %s flooder was not dropped: %v", f.kind, f.err)
 		t.Volatile(f.kind+"SentFrames", f.sent)
-		if f.dropped {
+		switch {
+		case f.dropped:
+			dropped++
 			scenario.Within(t, f.kind+"DroppedAfter", f.after, nrDropWithin)
+		case f.stalled:
+			stalled++
+			t.Volatile(f.kind+"StalledAfter", scenario.Millis(f.after))
+		default:
+			t.Check(false, "the %s flooder was neither dropped nor held back by TCP: %v", f.kind, f.err)
 		}
 	}
-	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(len(flooders)))
+	t.Volatile("stalledByTCP", stalled)
+	scenario.AtLeast(t, "droppedByVerdict", dropped, 1, "flooders the server closed")
+	scenario.Expectf(t, "calmCloses", ctr.CalmCloses, int64(dropped), "one per flooder dropped")
 	scenario.Expectf(t, "writeTimeouts", ctr.WriteTimeouts, 0, "the flood verdict, not the write timeout, closed them")
 	t.Field("politeDuring", &during)
 	t.Field("politeAfter", &after)
-	w.Report(scenario.RSSLimitTightKB)
+	w.Report(nrRSSLimitKB)
 	during.check(t, "during the floods")
 	after.check(t, "after the floods")
 }
 
-// run floods until the server drops the connection, the connection fails
-// otherwise, or nrGiveUp passes.
+// run floods until the server drops the connection, a write makes no
+// progress for nrStallAfter (the scenario then resets the connection),
+// the connection fails otherwise, or nrGiveUp passes.
 func (f *flooder) run() {
 	start := time.Now()
+	defer func() { f.after = time.Since(start) }()
 	for time.Since(start) < nrGiveUp {
 		for range nrBatch {
-			if f.kind == "ping" {
-				f.p.fr.WritePing(false, [8]byte{'r', 'p', 'c', 'b', 'e', 'n', 'c', 'h'})
-			} else {
+			if f.kind == "settings" {
 				f.p.fr.WriteSettings()
+			} else {
+				f.p.fr.WritePing(false, [8]byte{'r', 'p', 'c', 'b', 'e', 'n', 'c', 'h'})
 			}
 		}
-		f.p.nc.SetWriteDeadline(time.Now().Add(nrGiveUp))
+		f.p.nc.SetWriteDeadline(time.Now().Add(nrStallAfter))
 		err := f.p.bw.Flush()
 		var ne net.Error
 		switch {
 		case scenario.IsReset(err):
-			f.dropped, f.after = true, time.Since(start)
+			f.dropped = true
 			return
 		case errors.As(err, &ne) && ne.Timeout():
-			f.err = fmt.Errorf("a write made no progress for %v: the server stopped reading", nrGiveUp)
+			f.stalled = true
+			scenario.ResetConn(f.p.nc)
 			return
 		case err != nil:
 			f.err = err

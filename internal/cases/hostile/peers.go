@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -178,7 +179,31 @@ type h2Peer struct {
 // dialH2 connects to s and sends the client preface and empty SETTINGS,
 // flushed.
 func dialH2(t *scenario.T, s *scenario.Server) *h2Peer {
-	p := &h2Peer{nc: t.DialRaw(s.Addr), goAway: make(chan http2.ErrCode, 1), ended: make(chan struct{})}
+	return dialH2Buffer(t, s, 0)
+}
+
+// dialH2Buffer is dialH2 with a receive buffer of rcvBuf bytes, set
+// before connecting so that the window the connection advertises never
+// exceeds it; 0 leaves the kernel's.
+func dialH2Buffer(t *scenario.T, s *scenario.Server, rcvBuf int) *h2Peer {
+	d := net.Dialer{Timeout: scenario.IOTimeout}
+	if rcvBuf > 0 {
+		d.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			if err := rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
+			}); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	nc, err := d.DialContext(t.Ctx, "tcp", s.Addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", s.Addr, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	p := &h2Peer{nc: nc.(*net.TCPConn), goAway: make(chan http2.ErrCode, 1), ended: make(chan struct{})}
 	p.bw = bufio.NewWriterSize(p.nc, 64<<10)
 	p.fr = http2.NewFramer(p.bw, p.nc)
 	p.bw.WriteString(http2.ClientPreface)
