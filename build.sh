@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds rpcbench, rpcserver and the client adapters (grpc-go, connect-go;
-# wrappers for grpc-js and grpcio) into DIR (default bin/), saying on
+# Builds rpcbench, rpcserver, the client adapters (grpc-go, connect-go;
+# wrappers for grpc-js and grpcio) and h2spec into DIR (default bin/), saying on
 # stderr what it builds as each step starts ("build: adapter-grpcgo (go
 # build in adapters/grpcgo)": on a cold cache a step takes minutes) and
 # at the end how long each took. It stamps the commit and whether the
@@ -57,6 +57,11 @@ step "adapter-grpcgo (go build in adapters/grpcgo)"
 (cd adapters/grpcgo && go build -o "$abs/adapter-grpcgo" .)
 step "adapter-connectgo (go build in adapters/connectgo)"
 (cd adapters/connectgo && go build -o "$abs/adapter-connectgo" .)
+# h2spec, the HTTP/2 conformance tool cmd/rpcserver's TestH2Spec runs
+# against rpcserver -grpc, at the version tools/h2spec/go.mod pins (a
+# module of its own, so the main module never depends on it).
+step "h2spec (go build in tools/h2spec)"
+(cd tools/h2spec && go build -o "$abs/h2spec" github.com/summerwind/h2spec/cmd/h2spec)
 # The grpc-js and grpcio adapters are scripts run by node and Debian's
 # /usr/bin/python3: bin/ gets a wrapper that runs each from this tree.
 # grpc-js's packages come from its committed lockfile (npm ci) when npm

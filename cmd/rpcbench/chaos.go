@@ -100,6 +100,7 @@ func runChaos(ctx context.Context, a *app, o chaos.Options) error {
 	}
 	o.ServerBin, o.Progress = bin, a.Err
 	if o.Store == chaos.StorePostgres {
+		sweepLeftovers(a.Err)
 		pg, stop, err := startPostgres(ctx, a.Err)
 		defer stop()
 		if err != nil {

@@ -63,7 +63,8 @@ func testNoOrphans(t *testing.T, rpcbench, rpcserver string, sig syscall.Signal,
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its temporary directories go to the test's own, so that a killed
 	// rpcbench, which cannot remove them, leaves nothing behind.
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	// A process group of its own lets the test send Ctrl-C's signal, and
 	// lets Cancel kill rpcbench and its servers together should the test
 	// fail while rpcbench runs.
@@ -144,13 +145,51 @@ func testNoOrphans(t *testing.T, rpcbench, rpcserver string, sig syscall.Signal,
 		others := running(rpcserver)
 		if !alive && len(others) == 0 {
 			t.Logf("no rpcserver left (checked %v after rpcbench exited)", time.Since(died).Round(time.Millisecond))
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("1s after rpcbench exited: server pid %d alive %v; processes running %s: %v\n%s",
 				server.pid, alive, rpcserver, others, logs())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if sig == syscall.SIGKILL {
+		checkSwept(t, rpcbench, rpcserver, tmp)
+	}
+}
+
+// checkSwept checks that the temporary directories a killed rpcbench
+// left in tmp are there, and that the next rpcbench run removes them at
+// its start, saying so in one line.
+func checkSwept(t *testing.T, rpcbench, rpcserver, tmp string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+	if len(left) == 0 {
+		t.Fatalf("the killed rpcbench left nothing in its TMPDIR %s: it could not have removed its directories", tmp)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	next := exec.CommandContext(ctx, rpcbench, "run", "--server", rpcserver, "normal_multiplex")
+	next.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stderr strings.Builder
+	next.Stderr = &stderr
+	next.WaitDelay = 5 * time.Second
+	if err := next.Run(); err != nil {
+		t.Fatalf("the next rpcbench run: %v\n%s", err, stderr.String())
+	}
+	var said string
+	for line := range strings.SplitSeq(stderr.String(), "\n") {
+		if strings.HasPrefix(line, "rpcbench: removed what killed runs left: ") {
+			said = line
+		}
+	}
+	for _, d := range left {
+		if !strings.Contains(said, d) {
+			t.Errorf("the next run did not say it removed %s; its stderr:\n%s", d, stderr.String())
+		}
+	}
+	if now, _ := filepath.Glob(filepath.Join(tmp, "*")); len(now) != 0 {
+		t.Errorf("after the next run, its TMPDIR holds %v, want nothing: the killed run left %v", now, left)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/outfile"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
@@ -100,6 +101,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		// with the events on stdout, stderr gets errors only.
 		r.status = io.Discard
 	}
+	sweepLeftovers(r.status)
 	outs, err := openOutputs(b)
 	if err != nil {
 		return nil, err
@@ -116,7 +118,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 		// One directory for the whole batch, made now: a temporary
 		// directory that cannot be made is a set-up error, not a failure
 		// of every scenario.
-		dir, err := os.MkdirTemp("", "rpcbench-logs-")
+		dir, err := leftover.MkdirTemp("", "logs")
 		if err != nil {
 			return nil, fmt.Errorf("temporary directory for server logs (set TMPDIR to a writable directory): %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -49,6 +50,9 @@ type options struct {
 	cfg        server.Config
 	grpc       bool
 	grpcFaults []grpcwire.Fault
+	// grpcCfg is the gRPC side's config but for Faults and Log, checked
+	// by parse.
+	grpcCfg grpcwire.Config
 }
 
 // faultList prints fault rules as the LISTEN event reports them.
@@ -99,7 +103,20 @@ var configFlags = map[string]string{
 	"MaxConns":         serverapi.FlagMaxConns,
 	"MaxOutBytes":      serverapi.FlagMaxOutBytes,
 	"WriteTimeout":     serverapi.FlagWriteTimeout,
+	"ReadTimeout":      serverapi.FlagReadTimeout,
+	"KeepAlive":        serverapi.FlagKeepAlive,
 	"DrainTimeout":     serverapi.FlagDrainTimeout,
+}
+
+// grpcConfigFlags names the flag of each grpcwire.Config field rpcserver
+// sets, as configFlags does for server.Config.
+var grpcConfigFlags = map[string]string{
+	"MaxConcurrentStreams": serverapi.FlagGRPCMaxStreams,
+	"MaxConns":             serverapi.FlagMaxConns,
+	"MaxOutBytes":          serverapi.FlagMaxOutBytes,
+	"MaxOutTotal":          serverapi.FlagMaxOutTotal,
+	"Workers":              serverapi.FlagWorkers,
+	"WriteTimeout":         serverapi.FlagWriteTimeout,
 }
 
 // faultHelp is the -h section on fault rules, for a handler serving
@@ -150,9 +167,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.MaxQueuedPerConn, serverapi.FlagQueuePerConn, def.MaxQueuedPerConn, "business requests one connection may have queued or executing; more are answered UNAVAILABLE")
 	fs.BoolVar(&o.cfg.Chunk, serverapi.FlagChunk, false, "chunk mode: coalesce responses and write them in random 1-13 byte pieces")
 	fs.DurationVar(&o.cfg.ChunkWindow, serverapi.FlagChunkWindow, def.ChunkWindow, "how long chunk mode gathers responses; positive with -"+serverapi.FlagChunk)
-	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept")
-	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading")
+	fs.IntVar(&o.cfg.MaxConns, serverapi.FlagMaxConns, def.MaxConns, "connections open at once; more are closed on accept (with -"+serverapi.FlagGRPC+", on each wire separately)")
+	fs.IntVar(&o.cfg.MaxOutBytes, serverapi.FlagMaxOutBytes, def.MaxOutBytes, "unwritten answer bytes per connection before its reader stops reading; with -"+serverapi.FlagGRPC+", a gRPC connection's unwritten DATA bytes past which its new requests are refused (REFUSED_STREAM)")
 	fs.DurationVar(&o.cfg.WriteTimeout, serverapi.FlagWriteTimeout, def.WriteTimeout, "disconnect a peer that accepts no bytes for this long")
+	fs.DurationVar(&o.cfg.ReadTimeout, serverapi.FlagReadTimeout, def.ReadTimeout, "disconnect a peer that takes longer than this to finish a frame it began (slowloris); idle connections are kept")
+	fs.DurationVar(&o.cfg.KeepAlive, serverapi.FlagKeepAlive, def.KeepAlive, "TCP keepalive idle time: a peer silent this long is probed, and dropped if it answers none (probe interval from -"+serverapi.FlagWriteTimeout+"); 0: no keepalive")
 	fs.DurationVar(&o.cfg.DrainTimeout, serverapi.FlagDrainTimeout, def.DrainTimeout, "how long a drain (SIGTERM, ctl.drain, a drain fault) may take; 0: SIGTERM closes at once, as SIGINT does")
 	fs.StringVar(&o.store, serverapi.FlagStore, bank.KindMemory, "where accounts and idempotency records live, a `spec`: "+bank.StoreSyntax)
 	fs.DurationVar(&o.sqlOpts.TTL, serverapi.FlagDedupTTL, bank.DefaultTTL, "how long a SQL store keeps an idempotency record; must exceed the longest client retry window")
@@ -161,6 +180,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&faults, serverapi.FlagFault, "fault `rule`, repeatable, e.g. \"kind=late method=get count=1 delay=150ms\"")
 	grpcFaults := grpcFaultFlags{methods: faults.methods}
 	fs.BoolVar(&o.grpc, serverapi.FlagGRPC, false, "gRPC mode: serve the Bank gRPC service (h2c) on the same listener too; see internal/grpcwire/SPEC.md")
+	gdef := grpcwire.DefaultConfig()
+	grpcStreams := int64(gdef.MaxConcurrentStreams)
+	fs.Int64Var(&grpcStreams, serverapi.FlagGRPCMaxStreams, grpcStreams, "with -"+serverapi.FlagGRPC+": SETTINGS_MAX_CONCURRENT_STREAMS, the streams a gRPC connection may have open; more are refused (REFUSED_STREAM)")
+	fs.Int64Var(&o.grpcCfg.MaxOutTotal, serverapi.FlagMaxOutTotal, gdef.MaxOutTotal, "with -"+serverapi.FlagGRPC+": unwritten answer bytes across all gRPC connections past which new requests are refused (REFUSED_STREAM)")
 	fs.Var(&grpcFaults, serverapi.FlagGRPCFault, "gRPC fault `rule`, repeatable, with -"+serverapi.FlagGRPC+", e.g. \"kind=rst code=CANCEL method=debit count=1\" (internal/grpcwire/SPEC.md)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -177,8 +200,17 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	o.cfg.Faults = faults.rules
 	o.grpcFaults = grpcFaults.rules
-	if len(o.grpcFaults) > 0 && !o.grpc {
-		return o, usagef("-%s needs -%s", serverapi.FlagGRPCFault, serverapi.FlagGRPC)
+	var needGRPC error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case serverapi.FlagGRPCFault, serverapi.FlagGRPCMaxStreams, serverapi.FlagMaxOutTotal:
+			if !o.grpc && needGRPC == nil {
+				needGRPC = usagef("-%s needs -%s", f.Name, serverapi.FlagGRPC)
+			}
+		}
+	})
+	if needGRPC != nil {
+		return o, needGRPC
 	}
 	switch o.crash {
 	case "", serverapi.CrashBeforeCommit, serverapi.CrashAfterCommit:
@@ -196,6 +228,27 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		var fe *transport.FieldError
 		if errors.As(err, &fe) && configFlags[fe.Field] != "" {
 			return o, usagef("-%s %v %s", configFlags[fe.Field], fe.Value, fe.Rule)
+		}
+		return o, usageError{err}
+	}
+	if grpcStreams < 1 || grpcStreams > math.MaxUint32 {
+		return o, usagef("-%s %d must be between 1 and %d", serverapi.FlagGRPCMaxStreams, grpcStreams, uint32(math.MaxUint32))
+	}
+	total := o.grpcCfg.MaxOutTotal
+	o.grpcCfg = gdef
+	o.grpcCfg.MaxConcurrentStreams = uint32(grpcStreams)
+	o.grpcCfg.MaxOutTotal = total
+	// The limits both wires share hold on each separately: the gRPC
+	// side has as many connections, worker slots and unwritten bytes per
+	// connection of its own.
+	o.grpcCfg.MaxConns = o.cfg.MaxConns
+	o.grpcCfg.MaxOutBytes = int64(o.cfg.MaxOutBytes)
+	o.grpcCfg.Workers = o.cfg.Workers
+	o.grpcCfg.WriteTimeout = o.cfg.WriteTimeout
+	if err := o.grpcCfg.Validate(); err != nil {
+		var fe *transport.FieldError
+		if errors.As(err, &fe) && grpcConfigFlags[fe.Field] != "" {
+			return o, usagef("-%s %v %s", grpcConfigFlags[fe.Field], fe.Value, fe.Rule)
 		}
 		return o, usageError{err}
 	}
@@ -259,9 +312,8 @@ func serve(o options, stdout, stderr io.Writer) error {
 	b := bank.New(st.Store, lg)
 	var gs *grpcwire.Server
 	if o.grpc {
-		gcfg := grpcwire.DefaultConfig()
+		gcfg := o.grpcCfg
 		gcfg.Faults, gcfg.Log = o.grpcFaults, lg
-		gcfg.Workers = o.cfg.Workers // as many slots again, the gRPC side's own
 		if gs, err = grpcwire.New(gcfg, b); err != nil {
 			return err
 		}
@@ -291,14 +343,15 @@ func serve(o options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-%s: %w", serverapi.FlagAddr, err)
 	}
 	config := fmt.Sprintf(
-		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v chunk=%v faults=[%v]",
-		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.Chunk, faultList(o.cfg.Faults))
+		"workers=%d queue=%d queue-per-conn=%d max-conns=%d max-out-bytes=%d write-timeout=%v read-timeout=%v keepalive=%v chunk=%v faults=[%v]",
+		o.cfg.Workers, o.cfg.QueueSize, o.cfg.MaxQueuedPerConn, o.cfg.MaxConns, o.cfg.MaxOutBytes, o.cfg.WriteTimeout, o.cfg.ReadTimeout, o.cfg.KeepAlive, o.cfg.Chunk, faultList(o.cfg.Faults))
 	rpcLn := ln
 	// Nil without the gRPC mode: a nil channel is never ready.
 	var grpcErrc chan error
 	if gs != nil {
 		gf := grpcFaultFlags{rules: o.grpcFaults}
-		config += fmt.Sprintf(" grpc=true grpc-faults=[%v]", gf.String())
+		config += fmt.Sprintf(" grpc=true grpc-max-streams=%d max-out-total=%d grpc-faults=[%v]",
+			o.grpcCfg.MaxConcurrentStreams, o.grpcCfg.MaxOutTotal, gf.String())
 		var h2Ln net.Listener
 		rpcLn, h2Ln = splitListener(ln)
 		grpcErrc = make(chan error, 1)

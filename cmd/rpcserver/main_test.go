@@ -43,8 +43,15 @@ func TestUsageErrors(t *testing.T) {
 		{"zero chunk window in chunk mode", []string{"-chunk", "-chunk-window", "0s"}, "rpcserver: -chunk-window 0s must be positive in chunk mode"},
 		{"negative start delay", []string{"-start-delay", "-1s"}, "rpcserver: -start-delay -1s must not be negative (0 binds at once)"},
 		{"negative write timeout", []string{"-write-timeout", "-1s"}, "rpcserver: -write-timeout -1s must be positive"},
+		{"zero read timeout", []string{"-read-timeout", "0s"}, "rpcserver: -read-timeout 0s must be positive"},
+		{"negative keepalive", []string{"-keepalive", "-1s"}, "rpcserver: -keepalive -1s must not be negative (0 turns keepalive off)"},
 		{"negative lease", []string{"-dedup-lease", "-1s"}, "must be at least 1ms"},
 		{"negative TTL", []string{"-dedup-ttl", "-1s"}, "longer than it"},
+		{"grpc-max-streams without -grpc", []string{"-grpc-max-streams", "8"}, "rpcserver: -grpc-max-streams needs -grpc"},
+		{"max-out-total without -grpc", []string{"-max-out-total", "8"}, "rpcserver: -max-out-total needs -grpc"},
+		{"zero grpc-max-streams", []string{"-grpc", "-grpc-max-streams", "0"}, "rpcserver: -grpc-max-streams 0 must be between 1 and 4294967295"},
+		{"huge grpc-max-streams", []string{"-grpc", "-grpc-max-streams", "4294967296"}, "rpcserver: -grpc-max-streams 4294967296 must be between 1 and 4294967295"},
+		{"zero max-out-total", []string{"-grpc", "-max-out-total", "0"}, "rpcserver: -max-out-total 0 must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

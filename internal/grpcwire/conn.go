@@ -31,6 +31,12 @@ const (
 	// while its writer is blocked: past it, the peer is flooding and
 	// its connection is reset. x/net's server's own bound.
 	maxQueuedControl = 10000
+	// closeGrace bounds how long the GOAWAY of a connection error or a
+	// flood verdict may take to be written (and whatever write the
+	// writer is blocked in meanwhile): a peer that reads nothing would
+	// otherwise hold the connection for WriteTimeout. Past it the
+	// connection is reset.
+	closeGrace = 100 * time.Millisecond
 )
 
 // conn is one HTTP/2 connection: a reader goroutine that reads every
@@ -47,7 +53,8 @@ type conn struct {
 
 	// rd is touched by the reader goroutine only.
 	rd struct {
-		maxID uint32 // the highest client stream id seen
+		maxID  uint32          // the highest client stream id seen
+		remote map[uint32]half // the streams whose client half is open (remote.go)
 	}
 	// maxID is rd.maxID, for a connection error raised off the reader.
 	maxID atomic.Uint32
@@ -79,6 +86,18 @@ type conn struct {
 	// HEADERS for a stream above it are ignored.
 	goaway    uint32
 	goawaySet bool
+	// outBytes is the DATA bytes of answers queued and not yet written
+	// (Config.MaxOutBytes), also counted in Server.outTotal; outDone is
+	// set once close has taken them out of outTotal.
+	outBytes int64
+	outDone  bool
+	// hurry, once set (hasten), gives each later batch of the writer
+	// closeGrace instead of WriteTimeout.
+	hurry bool
+
+	// stopRead tells the reader to stop parsing frames: a flood verdict
+	// closes the connection.
+	stopRead atomic.Bool
 
 	wake      chan struct{} // capacity 1: the writer has ops
 	closeOnce sync.Once
@@ -130,6 +149,9 @@ func (c *conn) close() {
 		c.mu.Lock()
 		c.closing = true
 		c.ops = nil
+		c.outDone = true
+		c.s.outTotal.Add(-c.outBytes)
+		c.outBytes = 0
 		for _, st := range c.live {
 			st.cancel()
 		}
@@ -156,6 +178,119 @@ func (c *conn) connError(code http2.ErrCode, text string) {
 	g := c.goAway(c.maxID.Load(), code, text)
 	g.now = true
 	c.queue(g, op{kind: opClose, now: true})
+	c.hasten()
+}
+
+// calm answers a flood verdict (ENHANCE_YOUR_CALM): the reader stops
+// parsing; GOAWAY(ENHANCE_YOUR_CALM) and a close go out ahead of
+// whatever waits, even when a close was queued already; and if they
+// cannot be written within closeGrace, because the peer reads nothing,
+// the connection is reset. Counted calm_closes, once per connection.
+func (c *conn) calm(text string) {
+	if c.stopRead.Swap(true) {
+		return // judged already
+	}
+	c.s.counters.calmCloses.Add(1)
+	c.protocolError(text)
+	g := c.goAway(c.maxID.Load(), http2.ErrCodeEnhanceYourCalm, text)
+	g.now = true
+	c.mu.Lock()
+	silent := c.silent
+	if !silent {
+		c.ops = append(c.ops, g, op{kind: opClose, now: true})
+	}
+	c.closing = true
+	c.mu.Unlock()
+	if silent { // nothing may be written: reset at once
+		c.reset()
+		return
+	}
+	c.hasten()
+	c.wakeWriter()
+}
+
+// hasten gives the writer closeGrace, instead of WriteTimeout, for the
+// write it may be blocked in (from now) and for each later batch (from
+// its start, so that a writer slow to be scheduled is not reset): a
+// failure to meet it resets the connection (writer.failed).
+func (c *conn) hasten() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hurry {
+		return
+	}
+	c.hurry = true
+	c.nc.SetWriteDeadline(time.Now().Add(c.batchTimeout()))
+}
+
+// batchTimeout is the time a batch of the writer has; the caller holds
+// c.mu.
+func (c *conn) batchTimeout() time.Duration {
+	if c.hurry {
+		return min(closeGrace, c.s.cfg.WriteTimeout)
+	}
+	return c.s.cfg.WriteTimeout
+}
+
+// hurried reports whether hasten was called.
+func (c *conn) hurried() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hurry
+}
+
+// reset closes the connection with RST (SO_LINGER 0), which also frees
+// at once what the kernel holds for it.
+func (c *conn) reset() {
+	if tc := tcpConn(c.nc); tc != nil {
+		tc.SetLinger(0)
+	}
+	c.close()
+}
+
+// queueData counts an answer's DATA bytes as queued; the caller holds
+// c.mu and queues them.
+func (c *conn) queueData(n int) {
+	c.outBytes += int64(n)
+	c.s.outTotal.Add(int64(n))
+}
+
+// sent uncounts n DATA bytes the writer has written or dropped.
+func (c *conn) sent(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	if !c.outDone {
+		c.outBytes -= int64(n)
+		c.s.outTotal.Add(-int64(n))
+	}
+	c.mu.Unlock()
+}
+
+// outLimit returns the limit that refuses a new request on the
+// connection now, by its LIMIT name, or "".
+func (c *conn) outLimit() string {
+	c.mu.Lock()
+	out := c.outBytes
+	c.mu.Unlock()
+	switch {
+	case out >= c.s.cfg.MaxOutBytes:
+		return limitOutBytes
+	case c.s.outTotal.Load() >= c.s.cfg.MaxOutTotal:
+		return limitOutTotal
+	}
+	return ""
+}
+
+// refuse answers a stream a limit refuses, unexecuted:
+// RST_STREAM(REFUSED_STREAM), counted unavailable and streams_refused,
+// and LIMIT. st is nil for a stream that holds no slot.
+func (c *conn) refuse(id uint32, st *stream, limit string) {
+	c.queue(op{kind: opRST, stream: id, st: st, code: http2.ErrCodeRefusedStream})
+	c.s.counters.unavailable.Add(1)
+	c.s.counters.streamsRefused.Add(1)
+	c.s.limits.note(limit)
 }
 
 // goAway returns the op that sends GOAWAY(last, code), and from now on
@@ -177,13 +312,17 @@ func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
 	delete(c.streams, id)
 	st := c.live[id]
 	c.mu.Unlock()
-	if st != nil {
-		// Nothing more goes out on it, whatever its goroutine answers;
-		// and its goroutine is told to stop.
-		st.reset.Store(true)
-		st.cancel()
+	if st == nil {
+		c.queue(op{kind: opRST, stream: id, code: code})
+		return
 	}
-	c.queue(op{kind: opRST, stream: id, st: st, code: code})
+	// Nothing more goes out on it, whatever its goroutine answers; and
+	// its goroutine is told to stop. The writer drops a reset stream's
+	// ops, so the RST_STREAM goes without st, and opForget frees the
+	// slot.
+	st.reset.Store(true)
+	st.cancel()
+	c.queue(op{kind: opRST, stream: id, code: code}, op{kind: opForget, stream: id, st: st})
 }
 
 func (c *conn) readLoop() {
@@ -211,7 +350,7 @@ func (c *conn) readLoop() {
 			var ce http2.ConnectionError
 			switch {
 			case errors.As(err, &se):
-				c.streamError(se.StreamID, se.Code, "grpcwire: "+se.Error())
+				c.framerError(se)
 				continue
 			case errors.As(err, &ce):
 				c.connError(http2.ErrCode(ce), "grpcwire: "+c.errorText(err))
@@ -224,7 +363,7 @@ func (c *conn) readLoop() {
 			c.drain()
 			return
 		}
-		if !c.handle(f) {
+		if !c.handle(f) || c.stopRead.Load() {
 			c.drain()
 			return
 		}
@@ -323,6 +462,7 @@ func (c *conn) handle(f http2.Frame) bool {
 			c.connError(http2.ErrCodeProtocol, "grpcwire: RST_STREAM on idle stream")
 			return false
 		}
+		c.endRemote(f.StreamID)
 		if st != nil {
 			st.reset.Store(true)
 			st.cancel()
@@ -336,11 +476,16 @@ func (c *conn) handle(f http2.Frame) bool {
 	case *http2.GoAwayFrame:
 		c.s.log.Info(serverapi.EventGoAwayReceived, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyCode, f.ErrCode.String())
+	case *http2.PriorityFrame:
+		if selfDependent(f.StreamID, f.PriorityParam) {
+			c.resetStream(f.StreamID, http2.ErrCodeProtocol, "grpcwire: PRIORITY makes a stream depend on itself")
+		}
 	case *http2.PushPromiseFrame:
 		c.connError(http2.ErrCodeProtocol, "grpcwire: PUSH_PROMISE from a client")
 		return false
 	}
-	// PRIORITY and unknown frame types are ignored (RFC 9113 §5.5).
+	// Other PRIORITY frames and unknown frame types are ignored (RFC
+	// 9113 §5.3.2, §5.5).
 	return true
 }
 
@@ -348,33 +493,28 @@ func (c *conn) handle(f http2.Frame) bool {
 func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	id := f.StreamID
 	c.mu.Lock()
-	_, open := c.streams[id]
+	st := c.streams[id]
 	// Above a GOAWAY sent, or once a close is queued, a request would
 	// execute unanswered: it is not processed.
 	above := c.goawaySet && id > c.goaway || c.closing
 	c.mu.Unlock()
 	switch {
-	case open:
-		// A unary client sends no trailers.
-		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: a second HEADERS on a request stream")
-		return true
 	case id%2 == 0:
 		c.connError(http2.ErrCodeProtocol, "grpcwire: HEADERS on an even stream id")
 		return false
 	case id <= c.rd.maxID:
-		c.connError(http2.ErrCodeStreamClosed, "grpcwire: HEADERS on a closed stream")
-		return false
+		return c.laterHeaders(f, st)
 	}
 	c.rd.maxID = id
 	c.maxID.Store(id)
+	c.openRemote(f)
 	if above {
 		return true // the GOAWAY or the close says it will not be processed
 	}
-	if f.Truncated {
-		c.streamError(id, http2.ErrCodeProtocol, "grpcwire: header list over MaxHeaderListSize")
+	if !c.requestHeaders(f) {
 		return true
 	}
-	st := c.newStream(f)
+	st = c.newStream(f)
 	if st == nil {
 		return true
 	}
@@ -397,16 +537,15 @@ func (c *conn) data(f *http2.DataFrame) bool {
 		c.connError(http2.ErrCodeProtocol, "grpcwire: DATA on idle stream")
 		return false
 	}
+	if !c.remoteData(f) {
+		return true
+	}
 	c.mu.Lock()
 	st := c.streams[id]
 	c.mu.Unlock()
 	if st == nil {
 		// Answered, reset or refused already: the client may still be
 		// sending.
-		return true
-	}
-	if st.ended {
-		c.streamError(id, http2.ErrCodeStreamClosed, "grpcwire: DATA after END_STREAM")
 		return true
 	}
 	st.add(f.Data())

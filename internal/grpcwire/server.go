@@ -33,6 +33,21 @@ type Config struct {
 	// open at once per connection; a HEADERS beyond it is refused with
 	// RST_STREAM(REFUSED_STREAM), unexecuted. At least 1. Default 256.
 	MaxConcurrentStreams uint32
+	// MaxConns bounds the connections open at once: one accepted beyond
+	// it is closed at once, before any goroutine starts for it. At least
+	// 1. Default 1024.
+	MaxConns int
+	// MaxOutBytes bounds, per connection, the answer bytes queued and not
+	// yet written: the DATA of OK answers (each message with its 5-byte
+	// prefix), counted from the answer's queueing until the writer has
+	// handed each frame to the socket, or dropped it. A request HEADERS
+	// arriving while its connection holds MaxOutBytes or more, and a
+	// complete request about to execute then, is refused with
+	// RST_STREAM(REFUSED_STREAM), unexecuted. At least 1. Default 1 MiB.
+	MaxOutBytes int64
+	// MaxOutTotal is MaxOutBytes across all the server's connections. At
+	// least 1. Default 64 MiB.
+	MaxOutTotal int64
 	// MaxMessageLen bounds a request message, in bytes, checked against
 	// the length prefix before anything is allocated; a longer one is
 	// answered RESOURCE_EXHAUSTED. At least 1. Default 16384.
@@ -68,6 +83,9 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxConcurrentStreams: 256,
+		MaxConns:             1024,
+		MaxOutBytes:          1 << 20,
+		MaxOutTotal:          64 << 20,
 		MaxMessageLen:        16384,
 		MaxHeaderListSize:    16384,
 		Drain:                200 * time.Millisecond,
@@ -87,6 +105,12 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxConcurrentStreams < 1:
 		return bad("MaxConcurrentStreams", c.MaxConcurrentStreams, "must be at least 1")
+	case c.MaxConns < 1:
+		return bad("MaxConns", c.MaxConns, "must be at least 1")
+	case c.MaxOutBytes < 1:
+		return bad("MaxOutBytes", c.MaxOutBytes, "must be at least 1")
+	case c.MaxOutTotal < 1:
+		return bad("MaxOutTotal", c.MaxOutTotal, "must be at least 1")
 	case c.MaxMessageLen < 1:
 		return bad("MaxMessageLen", c.MaxMessageLen, "must be at least 1")
 	case c.MaxHeaderListSize < 1024:
@@ -117,6 +141,11 @@ type Server struct {
 	slots chan struct{}
 
 	connSeq, reqSeq atomic.Uint64 // number connections and requests, from 1
+	// outTotal is the sum of the connections' outBytes: what
+	// Config.MaxOutTotal bounds.
+	outTotal atomic.Int64
+	// limits logs the refusals of Config's limits (LIMIT events).
+	limits *limitLog
 
 	mu     sync.Mutex // guards conns, ln, closed
 	conns  map[*conn]struct{}
@@ -134,7 +163,8 @@ type Server struct {
 type counters struct {
 	requestsOther, expired, unavailable, protocolErrors atomic.Int64
 	connsAccepted, framesSent, faultsFired, canceled    atomic.Int64
-	writeTimeouts                                       atomic.Int64
+	writeTimeouts, connsRejected, streamsRefused        atomic.Int64
+	calmCloses                                          atomic.Int64
 }
 
 // New validates cfg and returns a Server for h, which must serve get,
@@ -156,6 +186,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.limits = newLimitLog(s.log, limitLogInterval, serverapi.KeyWire, serverapi.WireGRPC)
 	if cfg.Workers > 0 {
 		s.slots = make(chan struct{}, cfg.Workers)
 	}
@@ -225,13 +256,31 @@ func (s *Server) serveConn(nc net.Conn) bool {
 	return true
 }
 
+// limitLogInterval is how often a limit's refusals may log a LIMIT.
+const limitLogInterval = time.Second
+
+// Limits by their flag's name, in LIMIT events.
+const (
+	limitConns    = serverapi.FlagMaxConns
+	limitStreams  = serverapi.FlagGRPCMaxStreams
+	limitOutBytes = serverapi.FlagMaxOutBytes
+	limitOutTotal = serverapi.FlagMaxOutTotal
+)
+
 // ServeConn serves one accepted connection, on goroutines of its own,
-// and returns at once. After Close it closes nc.
+// and returns at once. After Close it closes nc; with MaxConns
+// connections open, it closes nc at once (conns_rejected, LIMIT).
 func (s *Server) ServeConn(nc net.Conn) {
 	s.counters.connsAccepted.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxConns {
+		s.counters.connsRejected.Add(1)
+		s.limits.note(limitConns)
 		nc.Close()
 		return
 	}
@@ -265,6 +314,7 @@ func (s *Server) Close() error {
 		c.close()
 	}
 	s.wg.Wait()
+	s.limits.close()
 	return nil
 }
 
@@ -306,8 +356,8 @@ func (s *Server) attempt(call string) int {
 // path, requests.other the others, and the handler's own counters
 // (exec.*, dedup_hits, key_conflicts) are the handler's, shared with
 // rpcbench's wire. Counters the gRPC side has no use for (requests.ctl,
-// queue_full, conn_queue_full, conns_rejected, out_limit_waits,
-// write_chunks) are 0.
+// queue_full, conn_queue_full, out_limit_waits, write_chunks,
+// drain_dropped) are 0.
 func (s *Server) Counters() serverapi.Fields {
 	fs := serverapi.Fields{}
 	for _, name := range serverapi.CounterNames() {
@@ -331,6 +381,9 @@ func (s *Server) Counters() serverapi.Fields {
 	add("faults_fired", c.faultsFired.Load())
 	add("canceled", c.canceled.Load())
 	add("write_timeouts", c.writeTimeouts.Load())
+	add("conns_rejected", c.connsRejected.Load())
+	add("streams_refused", c.streamsRefused.Load())
+	add("calm_closes", c.calmCloses.Load())
 	s.h.Counters(add)
 	return fs
 }

@@ -47,6 +47,9 @@ type stream struct {
 	nPre   int
 	msg    []byte // allocated once the prefix said its length
 	ended  bool   // END_STREAM seen, or the stream answered early
+	// http, for a request that is not gRPC's, is its answer, sent by
+	// finish (notGRPC).
+	http []op
 
 	reset    atomic.Bool // the client sent RST_STREAM
 	answered atomic.Bool // the final frame of an answer is queued
@@ -137,19 +140,23 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	c.mu.Lock()
 	full := uint32(len(c.live)) >= s.cfg.MaxConcurrentStreams
 	c.mu.Unlock()
+	var outLimit string
+	if !full {
+		outLimit = c.outLimit()
+	}
 	switch {
 	case full:
-		c.queue(op{kind: opRST, stream: st.id, code: http2.ErrCodeRefusedStream})
-		s.counters.unavailable.Add(1)
+		c.refuse(st.id, nil, limitStreams)
+		return nil
+	case outLimit != "":
+		c.refuse(st.id, nil, outLimit)
 		return nil
 	case f.PseudoValue("method") != "POST":
 		s.counters.requestsOther.Add(1)
-		c.queue(op{kind: opHeaders, stream: st.id, end: true, fields: []hpack.HeaderField{{Name: ":status", Value: "405"}}})
-		return nil
+		return st.notGRPC("405", "grpcwire: gRPC requests are POST\n", hpack.HeaderField{Name: "allow", Value: "POST"})
 	case !grpcContentType(contentType):
 		s.counters.requestsOther.Add(1)
-		c.queue(op{kind: opHeaders, stream: st.id, end: true, fields: []hpack.HeaderField{{Name: ":status", Value: "415"}}})
-		return nil
+		return st.notGRPC("415", "grpcwire: gRPC requests have content-type application/grpc\n")
 	case timeoutErr != nil:
 		s.counters.requestsOther.Add(1)
 		c.streamError(st.id, http2.ErrCodeProtocol, timeoutErr.Error())
@@ -160,6 +167,23 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 		return nil
 	}
 	s.reqs[st.method].Add(1)
+	c.mu.Lock()
+	c.streams[st.id] = st
+	c.live[st.id] = st
+	st.refs, st.wire = 1, true
+	c.mu.Unlock()
+	return st
+}
+
+// notGRPC makes st a request that is not gRPC's, answered with an HTTP
+// status and a text body once the client has ended it (END_STREAM or
+// trailers), as a gRPC request is; its DATA is dropped meanwhile. So its
+// stream is open, its send window kept, while the client sends, and it
+// holds a slot until the body is written.
+func (st *stream) notGRPC(status, body string, extra ...hpack.HeaderField) *stream {
+	c := st.c
+	fields := append([]hpack.HeaderField{{Name: ":status", Value: status}, {Name: "content-type", Value: "text/plain; charset=utf-8"}}, extra...)
+	st.http = []op{{kind: opHeaders, stream: st.id, st: st, fields: fields}, {kind: opData, stream: st.id, st: st, end: true, data: []byte(body)}}
 	c.mu.Lock()
 	c.streams[st.id] = st
 	c.live[st.id] = st
@@ -179,6 +203,9 @@ func grpcContentType(v string) bool {
 // prefix against MaxMessageLen before the message is allocated. A
 // message the server will not take is answered at once.
 func (st *stream) add(b []byte) {
+	if st.http != nil {
+		return
+	}
 	if st.nPre < prefixLen {
 		n := copy(st.prefix[st.nPre:], b)
 		st.nPre += n
@@ -222,6 +249,11 @@ func (st *stream) finish() {
 		return
 	}
 	st.ended = true
+	if st.http != nil {
+		st.forget()
+		st.c.queue(st.http...)
+		return
+	}
 	if st.nPre < prefixLen || len(st.msg) < cap(st.msg) {
 		st.early(Internal, "request ended before its message did")
 		return
@@ -277,6 +309,9 @@ func (st *stream) run() {
 	if err == nil {
 		payload, err = appendPayload(nil, st.method, &r)
 	}
+	// The payload is a copy: the message, which the stream would keep
+	// until the writer is done with it, is not needed any more.
+	st.msg = nil
 	if err != nil {
 		code := Internal
 		if errors.Is(err, errArgument) {
@@ -299,6 +334,14 @@ func (st *stream) run() {
 			st.trailersOnly(DeadlineExceeded, fmt.Sprintf("expired before execution waited=%d", waited.Milliseconds()), nil)
 			return
 		}
+	}
+	// The HEADERS were taken below the out limits, but a burst of
+	// requests all arrive before any of their answers is queued: each is
+	// checked again as it is about to execute.
+	if limit := c.outLimit(); limit != "" {
+		st.forget()
+		c.refuse(st.id, st, limit)
+		return
 	}
 	fault, faulty := s.faults.Take(st.method, nil)
 	if faulty {
@@ -342,7 +385,8 @@ func (st *stream) run() {
 		// true one, and the stream stays open until the client ends it.
 		return
 	}
-	code, msg := statusCode(status), string(answer)
+	code := statusCode(status)
+	var msg string
 	var reply []byte
 	if code == OK {
 		reply, err = appendReply(make([]byte, prefixLen, prefixLen+len(answer)+16), st.method, answer)
@@ -350,6 +394,8 @@ func (st *stream) run() {
 			code, msg = Internal, err.Error()
 		}
 		binary.BigEndian.PutUint32(reply[1:], uint32(len(reply)-prefixLen))
+	} else {
+		msg = string(answer)
 	}
 	if !faulty {
 		if code != OK {

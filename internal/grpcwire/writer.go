@@ -85,6 +85,9 @@ func (c *conn) queue(ops ...op) {
 				flood = c.control.Add(1) > maxQueuedControl || flood
 			}
 		}
+		if o.kind == opData {
+			c.queueData(len(o.data))
+		}
 		c.ops = append(c.ops, o)
 		if o.kind == opClose {
 			c.closing = true
@@ -98,14 +101,9 @@ func (c *conn) queue(ops ...op) {
 	c.wakeWriter()
 	if flood {
 		// The queue grew because the writer is blocked on a peer that
-		// reads nothing: a GOAWAY(ENHANCE_YOUR_CALM) would wait behind
-		// it for WriteTimeout. The connection is reset at once instead,
-		// which also frees what the kernel holds for it.
-		c.protocolError(fmt.Sprintf("grpcwire: more than %d control frames queued behind a blocked writer: connection reset (ENHANCE_YOUR_CALM)", maxQueuedControl))
-		if tc := tcpConn(c.nc); tc != nil {
-			tc.SetLinger(0)
-		}
-		c.close()
+		// reads nothing: the GOAWAY gets closeGrace, then the connection
+		// is reset.
+		c.calm(fmt.Sprintf("grpcwire: more than %d control frames queued behind a blocked writer (ENHANCE_YOUR_CALM)", maxQueuedControl))
 	}
 }
 
@@ -166,7 +164,11 @@ func (c *conn) writeLoop() {
 // deadline is set before the first one: each batch has WriteTimeout,
 // however long the connection was idle before it.
 func (w *writer) batch(ops []op, credit int64) error {
-	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.s.cfg.WriteTimeout)); err != nil {
+	c := w.c
+	c.mu.Lock()
+	err := c.nc.SetWriteDeadline(time.Now().Add(c.batchTimeout()))
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	for i := range ops {
@@ -215,6 +217,12 @@ func (w *writer) failed(err error) {
 	default:
 	}
 	c := w.c
+	if c.hurried() {
+		// A connection error's or a flood verdict's GOAWAY could not be
+		// written within closeGrace: not a WRITE_TIMEOUT, and reset.
+		c.reset()
+		return
+	}
 	c.s.counters.writeTimeouts.Add(1)
 	c.s.log.Warn(serverapi.EventWriteTimeout, serverapi.KeyRemote, c.nc.RemoteAddr().String(),
 		serverapi.KeyUnwritten, c.bw.Buffered(), serverapi.KeyTimeout, c.s.cfg.WriteTimeout.String(), serverapi.KeyErr, err.Error(),
@@ -240,11 +248,16 @@ func (w *writer) flowError(text string) error {
 	return nil
 }
 
-// done is called once the writer has performed or dropped o.
+// done is called once the writer has performed or dropped o. It lets go
+// of o's data, which a pending slice's array would otherwise keep.
 func (w *writer) done(o *op) {
 	if o.control {
 		w.c.control.Add(-1)
 	}
+	if o.kind == opData {
+		w.c.sent(len(o.data)) // what is left of it was dropped
+	}
+	o.data, o.st = nil, nil
 }
 
 // do performs a connection-level op; an error means the connection
@@ -386,9 +399,13 @@ func (w *writer) doStream(o *op) (bool, error) {
 		}
 		return true, nil
 	case opData:
+		// The bytes written leave the connection's count in one go, after
+		// the frames; on an error the close takes the rest out.
+		written := 0
 		for len(o.data) > 0 || o.end {
 			n := min(int64(len(o.data)), int64(w.maxFrame), w.connWin, w.window(o.stream))
 			if n <= 0 && len(o.data) > 0 {
+				w.c.sent(written)
 				return false, nil
 			}
 			end := o.end && int(n) == len(o.data)
@@ -399,11 +416,13 @@ func (w *writer) doStream(o *op) (bool, error) {
 			w.connWin -= n
 			w.win[o.stream] -= n
 			o.data = o.data[n:]
+			written += int(n)
 			if end {
 				delete(w.win, o.stream)
 				break
 			}
 		}
+		w.c.sent(written)
 		return true, nil
 	case opRST:
 		delete(w.win, o.stream)

@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/proc"
 )
 
@@ -63,7 +63,10 @@ type Cluster struct {
 	// superuser on the maintenance database for a server Start started,
 	// RPCBENCH_PG_DSN as given for an external one.
 	admin string
-	seq   atomic.Uint64
+	// swept are the databases of gone owners Start dropped; sweepErr
+	// says which it failed to.
+	swept    []string
+	sweepErr error
 
 	// The fields below are zero for an external server.
 	dir        string // the temporary directory: data/, postgres.log, the socket
@@ -81,7 +84,8 @@ type Cluster struct {
 }
 
 // Start returns a running server. When RPCBENCH_PG_DSN is set it is that
-// server, once it accepts a connection. Otherwise Start runs initdb in a new
+// server, once it accepts a connection and Start has dropped the
+// databases there whose owner is gone (see Swept). Otherwise Start runs initdb in a new
 // temporary directory, starts postgres listening only on a Unix socket in
 // that directory, and returns once the server accepts connections, which
 // it must do within StartTimeout. ctx bounds Start only: the server runs
@@ -101,7 +105,9 @@ func external(ctx context.Context, dsn string) (*Cluster, error) {
 	if err := ping(ctx, dsn, StartTimeout); err != nil {
 		return nil, fmt.Errorf("pgcluster: %s: %w", EnvDSN, err)
 	}
-	return &Cluster{admin: dsn, dbs: map[string]bool{}}, nil
+	c := &Cluster{admin: dsn, dbs: map[string]bool{}}
+	c.swept, c.sweepErr = c.sweep(ctx)
+	return c, nil
 }
 
 func start(ctx context.Context, f finder) (_ *Cluster, err error) {
@@ -109,7 +115,7 @@ func start(ctx context.Context, f finder) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgcluster-")
+	dir, err := leftover.MkdirTemp("", "pg")
 	if err != nil {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
@@ -148,6 +154,12 @@ func start(ctx context.Context, f finder) (_ *Cluster, err error) {
 	}
 	return c, nil
 }
+
+// Swept returns the databases Start dropped, on an external server,
+// because the process that made them is gone: what runs killed before
+// they could drop them left. Its error says what Start failed to drop or
+// list, which does not keep the server from being used.
+func (c *Cluster) Swept() ([]string, error) { return c.swept, c.sweepErr }
 
 // serverUser returns the user initdb and postgres run as: nil, meaning
 // this process's own, unless that is root, which PostgreSQL refuses; then

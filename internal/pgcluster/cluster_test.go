@@ -175,6 +175,8 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("killed_owner_leftovers", func(t *testing.T) { testLeftovers(t, c) })
+
 	// The server's processes, to check that none outlives Stop: the
 	// postmaster, and the backends and background workers, one of them
 	// serving a session left open across Stop.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rpcbench/rpcbench/internal/leftover"
 )
 
 func TestDatabaseName(t *testing.T) {
@@ -32,6 +34,32 @@ func TestDatabaseName(t *testing.T) {
 				t.Errorf("len(%q) = %d, want <= %d", got, len(got), maxIdentifier)
 			}
 		})
+	}
+}
+
+// TestOwnedName: a database's name starts with its owner, which
+// leftover.Parse reads back, and fits however long its prefix.
+func TestOwnedName(t *testing.T) {
+	const owner = "rpcbench_0123abcd_42_9000_"
+	tests := []struct {
+		prefix string
+		seq    uint64
+		want   string
+	}{
+		{"bank", 1, owner + "1_bank"},
+		{"TestFoo/bar baz", 12, owner + "12_testfoo_bar_baz"},
+		{"", 3, owner + "3_"},
+		{"Ünï-code", 1, owner + "1__n__code"},
+		{strings.Repeat("x", 100), 123, (owner + "123_" + strings.Repeat("x", 100))[:maxIdentifier]},
+	}
+	for _, tt := range tests {
+		got := ownedName(owner, tt.prefix, tt.seq)
+		if got != tt.want {
+			t.Errorf("ownedName(%q, %q, %d) = %q, want %q", owner, tt.prefix, tt.seq, got, tt.want)
+		}
+		if o, ok := leftover.Parse(got, "_"); !ok || o != (leftover.Owner{Space: "0123abcd", PID: 42, Start: 9000}) {
+			t.Errorf("Parse(%q) = %+v, %v; want its owner", got, o, ok)
+		}
 	}
 }
 

@@ -4,7 +4,10 @@
 // A server this package starts lives in a fresh temporary directory: its
 // data directory, its log and its Unix socket. It binds no TCP port, so any
 // number of them can run side by side. Stop shuts it down and removes the
-// directory. When the process runs as root, initdb and postgres run as the
+// directory. The server gets SIGQUIT if this process dies; its directory
+// and its databases on an external server are named after this process
+// (package leftover), so that the next run removes what a killed one
+// left. When the process runs as root, initdb and postgres run as the
 // user "nobody", since PostgreSQL refuses to run as root.
 //
 // Environment:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/report"
 )
 
@@ -139,7 +140,7 @@ func (c Case) Run(ctx context.Context, env Env) report.Line {
 	}
 	t := &T{Ctx: ctx, Env: env, Name: c.Name}
 	if env.LogDir == "" {
-		dir, err := os.MkdirTemp("", "rpcbench-"+c.Name+"-")
+		dir, err := leftover.MkdirTemp("", c.Name)
 		if err != nil {
 			return failLine(c.Name, err.Error())
 		}

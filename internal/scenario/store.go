@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/leftover"
 )
 
 // NeedsPostgres is the Needs of a scenario that runs against PostgreSQL:
@@ -27,7 +28,7 @@ func (t *T) NewStore(kind string) string {
 	case bank.KindMemory:
 		return bank.KindMemory
 	case bank.KindSQLite:
-		dir, err := os.MkdirTemp("", "rpcbench-"+t.Name+"-")
+		dir, err := leftover.MkdirTemp("", t.Name)
 		if err != nil {
 			t.Fatalf("store: %v", err)
 		}

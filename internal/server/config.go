@@ -53,6 +53,21 @@ type Config struct {
 	// nothing for that long is disconnected (counted as write_timeouts).
 	// Must be positive. Default 10s.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds how long a frame may take to arrive once the
+	// server has read its first bytes; a peer that trickles a frame
+	// (slowloris) is disconnected past it (counted as read_timeouts).
+	// Time the server spends on the frames before it, executing them or
+	// waiting for the peer to read their answers, does not count. A
+	// connection idle between frames has no deadline. Must be positive.
+	// Default 10s.
+	ReadTimeout time.Duration
+	// KeepAlive is the TCP keepalive idle time: how long a connection may
+	// stay silent before the kernel probes its peer, which is then
+	// declared dead if it answers no probe (transport.TuneTCP states the
+	// probe interval and when the kernel gives up). Zero turns keepalive
+	// off: an idle connection whose peer vanished is then kept. Must not
+	// be negative. Default 15s.
+	KeepAlive time.Duration
 	// DrainTimeout bounds the drains that ctl.drain and a drain fault
 	// start (SPEC.md, "Drain"): past it the connections still open are
 	// closed, their unwritten answers dropped. Zero makes those drains
@@ -83,6 +98,8 @@ func DefaultConfig() Config {
 		MaxConns:         1024,
 		MaxOutBytes:      1 << 20,
 		WriteTimeout:     10 * time.Second,
+		ReadTimeout:      10 * time.Second,
+		KeepAlive:        15 * time.Second,
 		DrainTimeout:     5 * time.Second,
 	}
 }
@@ -116,6 +133,10 @@ func (c *Config) Validate() error {
 		return bad("MaxOutBytes", c.MaxOutBytes, fmt.Sprintf("must be at least %d", minOutBytes))
 	case c.WriteTimeout <= 0:
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
+	case c.ReadTimeout <= 0:
+		return bad("ReadTimeout", c.ReadTimeout, "must be positive")
+	case c.KeepAlive < 0:
+		return bad("KeepAlive", c.KeepAlive, "must not be negative (0 turns keepalive off)")
 	case c.DrainTimeout < 0:
 		return bad("DrainTimeout", c.DrainTimeout, "must not be negative")
 	}

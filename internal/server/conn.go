@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -115,8 +116,21 @@ func (c *conn) readLoop() {
 	defer c.s.retire(c) // no request is counted after this
 	fr := proto.NewFrameReader(c.nc, proto.TypeRequest, 0)
 	fr.SetAlloc(c.s.payloads.get)
+	var (
+		deadline time.Time // the read deadline set; zero for none
+		// begun says the bytes buffered, if any, began a frame after
+		// the last read's complete ones: its clock starts afresh.
+		begun bool
+	)
 	for {
+		if want := c.readDeadline(deadline, fr.Buffered(), begun); want != deadline {
+			if err := c.nc.SetReadDeadline(want); err != nil {
+				return // closed meanwhile
+			}
+			deadline = want
+		}
 		frames, err := fr.ReadBatch()
+		begun = len(frames) > 0
 		if len(frames) > 0 {
 			c.takeAll(frames, time.Now())
 			if !c.flushHeld() || !c.awaitRoom() {
@@ -129,14 +143,21 @@ func (c *conn) readLoop() {
 		remote := c.nc.RemoteAddr().String()
 		var pe *proto.ProtocolError
 		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// Only a frame begun sets a read deadline.
+			c.s.counters.readTimeouts.Add(1)
+			c.s.log.Warn(serverapi.EventReadTimeout, serverapi.KeyRemote, remote, serverapi.KeyConn, c.id,
+				serverapi.KeyBuffered, fr.Buffered(), serverapi.KeyTimeout, c.s.cfg.ReadTimeout.String())
+			return
 		case errors.As(err, &pe):
 			c.s.counters.protocolErrors.Add(1)
 			c.s.log.Warn(serverapi.EventProtocolError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error())
 		case errors.Is(err, syscall.ETIMEDOUT):
-			// The kernel gave up on answers the peer left unacknowledged
-			// for WriteTimeout (TCP_USER_TIMEOUT): the same verdict as a
-			// write that made no progress, reached where the write itself
-			// did not block because the answers fitted the send buffer.
+			// The kernel gave up on the peer (TCP_USER_TIMEOUT, see
+			// transport.PlanTCP): answers left unacknowledged, or, idle,
+			// keepalive probes unanswered. The same verdict as a write
+			// that made no progress, reached where the write itself did
+			// not block because the answers fitted the send buffer.
 			c.writeTimedOut(0, err)
 		case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 			c.s.log.Warn(serverapi.EventConnReadError, serverapi.KeyRemote, remote, serverapi.KeyErr, err.Error(),
@@ -147,6 +168,23 @@ func (c *conn) readLoop() {
 		}
 		return
 	}
+}
+
+// readDeadline returns the read deadline for the reader's next read,
+// given the one set (zero for none), the bytes of an unfinished frame
+// buffered and whether that frame began in the last read. A frame's
+// clock starts when the reader goes back to reading with its first bytes
+// in hand, so that time spent executing the frames before it, or waiting
+// for the peer to read their answers, is not counted against the peer.
+// Between frames there is no deadline: idle connections are kept.
+func (c *conn) readDeadline(set time.Time, buffered int, begun bool) time.Time {
+	switch {
+	case buffered == 0:
+		return time.Time{}
+	case set.IsZero() || begun:
+		return time.Now().Add(c.s.cfg.ReadTimeout)
+	}
+	return set
 }
 
 // takeAll takes the frames one read brought, in order, under rmu held

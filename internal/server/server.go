@@ -172,7 +172,7 @@ func (s *Server) open(nc net.Conn) bool {
 	}
 	c := newConn(s, nc)
 	s.log.Info(serverapi.EventConnOpen, serverapi.KeyConn, c.id, serverapi.KeyRemote, nc.RemoteAddr().String())
-	if err := setUserTimeout(nc, s.cfg.WriteTimeout); err != nil {
+	if err := transport.TuneTCP(nc, s.cfg.KeepAlive, s.cfg.WriteTimeout); err != nil {
 		s.log.Warn(serverapi.EventSockoptError, serverapi.KeyConn, c.id, serverapi.KeyErr, err.Error())
 	}
 	s.conns[c] = struct{}{}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/leftover"
 )
 
 // DefaultCacheDir is where a command keeps built adapters unless told
@@ -58,7 +59,8 @@ type marker struct {
 // nothing that a later Build trusts; a directory built from other
 // embedded sources is rebuilt. Two concurrent Builds of one ref both
 // build, and the second to finish uses the first's. Temporary
-// directories a killed build left are removed a day later.
+// directories a killed build left are removed by the next Build once
+// their process is gone (package leftover).
 //
 // Build does not ask whether the release exists: Check does, with a
 // better error.
@@ -78,8 +80,10 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("stackbuild: cache: %w", err)
 	}
+	removed, err := leftover.Sweep(cacheDir)
+	leftover.Report(progress, "stackbuild", removed, err)
 	sweep(cacheDir, time.Now().Add(-abandoned))
-	tmp, err := os.MkdirTemp(cacheDir, ".building-"+ref.String()+"-")
+	tmp, err := leftover.MkdirTemp(cacheDir, "building-"+ref.String())
 	if err != nil {
 		return "", fmt.Errorf("stackbuild: cache: %w", err)
 	}
@@ -110,9 +114,11 @@ func Build(ctx context.Context, ref Ref, cacheDir string, progress io.Writer) (s
 	return bin, nil
 }
 
-// abandoned is how old a temporary directory of a build (.building-*,
-// .stale-*) must be to be taken for one whose process died before it
-// could remove it: no build takes that long.
+// abandoned is how old a temporary directory of a build must be to be
+// taken for one whose process died before it could remove it, when its
+// owner cannot be told gone (leftover.Owner.Gone): one made before a
+// reboot or in another container, or before package leftover named them
+// (.building-*, .stale-*). No build takes that long.
 const abandoned = 24 * time.Hour
 
 // sweep removes the temporary directories in cacheDir last modified
@@ -120,11 +126,13 @@ const abandoned = 24 * time.Hour
 func sweep(cacheDir string, cutoff time.Time) {
 	entries, _ := os.ReadDir(cacheDir)
 	for _, e := range entries {
-		if !e.IsDir() || !(strings.HasPrefix(e.Name(), ".building-") || strings.HasPrefix(e.Name(), ".stale-")) {
+		name := e.Name()
+		_, owned := leftover.Parse(name, "-")
+		if !e.IsDir() || !(owned || strings.HasPrefix(name, ".building-") || strings.HasPrefix(name, ".stale-")) {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
-			os.RemoveAll(filepath.Join(cacheDir, e.Name()))
+			os.RemoveAll(filepath.Join(cacheDir, name))
 		}
 	}
 }
@@ -174,7 +182,7 @@ func install(tmp, final string, ref Ref) error {
 	if _, statErr := os.Stat(final); statErr != nil {
 		return fmt.Errorf("stackbuild: cache: %w", err)
 	}
-	old, err := os.MkdirTemp(filepath.Dir(final), ".stale-"+ref.String()+"-")
+	old, err := leftover.MkdirTemp(filepath.Dir(final), "stale-"+ref.String())
 	if err != nil {
 		return fmt.Errorf("stackbuild: cache: %w", err)
 	}

@@ -176,12 +176,13 @@ func TestMissingToolchain(t *testing.T) {
 	}
 }
 
-// TestSweep: a build's temporary directories are removed once old
-// enough to be abandoned, and nothing else is.
+// TestSweep: a build's temporary directories whose owner cannot be told
+// gone are removed once old enough to be abandoned, and nothing else is.
 func TestSweep(t *testing.T) {
 	cache := t.TempDir()
 	old := time.Now().Add(-2 * abandoned)
-	for _, name := range []string{".building-grpc-go@v1.70.0-1", ".stale-grpc-js@1.10.11-2", ".building-grpcio@1.70.0-3", "grpc-go@v1.70.0", ".other"} {
+	elsewhere := "rpcbench-00000000-1-1-building-grpc-go@v1.71.0-4" // another boot's, whose owner cannot be told gone
+	for _, name := range []string{".building-grpc-go@v1.70.0-1", ".stale-grpc-js@1.10.11-2", ".building-grpcio@1.70.0-3", "grpc-go@v1.70.0", ".other", elsewhere} {
 		if err := os.Mkdir(filepath.Join(cache, name), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
@@ -45,7 +46,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 
-	dir, err := os.MkdirTemp("", "rpcload-")
+	removed, err := leftover.Sweep("")
+	leftover.Report(log, "rpcload", removed, err)
+	dir, err := leftover.MkdirTemp("", "rpcload")
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 )
 
@@ -51,6 +52,8 @@ func (st *stores) startPostgres(ctx context.Context, systems []System) (run []Sy
 	case err == nil:
 		st.pg = pg
 		fmt.Fprintf(st.log, "PostgreSQL cluster started\n")
+		dropped, err := pg.Swept()
+		leftover.Report(st.log, "rpcload", dropped, err)
 		return systems, nil, nil
 	case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
 		reason := fmt.Sprintf("%v (%s=1 makes this an error)", err, pgcluster.EnvRequire)

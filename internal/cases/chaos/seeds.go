@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/chaos"
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 )
@@ -69,7 +70,7 @@ func chaosCounts(t *scenario.T, res chaos.Result) {
 // runChaos runs one chaos seed for d with faults, records the schedule
 // as fields and writes the chaos note, and returns the result.
 func runChaos(t *scenario.T, seed int64, d time.Duration, store string, servers int, faults []string) chaos.Result {
-	out, err := os.MkdirTemp("", "rpcbench-"+t.Name+"-")
+	out, err := leftover.MkdirTemp("", t.Name)
 	if err != nil {
 		t.Fatalf("chaos: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 )
@@ -65,7 +66,7 @@ func runControl(t *scenario.T, s Suite, c Control) {
 	if err != nil {
 		t.Fatalf("this binary, the fake: %v", err)
 	}
-	dir, err := os.MkdirTemp("", "rpcbench-control-")
+	dir, err := leftover.MkdirTemp("", "control")
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 )
 
@@ -37,6 +38,7 @@ func Start(t testing.TB) *pgcluster.Cluster {
 	if err != nil {
 		fail(t, err)
 	}
+	reportSwept(c)
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {
 			t.Error(err)
@@ -70,6 +72,9 @@ func Shared(t testing.TB) *pgcluster.Cluster {
 	shared.once.Do(func() {
 		// Not t's context: the cluster outlives t.
 		shared.c, shared.err = pgcluster.Start(context.Background())
+		if shared.err == nil {
+			reportSwept(shared.c)
+		}
 	})
 	if shared.err != nil {
 		fail(t, shared.err)
@@ -95,6 +100,9 @@ func Main(m Runner) Runner {
 type runner struct{ m Runner }
 
 func (r runner) Run() int {
+	// What killed test runs left goes before this one makes its own.
+	removed, err := leftover.Sweep("")
+	leftover.Report(os.Stderr, "pgtest", removed, err)
 	code := r.m.Run()
 	if shared.c != nil {
 		if err := shared.c.Stop(); err != nil {
@@ -105,6 +113,13 @@ func (r runner) Run() int {
 		}
 	}
 	return code
+}
+
+// reportSwept says on stderr which databases of killed runs Start
+// dropped on an external server.
+func reportSwept(c *pgcluster.Cluster) {
+	dropped, err := c.Swept()
+	leftover.Report(os.Stderr, "pgtest", dropped, err)
 }
 
 // dropTimeout bounds the DROP DATABASE that ends a test's database.

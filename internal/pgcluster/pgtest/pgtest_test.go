@@ -87,7 +87,7 @@ func TestShared(t *testing.T) {
 		if err := conn.QueryRow(t.Context(), "SELECT current_database()").Scan(&name); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(name, "testshared_new_database_") {
+		if !strings.HasSuffix(name, "_testshared_new_database") {
 			t.Errorf("current_database() = %q, want it named after the test", name)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/cut"
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/nethost"
 	"github.com/rpcbench/rpcbench/internal/pgcluster"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -69,9 +70,12 @@ func Main(m *testing.M, cases []scenario.Case) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// What killed test runs left goes before this one makes its own.
+	removed, err := leftover.Sweep("")
+	leftover.Report(os.Stderr, "scenariotest", removed, err)
 	Env.ServerBin = *serverBin
 	if Env.ServerBin == "" {
-		dir, err := os.MkdirTemp("", "rpcbench-cases-")
+		dir, err := leftover.MkdirTemp("", "cases")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -97,6 +101,8 @@ func Main(m *testing.M, cases []scenario.Case) int {
 	case err == nil:
 		defer pg.Stop()
 		Env.Postgres = pg
+		dropped, err := pg.Swept()
+		leftover.Report(os.Stderr, "scenariotest", dropped, err)
 	case errors.Is(err, pgcluster.ErrNotFound) && !pgcluster.Required():
 		pgSkip = err.Error()
 	default:
