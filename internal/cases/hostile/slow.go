@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/client"
@@ -24,8 +25,7 @@ import (
 const (
 	slowConns       = 8 // -max-conns, on each wire
 	slowReadTimeout = 2 * time.Second
-	// slowPace is the pause between two bytes (or, for a header block,
-	// two empty CONTINUATION frames) of a trickler: far below
+	// slowPace is the pause between two bytes of a trickler: far below
 	// -read-timeout, so that no read waits that long, while what it
 	// started is never finished in time.
 	slowPace = 250 * time.Millisecond
@@ -36,14 +36,15 @@ const (
 
 // trickler holds a connection open by sending what it started slowly.
 type trickler struct {
-	kind   string
-	nc     *net.TCPConn
-	head   []byte                  // sent at once
-	slow   []byte                  // sent a byte at a time
-	frames func(w io.Writer) error // or, when set, a frame at a time for good
-	start  time.Time               // when the slow part began
-	closed time.Duration           // when the server closed it, from start; 0 if it did not
-	stop   chan struct{}           // closed when the reader returns
+	kind string
+	nc   *net.TCPConn
+	head []byte // sent at once
+	slow []byte // sent a byte at a time
+	// frame, when set, wraps each byte of slow in a frame of its own.
+	frame  func(b []byte, last bool) []byte
+	start  time.Time     // when the slow part began
+	closed time.Duration // when the server closed it, from start; 0 if it did not
+	stop   chan struct{} // closed when the reader returns
 }
 
 // hostileSlowloris fills -max-conns on both wires: the polite clients'
@@ -69,8 +70,11 @@ func hostileSlowloris(t *scenario.T) {
 	http2.NewFramer(settings, nil).WriteSettings()
 	ping := new(bytes.Buffer)
 	http2.NewFramer(ping, nil).WritePing(false, [8]byte{})
+	// A header block whose last field's value comes a byte per
+	// CONTINUATION frame: each frame is whole at once, the block never.
+	block := slowBlock()
 	headers := new(bytes.Buffer)
-	http2.NewFramer(headers, nil).WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: headerBlock("Get")})
+	http2.NewFramer(headers, nil).WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:len(block)-slowBlockRest]})
 	for i := range slowConns - 1 {
 		switch i % 3 {
 		case 0:
@@ -79,7 +83,7 @@ func hostileSlowloris(t *scenario.T) {
 			ts = append(ts, &trickler{kind: "grpcFrame", head: append([]byte(http2.ClientPreface), settings.Bytes()...), slow: ping.Bytes()})
 		case 2:
 			ts = append(ts, &trickler{kind: "grpcHeaderBlock", head: append(append([]byte(http2.ClientPreface), settings.Bytes()...), headers.Bytes()...),
-				frames: func(w io.Writer) error { return http2.NewFramer(w, nil).WriteContinuation(1, false, nil) }})
+				slow: block[len(block)-slowBlockRest:], frame: continuation})
 		}
 	}
 	// No control call is made while the tricklers hold, since its
@@ -187,19 +191,17 @@ func hostileSlowloris(t *scenario.T) {
 func (tr *trickler) trickle() {
 	tick := time.NewTicker(slowPace)
 	defer tick.Stop()
-	for i := 0; tr.frames != nil || i < len(tr.slow); i++ {
+	for i := range tr.slow {
 		select {
 		case <-tr.stop:
 			return
 		case <-tick.C:
 		}
-		var err error
-		if tr.frames != nil {
-			tr.nc.SetWriteDeadline(time.Now().Add(scenario.IOTimeout))
-			err = tr.frames(tr.nc)
-		} else {
-			err = scenario.WriteTimed(tr.nc, tr.slow[i:i+1])
+		b := tr.slow[i : i+1]
+		if tr.frame != nil {
+			b = tr.frame(b, i == len(tr.slow)-1)
 		}
+		err := scenario.WriteTimed(tr.nc, b)
 		if err != nil {
 			return
 		}
@@ -217,6 +219,27 @@ func (tr *trickler) read() {
 	if err == nil || scenario.IsReset(err) {
 		tr.closed = time.Since(tr.start)
 	}
+}
+
+// slowBlockRest is how many bytes of slowBlock the header block
+// trickler sends a byte at a time.
+const slowBlockRest = 64
+
+// slowBlock is a get's header block and a last field whose value is
+// long enough to trickle for far longer than -read-timeout.
+func slowBlock() []byte {
+	var b bytes.Buffer
+	b.Write(headerBlock("Get"))
+	hpack.NewEncoder(&b).WriteField(hpack.HeaderField{Name: "x-slowloris", Value: strings.Repeat("z", 2*slowBlockRest), Sensitive: true})
+	return b.Bytes()
+}
+
+// continuation frames b as a CONTINUATION on stream 1, ending the
+// header block when last.
+func continuation(b []byte, last bool) []byte {
+	var out bytes.Buffer
+	http2.NewFramer(&out, nil).WriteContinuation(1, last, b)
+	return out.Bytes()
 }
 
 // turnedAway opens a connection on rpcbench's wire and makes a get on
