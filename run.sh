@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds rpcbench, rpcserver and the client adapters into bin/ (build.sh,
 # which says what it builds) and runs every group, one `rpcbench all
-# --group G` after the other, each announced as "== group 3 of 8:
+# --group G` after the other, each announced as "== group 4 of 9:
 # durability": the scenarios of the evidence group into evidence/, then
-# robustness, durability, chaos, governance, network, grpc and deploy into
+# robustness, hostile, durability, chaos, governance, network, grpc and deploy into
 # evidence/GROUP. Extra arguments go to each `rpcbench all`, e.g.
 # ./run.sh --color never. It ends with one line on stdout summing the
-# groups' summary lines, "== total over 8 groups: N passed, M failed, ...",
+# groups' summary lines, "== total over 9 groups: N passed, M failed, ...",
 # each read from the output.txt its group's run has just written (in the
 # evidence directory, or in the .rpcbench-run-* directory a run that
 # skipped scenarios or was interrupted leaves there); a group whose run
@@ -39,7 +39,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-groups=(evidence robustness durability chaos governance network grpc deploy)
+groups=(evidence robustness hostile durability chaos governance network grpc deploy)
 
 lock=.run.lock
 if top=$(git rev-parse --show-toplevel 2>/dev/null) && [ "$top" = "$(pwd -P)" ]; then

@@ -9,6 +9,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/cases/evidence"
 	"github.com/rpcbench/rpcbench/internal/cases/governance"
 	"github.com/rpcbench/rpcbench/internal/cases/grpc"
+	"github.com/rpcbench/rpcbench/internal/cases/hostile"
 	"github.com/rpcbench/rpcbench/internal/cases/network"
 	"github.com/rpcbench/rpcbench/internal/cases/robustness"
 	"github.com/rpcbench/rpcbench/internal/scenario"
@@ -18,6 +19,7 @@ import (
 const (
 	GroupEvidence   = evidence.Group
 	GroupRobustness = robustness.Group
+	GroupHostile    = hostile.Group
 	GroupDurability = durability.Group
 	GroupChaos      = chaos.Group
 	GroupGovernance = governance.Group
@@ -29,5 +31,5 @@ const (
 // Default returns every scenario, in run order: the groups in the order
 // above, each group's scenarios in the order its Cases lists them.
 func Default() scenario.Registry {
-	return slices.Concat(evidence.Cases(), robustness.Cases(), durability.Cases(), chaos.Cases(), governance.Cases(), network.Cases(), grpc.Cases(), deploy.Cases())
+	return slices.Concat(evidence.Cases(), robustness.Cases(), hostile.Cases(), durability.Cases(), chaos.Cases(), governance.Cases(), network.Cases(), grpc.Cases(), deploy.Cases())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/cases/evidence"
 	"github.com/rpcbench/rpcbench/internal/cases/governance"
 	"github.com/rpcbench/rpcbench/internal/cases/grpc"
+	"github.com/rpcbench/rpcbench/internal/cases/hostile"
 	"github.com/rpcbench/rpcbench/internal/cases/network"
 	"github.com/rpcbench/rpcbench/internal/cases/robustness"
 	"github.com/rpcbench/rpcbench/internal/report"
@@ -62,7 +63,7 @@ func TestGroupFiles(t *testing.T) {
 		group string
 		list  []scenario.Case
 	}{
-		{GroupEvidence, evidence.Cases()}, {GroupRobustness, robustness.Cases()}, {GroupDurability, durability.Cases()},
+		{GroupEvidence, evidence.Cases()}, {GroupRobustness, robustness.Cases()}, {GroupHostile, hostile.Cases()}, {GroupDurability, durability.Cases()},
 		{GroupChaos, chaos.Cases()}, {GroupGovernance, governance.Cases()}, {GroupNetwork, network.Cases()}, {GroupGRPC, grpc.Cases()},
 		{GroupDeploy, deploy.Cases()},
 	}

@@ -56,9 +56,23 @@ type GoAway struct {
 	Debug        string
 }
 
+// Options tune Dial.
+type Options struct {
+	// ZeroWindow grants the server no flow-control window at all
+	// (SETTINGS_INITIAL_WINDOW_SIZE 0, no WINDOW_UPDATE ever): its
+	// answers' HEADERS come, their DATA never does. False grants a
+	// window far larger than any answer.
+	ZeroWindow bool
+}
+
 // Dial connects to addr with prior knowledge of HTTP/2 (h2c), sends the
-// preface and empty SETTINGS with a large window, and starts reading.
+// preface and SETTINGS with a large window, and starts reading.
 func Dial(ctx context.Context, addr string) (*Conn, error) {
+	return DialOptions(ctx, addr, Options{})
+}
+
+// DialOptions is Dial with the window o says.
+func DialOptions(ctx context.Context, addr string, o Options) (*Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -72,9 +86,13 @@ func Dial(ctx context.Context, addr string) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("rawgrpc: preface: %w", err)
 	}
-	err = c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: window - 1})
-	if err == nil {
-		err = c.fr.WriteWindowUpdate(0, window-65535)
+	if o.ZeroWindow {
+		err = c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	} else {
+		err = c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: window - 1})
+		if err == nil {
+			err = c.fr.WriteWindowUpdate(0, window-65535)
+		}
 	}
 	if err != nil {
 		nc.Close()
@@ -90,6 +108,10 @@ func (c *Conn) Close() error {
 	<-c.closed
 	return err
 }
+
+// LocalAddr is the connection's own address: the remote the server logs
+// for it.
+func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
 
 // Closed is closed once the connection has ended, by either side.
 func (c *Conn) Closed() <-chan struct{} { return c.closed }
@@ -135,7 +157,7 @@ func (c *Conn) Open(req Request) (*Stream, error) {
 	c.writeMu.Lock()
 	id := c.nextID
 	c.nextID += 2
-	st := &Stream{c: c, id: id, done: make(chan struct{})}
+	st := &Stream{c: c, id: id, done: make(chan struct{}), hdrs: make(chan struct{})}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -263,12 +285,14 @@ type Stream struct {
 	c  *Conn
 	id uint32
 
-	mu    sync.Mutex // guards res and ended
-	res   Result
-	body  []byte // the DATA received, prefixes included
-	ended bool
+	mu         sync.Mutex // guards res, body, ended and sawHeaders
+	res        Result
+	body       []byte // the DATA received, prefixes included
+	ended      bool
+	sawHeaders bool
 
 	done chan struct{} // closed when the stream has ended
+	hdrs chan struct{} // closed when the server's first HEADERS came
 }
 
 // Result is what the server sent on a stream, as it ended.
@@ -350,6 +374,13 @@ func (st *Stream) Reset(code http2.ErrCode) error {
 	return err
 }
 
+// Headers is closed once the server's first HEADERS on the stream has
+// come: HEADERS are not flow-controlled, so they come even when the
+// answer's DATA waits for a window the client never grants. When those
+// HEADERS ended the stream (a trailers-only answer), Done is closed
+// before Headers is.
+func (st *Stream) Headers() <-chan struct{} { return st.hdrs }
+
 // Done is closed once the stream has ended.
 func (st *Stream) Done() <-chan struct{} { return st.done }
 
@@ -367,6 +398,8 @@ func (st *Stream) Wait(ctx context.Context) (Result, error) {
 
 func (st *Stream) headers(f *http2.MetaHeadersFrame) {
 	st.mu.Lock()
+	first := !st.sawHeaders
+	st.sawHeaders = true
 	if st.res.HTTPStatus == 0 {
 		if s, err := strconv.Atoi(f.PseudoValue("status")); err == nil {
 			st.res.HTTPStatus = s
@@ -386,6 +419,9 @@ func (st *Stream) headers(f *http2.MetaHeadersFrame) {
 	if f.StreamEnded() {
 		st.c.forget(st.id)
 		st.end(func(*Result) {})
+	}
+	if first {
+		close(st.hdrs) // after end: a trailers-only answer is Done by then
 	}
 }
 

@@ -122,6 +122,29 @@ func TestBadFrameClosesConn(t *testing.T) {
 	}
 }
 
+// TestZeroWindowHeaders: a client that grants no window gets an
+// answer's HEADERS, so Headers is closed, and never its DATA, so the
+// stream does not end: with a window, the answer's DATA and trailers
+// follow within a millisecond or so, far less than the wait here.
+func TestZeroWindowHeaders(t *testing.T) {
+	c, err := DialOptions(context.Background(), serve(t), Options{ZeroWindow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	st, err := c.Open(Request{Method: "Echo", Message: EchoRequest([]byte("held"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-st.Headers()
+	select {
+	case <-st.Done():
+		r, _ := st.Wait(context.Background())
+		t.Fatalf("the stream ended %s, want its DATA held back by the zero window", r.Outcome())
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 func TestSplitMessages(t *testing.T) {
 	for _, tc := range []struct {
 		in  []byte

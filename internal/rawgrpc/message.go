@@ -27,6 +27,12 @@ func DebitRequest(account string, amount, sleepMs, workMs int64) []byte {
 	return appendInt(b, 4, workMs)
 }
 
+// EchoRequest encodes an EchoRequest.
+func EchoRequest(payload []byte) []byte {
+	b := protowire.AppendTag(nil, 1, protowire.BytesType)
+	return protowire.AppendBytes(b, payload)
+}
+
 func appendInt(b []byte, num protowire.Number, v int64) []byte {
 	if v == 0 {
 		return b

@@ -49,6 +49,9 @@ type Watch struct {
 	s                     *Server
 	Before, During, after usage
 	peakKB                int64 // VmHWM once the attack is over, -1 when unknown
+	// grpc: the server serves gRPC too; its connections count as open,
+	// and the counters returned are the gRPC side's.
+	grpc bool
 }
 
 // Watch records the baseline. Call it once the well-behaved client is
@@ -59,9 +62,24 @@ func (t *T) Watch(s *Server) *Watch {
 	return w
 }
 
+// WatchGRPC is Watch for a server started with -grpc: a connection open
+// on either wire counts as open, and SampleDuring and Settle return the
+// gRPC side's counters.
+func (t *T) WatchGRPC(s *Server) *Watch {
+	w := &Watch{t: t, s: s, grpc: true}
+	w.Before, _ = w.sample()
+	return w
+}
+
 func (w *Watch) sample() (usage, Counters) {
 	ctr := w.t.Counters(w.s)
-	return usage{rssKB: w.KB("VmRSS"), Goroutines: ctr.Goroutines, ConnsOpen: ctr.ConnsOpen}, ctr
+	u := usage{rssKB: w.KB("VmRSS"), Goroutines: ctr.Goroutines, ConnsOpen: ctr.ConnsOpen}
+	if w.grpc {
+		g := w.t.GRPCCounters(w.s)
+		u.ConnsOpen += g.ConnsOpen
+		ctr = Counters{Counters: g, ConnsScenario: g.ConnsAccepted}
+	}
+	return u, ctr
 }
 
 // KB reads one memory figure of the server; -1 where /proc is missing.
@@ -82,6 +100,14 @@ func (w *Watch) SampleDuring() Counters {
 	u, ctr := w.sample()
 	w.During = u
 	return ctr
+}
+
+// SampleMemoryDuring records the server's resident memory while the
+// attack holds, for a scenario that can make no control call then (its
+// connection would be turned away): goroutines and connections during
+// are recorded as unknown, -1.
+func (w *Watch) SampleMemoryDuring() {
+	w.During = usage{rssKB: w.KB("VmRSS"), Goroutines: -1, ConnsOpen: -1}
 }
 
 // Settle waits until the server has closed every connection of the
@@ -218,20 +244,49 @@ func (p *Polite) Check(t *T, when string) {
 // Limits are the server limits a robustness scenario sets that
 // ServerOpts has no field for; 0 leaves the server's default.
 type Limits struct {
-	MaxConns     int // -max-conns
+	MaxConns     int // -max-conns, on each wire
 	QueuePerConn int // -queue-per-conn
+	// GRPCMaxStreams is -grpc-max-streams: the gRPC side's
+	// SETTINGS_MAX_CONCURRENT_STREAMS.
+	GRPCMaxStreams int
+	// MaxOutTotal is -max-out-total: answer bytes queued and not yet
+	// written across the gRPC side's connections.
+	MaxOutTotal int
+	// ReadTimeout is -read-timeout: how long a connection may take to
+	// finish a preface, frame or header block it started.
+	ReadTimeout time.Duration
+	// KeepAlive is -keepalive: the TCP keepalive idle time.
+	KeepAlive time.Duration
+}
+
+// args returns l as rpcserver flags.
+func (l Limits) args() []string {
+	var out []string
+	add := func(name string, v string) { out = append(out, "-"+name, v) }
+	if l.MaxConns > 0 {
+		add(serverapi.FlagMaxConns, strconv.Itoa(l.MaxConns))
+	}
+	if l.QueuePerConn > 0 {
+		add(serverapi.FlagQueuePerConn, strconv.Itoa(l.QueuePerConn))
+	}
+	if l.GRPCMaxStreams > 0 {
+		add(serverapi.FlagGRPCMaxStreams, strconv.Itoa(l.GRPCMaxStreams))
+	}
+	if l.MaxOutTotal > 0 {
+		add(serverapi.FlagMaxOutTotal, strconv.Itoa(l.MaxOutTotal))
+	}
+	if l.ReadTimeout > 0 {
+		add(serverapi.FlagReadTimeout, l.ReadTimeout.String())
+	}
+	if l.KeepAlive > 0 {
+		add(serverapi.FlagKeepAlive, l.KeepAlive.String())
+	}
+	return out
 }
 
 // StartServerLimits is StartServer with the limits l as well.
 func (t *T) StartServerLimits(o ServerOpts, l Limits) *Server {
-	var extra []string
-	if l.MaxConns > 0 {
-		extra = append(extra, "-"+serverapi.FlagMaxConns, strconv.Itoa(l.MaxConns))
-	}
-	if l.QueuePerConn > 0 {
-		extra = append(extra, "-"+serverapi.FlagQueuePerConn, strconv.Itoa(l.QueuePerConn))
-	}
-	s := t.spawnServer(o, extra)
+	s := t.spawnServer(o, l.args())
 	if err := s.Await(t.Ctx, o.StartDelay+serverproc.StartTimeout); err != nil {
 		t.Fatalf("start rpcserver: %v", err)
 	}

@@ -128,6 +128,18 @@ func (t *T) Counters(s *Server) Counters {
 	return Counters{Counters: c, ConnsScenario: c.ConnsAccepted - s.ctlConns}
 }
 
+// GRPCCounters returns the gRPC side's counters (ctl.stats wire=grpc)
+// of a server started with -grpc. Control calls are made on rpcbench's
+// wire, so every connection the gRPC side counts is the scenario's own.
+func (t *T) GRPCCounters(s *Server) serverapi.Counters {
+	r := t.ControlCall(s, serverapi.MethodStats, serverapi.KeyWire+"="+serverapi.WireGRPC)
+	c, err := serverapi.ParseCounters(r.Payload)
+	if err != nil {
+		t.Fatalf("%s %s=%s: %v", serverapi.MethodStats, serverapi.KeyWire, serverapi.WireGRPC, err)
+	}
+	return c
+}
+
 // Balance reads an account's balance over a control connection.
 func (t *T) Balance(s *Server, account string) int64 {
 	fs := t.Control(s, bank.MethodGet, "account="+account)

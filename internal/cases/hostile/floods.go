@@ -1,0 +1,368 @@
+package hostile
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/serverapi"
+)
+
+// Timing of hostile_grpc_continuation_flood.
+const (
+	// contCloseWithin is how soon the contract closes a connection
+	// flooding empty CONTINUATION frames; contMargin is added for a
+	// machine whose cores are both busy.
+	contCloseWithin = time.Second
+	contMargin      = time.Second
+	// contGiveUp ends the flood of a server that never closes it.
+	contGiveUp = 5 * time.Second
+	contBatch  = 512 // CONTINUATION frames per write
+)
+
+// hostileGRPCContinuationFlood sends HEADERS without END_HEADERS, then
+// empty CONTINUATION frames as fast as the connection takes them: a
+// header block that never ends and never grows, which no header list
+// limit catches (CVE-2024-27316's family). The server must close the
+// connection within a second with GOAWAY(ENHANCE_YOUR_CALM), counting
+// it calm_closes, while a polite client is served.
+func hostileGRPCContinuationFlood(t *scenario.T) {
+	s := t.StartServer(scenario.ServerOpts{GRPC: true})
+	polite := politeConn(t, s)
+	w := t.WatchGRPC(s)
+
+	p := dialH2(t, s)
+	p.read(t)
+	if err := p.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: headerBlock("Get")}); err != nil {
+		t.Fatalf("headers: %v", err)
+	}
+	start := time.Now()
+	var sent int64
+	var floodErr error
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		for time.Since(start) < contGiveUp {
+			select {
+			case <-p.ended:
+				return
+			default:
+			}
+			for range contBatch {
+				p.fr.WriteContinuation(1, false, nil)
+			}
+			if err := p.flush(); err != nil {
+				if !scenario.IsReset(err) {
+					floodErr = err
+				}
+				return
+			}
+			sent += contBatch
+		}
+	}()
+	t.Cleanup(func() { p.nc.Close(); <-flooded })
+
+	var during, after politeGRPC
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	<-flooded
+	closed := waitEnded(p, scenario.IOTimeout)
+	goAway := receivedGoAway(p)
+	p.nc.Close()
+	ctr := w.Settle()
+	after.gets(t, polite, scenario.PoliteAfter)
+
+	t.Volatile("continuationsSent", sent)
+	t.Check(floodErr == nil, "flood: %v", floodErr)
+	scenario.Expectf(t, "closedByServer", closed, true, "the flooding connection was still open %v after the flood began", time.Since(start).Round(time.Millisecond))
+	if closed {
+		scenario.Within(t, "closedAfter", p.endAt.Sub(start), contCloseWithin+contMargin)
+	}
+	scenario.Expectf(t, "goAway", goAway, http2.ErrCodeEnhanceYourCalm.String(), "the GOAWAY the server sent")
+	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(1))
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.Report(scenario.RSSLimitTightKB)
+	during.check(t, "during the flood")
+	after.check(t, "after the flood")
+}
+
+// waitEnded waits up to d for p's reader to see the connection end.
+func waitEnded(p *h2Peer, d time.Duration) bool {
+	select {
+	case <-p.ended:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// receivedGoAway names the code of the GOAWAY p received, "none" without
+// one.
+func receivedGoAway(p *h2Peer) string {
+	select {
+	case code := <-p.goAway:
+		return code.String()
+	default:
+		return "none"
+	}
+}
+
+// Loads of hostile_grpc_rapid_reset.
+const (
+	// rrMax is how many streams the attacker opens and resets at most,
+	// in batches of rrBatch, if the server never stops it.
+	rrMax   = 20000
+	rrBatch = 100
+	// rrLogBound is the most log bytes one rapid-resetting connection
+	// may cause: its events, oracle ones included.
+	//
+	// TODO(hostile): grpcwire.RapidResetLogBound once it exists.
+	rrLogBound = 128 << 10
+)
+
+// hostileGRPCRapidReset opens streams and resets each at once
+// (HEADERS, RST_STREAM(CANCEL)), in batches, as fast as the connection
+// takes them (CVE-2023-44487). The server must close the connection
+// with GOAWAY(ENHANCE_YOUR_CALM), counting it calm_closes, its log lines
+// for that connection must stay within rrLogBound bytes with none of its
+// ATTEMPT events dropped, and what its log budget left out must be
+// summarised by LOG_SUPPRESSED, while a polite client is served.
+func hostileGRPCRapidReset(t *scenario.T) {
+	s := t.StartServer(scenario.ServerOpts{GRPC: true})
+	polite := politeConn(t, s)
+	w := t.WatchGRPC(s)
+
+	p := dialH2(t, s)
+	p.read(t)
+	conn := grpcConn(t, s, p.nc.LocalAddr().String())
+	var (
+		opened   int
+		floodErr error
+	)
+	block := headerBlock("Get")
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		for opened < rrMax {
+			select {
+			case <-p.ended:
+				return
+			default:
+			}
+			for range rrBatch {
+				id := uint32(2*opened + 1)
+				p.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
+				p.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+				opened++
+			}
+			if err := p.flush(); err != nil {
+				if !scenario.IsReset(err) {
+					floodErr = err
+				}
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { p.nc.Close(); <-flooded })
+
+	var during, after politeGRPC
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	<-flooded
+	closed := waitEnded(p, scenario.IOTimeout)
+	goAway := receivedGoAway(p)
+	p.nc.Close()
+	ctr := w.Settle()
+	rpcCtr := t.Counters(s)
+	after.gets(t, polite, scenario.PoliteAfter)
+	evs := t.Events(s)
+	logBytes, logLines := connLogBytes(t, s, conn)
+	// The server logs ATTEMPT for each HEADERS it takes, in the order
+	// they came: streams 1, 3, 5 and so on up to the last it took before
+	// its verdict. A gap is an oracle event dropped.
+	attempts, gap := 0, "none"
+	for _, e := range evs {
+		if n, _ := e.Int(serverapi.KeyConn); e.Name != serverapi.EventAttempt || n != conn || e.Text(serverapi.KeyWire) != serverapi.WireGRPC {
+			continue
+		}
+		if id, _ := e.Int(serverapi.KeyStream); id != int64(2*attempts+1) && gap == "none" {
+			gap = fmt.Sprint(2*attempts + 1)
+		}
+		attempts++
+	}
+	// Every LOG_SUPPRESSED event, on either wire: together they must
+	// account for every event left out.
+	suppressed := int64(0)
+	for _, e := range evs {
+		if e.Name == serverapi.EventLogSuppressed {
+			c, _ := e.Int(serverapi.KeyCount)
+			suppressed += c
+		}
+	}
+
+	t.Volatile("streamsOpened", opened)
+	t.Check(floodErr == nil, "flood: %v", floodErr)
+	scenario.Expectf(t, "closedByServer", closed, true, "the connection was still open after %d streams opened and reset", opened)
+	scenario.Expectf(t, "goAway", goAway, http2.ErrCodeEnhanceYourCalm.String(), "the GOAWAY the server sent")
+	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(1))
+	t.Volatile("attemptsLogged", attempts)
+	t.Volatile("connLogLines", logLines)
+	scenario.AtMost(t, "connLogBytes", logBytes, int64(rrLogBound), "the server log lines of the resetting connection")
+	scenario.Expectf(t, "attemptMissing", gap, "none", "the first stream whose ATTEMPT event is missing from the server log, among the %d logged: oracle events are never dropped", attempts)
+	t.Volatile("logSuppressed", ctr.LogSuppressed+rpcCtr.LogSuppressed)
+	scenario.Expectf(t, "suppressedSummarised", suppressed, ctr.LogSuppressed+rpcCtr.LogSuppressed, "the counts of the %s events, against log_suppressed on both wires", serverapi.EventLogSuppressed)
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.Report(scenario.RSSLimitTightKB)
+	during.check(t, "during the resets")
+	after.check(t, "after the resets")
+}
+
+// Loads and timing of hostile_grpc_never_reads.
+const (
+	// nrDropWithin is how soon after its flood began a flooder must be
+	// closed. The server's flood verdict comes once its writer is
+	// blocked and enough acknowledgements wait behind it, which takes
+	// 500,000 to 800,000 frames of flooding: about a second on an idle
+	// machine, up to 7 s with both cores busy. nrWriteTimeout is far
+	// beyond it, so that a server that waits for its write timeout
+	// instead fails.
+	nrDropWithin   = 12 * time.Second
+	nrWriteTimeout = 40 * time.Second
+	nrGiveUp       = nrWriteTimeout + 5*time.Second
+	// A write that makes no progress for nrStallAfter means the flood no
+	// longer reaches the server: see hostileGRPCNeverReads.
+	nrStallAfter = 3 * time.Second
+	// nrRSSLimitKB bounds the server's memory growth: the garbage of
+	// parsing a million frames, and acknowledgements queued up to the
+	// verdict's cap. Runs grew it by up to 15 MiB.
+	nrRSSLimitKB = 32 << 10
+	nrBatch      = 1024 // frames per write
+	// nrBuffer is the flooder's receive buffer, set before it connects:
+	// small, so that the server's writer blocks soon, and fixed, so that
+	// the kernel does not grow it; but not below loopback's 64 KiB
+	// segments, or its kernel drops the server's (robustness's
+	// hostile_never_reads).
+	nrBuffer = 256 << 10
+)
+
+// flooder sends one kind of frame that the server must acknowledge,
+// over and over, and never reads a byte.
+type flooder struct {
+	kind    string
+	p       *h2Peer
+	sent    int64
+	dropped bool // the server closed the connection
+	stalled bool // TCP held the flood back before the server judged it
+	after   time.Duration
+	err     error // why the flood ended otherwise
+}
+
+// hostileGRPCNeverReads floods PINGs, SETTINGS, then PINGs again, one
+// flooder after the other, each on its own connection demanding
+// acknowledgements it never reads. Once the server's writer is blocked
+// and acknowledgements pile up, its flood verdict must close the flooder
+// at once, well before -write-timeout, counting calm_closes, while a
+// polite client is served.
+//
+// With both cores busy, loopback can lose a segment while both ends'
+// buffers are full, and the flooder's kernel then backs off for tens of
+// seconds before it sends again: its writes stall, and the server, which
+// has written every acknowledgement into its socket, sees an idle
+// connection and never reaches a verdict. A flooder stalled so is
+// recorded and reset by the scenario; the verdict's checks hold for
+// those dropped, and at least one must be (one in eight runs under
+// stress-ng stalled one of two).
+func hostileGRPCNeverReads(t *scenario.T) {
+	s := t.StartServer(scenario.ServerOpts{GRPC: true, WriteTimeout: nrWriteTimeout})
+	polite := politeConn(t, s)
+	w := t.WatchGRPC(s)
+
+	flooders := []*flooder{{kind: "ping"}, {kind: "settings"}, {kind: "ping2"}}
+	for _, f := range flooders {
+		f.p = dialH2Buffer(t, s, nrBuffer)
+	}
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		for _, f := range flooders {
+			f.run()
+		}
+	}()
+	t.Cleanup(func() {
+		for _, f := range flooders {
+			f.p.nc.Close()
+		}
+		<-flooded
+	})
+	var during, after politeGRPC
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	<-flooded
+	ctr := w.Settle()
+	after.gets(t, polite, scenario.PoliteAfter)
+
+	t.Field("writeTimeout", nrWriteTimeout)
+	dropped, stalled := 0, 0
+	for _, f := range flooders {
+		t.Volatile(f.kind+"SentFrames", f.sent)
+		switch {
+		case f.dropped:
+			dropped++
+			scenario.Within(t, f.kind+"DroppedAfter", f.after, nrDropWithin)
+		case f.stalled:
+			stalled++
+			t.Volatile(f.kind+"StalledAfter", scenario.Millis(f.after))
+		default:
+			t.Check(false, "the %s flooder was neither dropped nor held back by TCP: %v", f.kind, f.err)
+		}
+	}
+	t.Volatile("stalledByTCP", stalled)
+	scenario.AtLeast(t, "droppedByVerdict", dropped, 1, "flooders the server closed")
+	scenario.Expectf(t, "calmCloses", ctr.CalmCloses, int64(dropped), "one per flooder dropped")
+	scenario.Expectf(t, "writeTimeouts", ctr.WriteTimeouts, 0, "the flood verdict, not the write timeout, closed them")
+	t.Field("politeDuring", &during)
+	t.Field("politeAfter", &after)
+	w.Report(nrRSSLimitKB)
+	during.check(t, "during the floods")
+	after.check(t, "after the floods")
+}
+
+// run floods until the server drops the connection, a write makes no
+// progress for nrStallAfter (the scenario then resets the connection),
+// the connection fails otherwise, or nrGiveUp passes.
+func (f *flooder) run() {
+	start := time.Now()
+	defer func() { f.after = time.Since(start) }()
+	for time.Since(start) < nrGiveUp {
+		for range nrBatch {
+			if f.kind == "settings" {
+				f.p.fr.WriteSettings()
+			} else {
+				f.p.fr.WritePing(false, [8]byte{'r', 'p', 'c', 'b', 'e', 'n', 'c', 'h'})
+			}
+		}
+		f.p.nc.SetWriteDeadline(time.Now().Add(nrStallAfter))
+		err := f.p.bw.Flush()
+		var ne net.Error
+		switch {
+		case scenario.IsReset(err):
+			f.dropped = true
+			return
+		case errors.As(err, &ne) && ne.Timeout():
+			f.stalled = true
+			scenario.ResetConn(f.p.nc)
+			return
+		case err != nil:
+			f.err = err
+			return
+		}
+		f.sent += nrBatch
+	}
+	f.err = fmt.Errorf("still connected after %v", nrGiveUp)
+}
