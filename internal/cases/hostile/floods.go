@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/rpcbench/rpcbench/internal/grpcwire"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
@@ -119,10 +120,9 @@ const (
 	rrMax   = 20000
 	rrBatch = 100
 	// rrLogBound is the most log bytes one rapid-resetting connection
-	// may cause: its events, oracle ones included.
-	//
-	// TODO(hostile): grpcwire.RapidResetLogBound once it exists.
-	rrLogBound = 128 << 10
+	// may cause: its events, oracle ones included (SPEC.md, "Hostile
+	// peers").
+	rrLogBound = grpcwire.RapidResetLogBound
 )
 
 // hostileGRPCRapidReset opens streams and resets each at once
