@@ -360,3 +360,45 @@ func TestDiagLineBound(t *testing.T) {
 		t.Errorf("LOG_SUPPRESSED events %v, want one with count=3", evs)
 	}
 }
+
+// TestLongMetadataBounded: what a request's headers cost the log is
+// bounded, whatever they hold. A call name or idempotency key over
+// MaxMetaLen is answered INVALID_ARGUMENT, unexecuted and not counted
+// as an attempt; its ATTEMPT, and that of an unknown path of 8 KiB,
+// log the values cut.
+func TestLongMetadataBounded(t *testing.T) {
+	ts := startServer(t)
+	c := dial(t, ts.addr)
+	long := strings.Repeat("c", 4000)
+	for _, meta := range []md{{{MetaCall, long}}, {{MetaKey, long}}} {
+		r := c.wait(c.send(pathDebit, debitMsg("acct", 1), meta), false, 2*time.Second)
+		if r.status() != "3" {
+			t.Errorf("%s of %d bytes: grpc-status %q RST %v, want 3 (INVALID_ARGUMENT)", meta[0][0], len(long), r.status(), r.rst)
+		}
+	}
+	if r := c.wait(c.send("/"+strings.Repeat("p", 8000), getMsg("acct"), nil), false, 2*time.Second); r.status() != "12" {
+		t.Errorf("an unknown path of 8 KiB: grpc-status %q RST %v, want 12 (UNIMPLEMENTED)", r.status(), r.rst)
+	}
+	if n := ts.counter(t, "exec.debit"); n != 0 {
+		t.Errorf("exec.debit=%d, want 0", n)
+	}
+	attempts := ts.events(t, serverapi.EventAttempt)
+	if len(attempts) != 3 {
+		t.Fatalf("%d ATTEMPT events, want 3", len(attempts))
+	}
+	for _, e := range attempts {
+		for _, k := range []string{serverapi.KeyCall, serverapi.KeyMethod} {
+			if v := e.Text(k); len(v) > MaxMetaLen+20 {
+				t.Errorf("ATTEMPT %s of %d bytes, want at most %d", k, len(v), MaxMetaLen+20)
+			}
+		}
+		if n, _ := e.Int(serverapi.KeyAttempt); n != 0 {
+			t.Errorf("ATTEMPT attempt=%d for a refused name, want 0 (not counted)", n)
+		}
+	}
+	for _, line := range bytes.Split(ts.log.bytes(), []byte("\n")) {
+		if len(line) > 1024 {
+			t.Errorf("a log line of %d bytes, want at most 1024: %.200s...", len(line), line)
+		}
+	}
+}

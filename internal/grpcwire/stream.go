@@ -116,13 +116,25 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	if call == "" {
 		call = st.key
 	}
+	// A name longer than MaxMetaLen is refused below, and not counted:
+	// the attempt table would hold it, and each of its ATTEMPT lines.
+	long := metaOver(MetaKey, st.key)
+	if long == "" {
+		long = metaOver(MetaCall, call)
+	}
+	if long != "" {
+		call = logValue(call)
+	}
 	st.attempt.Call = call
-	st.attempt.N = s.attempt(call)
+	if long == "" {
+		st.attempt.N = s.attempt(call)
+	}
 	method, known := methodByPath[path]
 	st.method = method
 	if !known {
-		method = path
+		method = logValue(path)
 	}
+	st.attempt.Prev, st.attempt.Timeout = logValue(st.attempt.Prev), logValue(st.attempt.Timeout)
 	var timeoutErr error
 	if st.attempt.Timeout != "-" {
 		st.timeout, timeoutErr = parseTimeout(st.attempt.Timeout)
@@ -162,6 +174,10 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 		s.counters.requestsOther.Add(1)
 		c.streamError(st.id, http2.ErrCodeProtocol, timeoutErr.Error())
 		return nil
+	case long != "":
+		s.counters.requestsOther.Add(1)
+		st.trailersOnly(InvalidArgument, long, nil)
+		return nil
 	case !known:
 		s.counters.requestsOther.Add(1)
 		st.trailersOnly(Unimplemented, "unknown method "+path, nil)
@@ -191,6 +207,31 @@ func (st *stream) notGRPC(status, body string, extra ...hpack.HeaderField) *stre
 	st.refs, st.wire = 1, true
 	c.mu.Unlock()
 	return st
+}
+
+// MaxMetaLen bounds the idempotency-key and x-rpcbench-call values a
+// request may carry, in bytes: rpcbench's wire bounds its keys to 64
+// (proto.MaxKeyLen), and call names run to about 60. A longer one is
+// answered INVALID_ARGUMENT, unexecuted.
+const MaxMetaLen = 128
+
+// metaOver returns why a metadata value is refused, or "".
+func metaOver(name, v string) string {
+	if len(v) <= MaxMetaLen {
+		return ""
+	}
+	return fmt.Sprintf("%s of %d bytes, over %d", name, len(v), MaxMetaLen)
+}
+
+// logValue returns a value a client chose as an ATTEMPT line logs it: as
+// it is up to MaxMetaLen bytes; longer, its first MaxMetaLen bytes and
+// how long it was, so that what a request costs the log is bounded
+// whatever its headers hold.
+func logValue(v string) string {
+	if len(v) <= MaxMetaLen {
+		return v
+	}
+	return fmt.Sprintf("%s...(%d bytes)", v[:MaxMetaLen], len(v))
 }
 
 // grpcContentType reports whether v is application/grpc, maybe with a
