@@ -474,15 +474,18 @@ func (c *conn) handle(f http2.Frame) bool {
 			return false
 		}
 		c.endRemote(f.StreamID)
-		if !c.resetAllowed(f.StreamID) {
-			return false
-		}
+		// The reset is the client's whatever the budget says: its
+		// stream is told so first, so that a handler it cuts logs
+		// CANCELED even when this reset brings the calm verdict.
 		if st != nil {
 			st.reset.Store(true)
 			st.cancel()
 			if !st.answered.Load() {
 				c.s.counters.canceled.Add(1)
 			}
+		}
+		if !c.resetAllowed(f.StreamID, st) {
+			return false
 		}
 		c.diag(slog.LevelInfo, serverapi.EventStreamReset, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id,
 			serverapi.KeyStream, f.StreamID, serverapi.KeyCode, f.ErrCode.String())
@@ -529,8 +532,11 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 		return true
 	}
 	st = c.newStream(f)
-	if st == nil {
-		return true
+	if st == nil || st.http != nil {
+		// Ended by the server without executing: its ATTEMPT is charged
+		// as a client's reset is, lest a flood of requests the server
+		// refuses at once grow the log without a single reset.
+		return c.endedAllowed(id)
 	}
 	if f.StreamEnded() {
 		st.finish()

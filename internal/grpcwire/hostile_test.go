@@ -179,18 +179,26 @@ func TestReadTimeout(t *testing.T) {
 // the client's next streams: with END_STREAM (a request the server
 // answers at once) or without (one it waits for).
 func (c *h2client) rapidResetBatch(n int, endStream bool) []byte {
+	return c.floodBatch(n, pathDebit, endStream, true)
+}
+
+// floodBatch is n requests for path, each HEADERS (with END_STREAM when
+// endStream) and, when reset, RST_STREAM(CANCEL) right after it.
+func (c *h2client) floodBatch(n int, path string, endStream, reset bool) []byte {
 	var b bytes.Buffer
 	fr := http2.NewFramer(&b, nil)
 	for range n {
 		id := c.nextID
 		c.nextID += 2
 		c.hbuf.Reset()
-		for _, f := range (md{{":method", "POST"}, {":scheme", "http"}, {":path", pathDebit}, {":authority", "test"},
+		for _, f := range (md{{":method", "POST"}, {":scheme", "http"}, {":path", path}, {":authority", "test"},
 			{"content-type", "application/grpc"}, {"te", "trailers"}, {MetaCall, "rapid-reset"}}) {
 			c.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}
 		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.hbuf.Bytes(), EndHeaders: true, EndStream: endStream})
-		fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		if reset {
+			fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		}
 	}
 	return b.Bytes()
 }
@@ -201,13 +209,22 @@ func (c *h2client) rapidResetBatch(n int, endStream bool) []byte {
 // had answered its streams or not; the diagnostic events it caused past
 // their budget are counted and summarised, never the oracle's.
 func TestRapidReset(t *testing.T) {
-	for _, endStream := range []bool{true, false} {
-		name := map[bool]string{true: "answered", false: "unanswered"}[endStream]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		path             string
+		endStream, reset bool
+	}{
+		{"answered", pathDebit, true, true},
+		{"unanswered", pathDebit, false, true},
+		// No reset at all: requests the server ends at once, unexecuted
+		// (an unknown method), each logging its ATTEMPT.
+		{"server_ended", "/" + Service + "/Nope", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t)
 			c := dial(t, ts.addr)
 			// The flood's goroutine alone encodes headers from now on.
-			stop := flood(c.nc, func() []byte { return c.rapidResetBatch(64, endStream) })
+			stop := flood(c.nc, func() []byte { return c.floodBatch(64, tc.path, tc.endStream, tc.reset) })
 			defer stop()
 			c.awaitCalm(5 * time.Second)
 			ts.await(t, "CONN_CLOSED", 2*time.Second)
@@ -215,7 +232,7 @@ func TestRapidReset(t *testing.T) {
 			n := len(ts.log.bytes())
 			t.Logf("closed after %d ATTEMPTs, %d bytes logged, %d events suppressed", len(ts.events(t, "ATTEMPT")), n, f["log_suppressed"])
 			if n > RapidResetLogBound {
-				t.Errorf("the rapid-reset connection logged %d bytes, want at most RapidResetLogBound, %d", n, RapidResetLogBound)
+				t.Errorf("the flooding connection logged %d bytes, want at most RapidResetLogBound, %d", n, RapidResetLogBound)
 			}
 			if f["calm_closes"] != 1 {
 				t.Errorf("calm_closes=%d, want 1", f["calm_closes"])
@@ -225,8 +242,8 @@ func TestRapidReset(t *testing.T) {
 				n, _ := e.Int("count")
 				summarised += n
 			}
-			if f["log_suppressed"] == 0 || summarised != f["log_suppressed"] {
-				t.Errorf("log_suppressed=%d, LOG_SUPPRESSED counts sum to %d; want equal and above 0", f["log_suppressed"], summarised)
+			if tc.reset && f["log_suppressed"] == 0 || summarised != f["log_suppressed"] {
+				t.Errorf("log_suppressed=%d, LOG_SUPPRESSED counts sum to %d; want equal (and above 0 for resets)", f["log_suppressed"], summarised)
 			}
 			if got, want := int64(len(ts.events(t, "ATTEMPT"))), f["requests.debit"]+f["requests.other"]+f["unavailable"]; got != want {
 				t.Errorf("%d ATTEMPT events, want one per request counted, %d", got, want)

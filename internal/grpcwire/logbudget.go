@@ -166,7 +166,8 @@ func (c *conn) logSuppressed(n int64) {
 }
 
 // capText cuts s to errTextMax bytes, and replaces each byte that is not
-// printable ASCII by '?': what a client sent escapes to 6 bytes a byte.
+// printable ASCII by '?', so that no byte a client sent escapes to the 6
+// bytes JSON would take for it.
 func capText(s string) string {
 	b := []byte(s[:min(len(s), errTextMax)])
 	for i, ch := range b {
@@ -187,18 +188,43 @@ func (c *conn) noteAttempt(id uint32, bytes int) {
 	e.id, e.bytes = id, uint32(min(bytes, 1<<31))
 }
 
-// resetAllowed charges the client's reset of stream id to the reset
-// budget; past it the connection gets the calm verdict and false is
-// returned. The reader calls it, for a stream the client opened.
-func (c *conn) resetAllowed(id uint32) bool {
+// resetAllowed charges the client's reset of stream id (st, when it is
+// still live) to the reset budget; past it the connection gets the calm
+// verdict and false is returned. The reader calls it, for a stream the
+// client opened. A live stream is charged its own ATTEMPT's bytes;
+// another, those the ring still holds, else the least an ATTEMPT takes.
+func (c *conn) resetAllowed(id uint32, st *stream) bool {
 	cost := attemptMinBytes
-	if e := c.guard.costs[(id>>1)%costRing]; e.id == id {
+	if e := &c.guard.costs[(id>>1)%costRing]; e.id == id {
 		cost = int(e.bytes)
+		e.bytes = 0 // charged: a second reset or end costs nothing more
+	} else if st != nil {
+		cost = st.logCost
 	}
+	return c.charge(cost, "streams reset")
+}
+
+// endedAllowed charges stream id, which the server ended at its HEADERS
+// without executing it (a refusal, a request that is not gRPC, an
+// unknown method, a malformed timeout, metadata over MaxMetaLen), to
+// the reset budget, as a client's reset of it would be: past it the
+// connection gets the calm verdict and false is returned.
+func (c *conn) endedAllowed(id uint32) bool {
+	cost := attemptMinBytes
+	if e := &c.guard.costs[(id>>1)%costRing]; e.id == id {
+		cost = int(e.bytes)
+		e.bytes = 0
+	}
+	return c.charge(cost, "requests ended unexecuted")
+}
+
+// charge takes cost bytes from the reset budget, or gives the calm
+// verdict for what (streams reset, requests ended unexecuted).
+func (c *conn) charge(cost int, what string) bool {
 	if c.guard.resets.take(time.Now(), float64(cost), RapidResetBurst, RapidResetRate) {
 		return true
 	}
-	c.calmVerdict(fmt.Sprintf("grpcwire: streams reset faster than the budget of %d bytes of ATTEMPT log at once and %d a second (rapid reset, ENHANCE_YOUR_CALM)", RapidResetBurst, RapidResetRate))
+	c.calmVerdict(fmt.Sprintf("grpcwire: %s faster than the budget of %d bytes of ATTEMPT log at once and %d a second (rapid reset, ENHANCE_YOUR_CALM)", what, RapidResetBurst, RapidResetRate))
 	return false
 }
 

@@ -51,6 +51,10 @@ type stream struct {
 	// finish (notGRPC).
 	http []op
 
+	// logCost bounds the bytes of the stream's ATTEMPT line, which a
+	// reset of it is charged (resetAllowed). Set by newStream.
+	logCost int
+
 	reset    atomic.Bool // the client sent RST_STREAM
 	answered atomic.Bool // the final frame of an answer is queued
 
@@ -148,7 +152,8 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	s.log.Info(serverapi.EventAttempt, serverapi.KeyWire, serverapi.WireGRPC, serverapi.KeyConn, c.id, serverapi.KeyStream, st.id,
 		serverapi.KeyID, st.reqID, serverapi.KeyMethod, method, serverapi.KeyCall, call, serverapi.KeyAttempt, st.attempt.N,
 		serverapi.KeyPrev, st.attempt.Prev, serverapi.KeyGRPCTimeout, st.attempt.Timeout, serverapi.KeyBudget, budget)
-	c.noteAttempt(st.id, attemptBytes(c.id, st.id, st.reqID, method, call, st.attempt.N, st.attempt.Prev, st.attempt.Timeout, budget))
+	st.logCost = attemptBytes(c.id, st.id, st.reqID, method, call, st.attempt.N, st.attempt.Prev, st.attempt.Timeout, budget)
+	c.noteAttempt(st.id, st.logCost)
 
 	c.mu.Lock()
 	full := uint32(len(c.live)) >= s.cfg.MaxConcurrentStreams
