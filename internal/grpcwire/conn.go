@@ -296,7 +296,7 @@ func (c *conn) refuse(id uint32, st *stream, limit string) {
 	c.queue(op{kind: opRST, stream: id, st: st, code: http2.ErrCodeRefusedStream})
 	c.s.counters.unavailable.Add(1)
 	c.s.counters.streamsRefused.Add(1)
-	c.s.limits.note(limit)
+	c.s.limits.Note(limit)
 }
 
 // goAway returns the op that sends GOAWAY(last, code), and from now on

@@ -164,7 +164,7 @@ type Server struct {
 	// Config.MaxOutTotal bounds.
 	outTotal atomic.Int64
 	// limits logs the refusals of Config's limits (LIMIT events).
-	limits *limitLog
+	limits *transport.LimitLog
 
 	mu     sync.Mutex // guards conns, ln, closed
 	conns  map[*conn]struct{}
@@ -205,7 +205,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.limits = newLimitLog(s.log, limitLogInterval, serverapi.KeyWire, serverapi.WireGRPC)
+	s.limits = transport.NewLimitLog(s.log, transport.LimitLogInterval, serverapi.KeyWire, serverapi.WireGRPC)
 	if cfg.Workers > 0 {
 		s.slots = make(chan struct{}, cfg.Workers)
 	}
@@ -275,9 +275,6 @@ func (s *Server) serveConn(nc net.Conn) bool {
 	return true
 }
 
-// limitLogInterval is how often a limit's refusals may log a LIMIT.
-const limitLogInterval = time.Second
-
 // Limits by their flag's name, in LIMIT events.
 const (
 	limitConns    = serverapi.FlagMaxConns
@@ -299,7 +296,7 @@ func (s *Server) ServeConn(nc net.Conn) {
 	}
 	if len(s.conns) >= s.cfg.MaxConns {
 		s.counters.connsRejected.Add(1)
-		s.limits.note(limitConns)
+		s.limits.Note(limitConns)
 		nc.Close()
 		return
 	}
@@ -336,7 +333,7 @@ func (s *Server) Close() error {
 		c.close()
 	}
 	s.wg.Wait()
-	s.limits.close()
+	s.limits.Close()
 	return nil
 }
 

@@ -14,7 +14,69 @@ import (
 	"github.com/rpcbench/rpcbench/internal/server"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/servertest"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
+
+// TestMaxConnsBurstLogBounded: a burst of connections past MaxConns is
+// counted one by one in conns_rejected, and logged as LIMIT events
+// whose counts sum to the burst, at most one a second: a peer that
+// connects in a loop does not grow the log per connection. Nothing else
+// is logged for the connections turned away.
+func TestMaxConnsBurstLogBounded(t *testing.T) {
+	const burst = 200
+	log := &servertest.Log{}
+	cfg := server.DefaultConfig()
+	cfg.MaxConns, cfg.Log = 1, log.Logger()
+	srv, addr := servertest.Start(t, cfg)
+	held := servertest.Dial(t, addr)
+	held.Send(servertest.Request(1, serverapi.MethodPing, ""))
+	if f := held.Recv(); f.Status != proto.StatusOK {
+		t.Fatalf("ping on the one connection allowed: got %v, want OK", f.Status)
+	}
+
+	start := time.Now()
+	for i := range burst {
+		if _, err := servertest.Dial(t, addr).WaitClosed(); err == nil {
+			t.Fatalf("connection %d of the burst: read returned no error, want it closed", i)
+		}
+	}
+	took := time.Since(start)
+	if got := servertest.Counter(t, srv, "conns_rejected"); got != burst {
+		t.Errorf("conns_rejected = %d, want %d", got, burst)
+	}
+	srv.Close() // logs the refusals still pending
+
+	var sum, lines, other int64
+	for _, e := range log.Events(t) {
+		switch e.Name {
+		case serverapi.EventLimit:
+			if got := e.Text(serverapi.KeyLimit); got != serverapi.FlagMaxConns {
+				t.Errorf("LIMIT limit=%q, want %q", got, serverapi.FlagMaxConns)
+			}
+			n, _ := e.Int(serverapi.KeyCount)
+			sum += n
+			lines++
+		case serverapi.EventConnOpen, serverapi.EventConnClosed:
+			// The held connection's.
+		default:
+			if other++; other <= 3 {
+				t.Logf("event: %v", e)
+			}
+		}
+	}
+	// One at the first refusal, one a second after each LIMIT while
+	// refusals go on, and one more at Close.
+	maxLines := 2 + int64(took/transport.LimitLogInterval)
+	if sum != burst {
+		t.Errorf("LIMIT counts sum to %d, want %d", sum, burst)
+	}
+	if lines < 1 || lines > maxLines {
+		t.Errorf("%d LIMIT lines for %d refusals in %v, want 1 to %d", lines, burst, took, maxLines)
+	}
+	if other != 0 {
+		t.Errorf("%d other events logged, want none for the connections turned away", other)
+	}
+}
 
 // TestMaxConns: a connection beyond MaxConns is closed at once and
 // counted; the ones already open are still served, and a slot freed by a

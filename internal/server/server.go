@@ -40,6 +40,9 @@ type Server struct {
 	wg       sync.WaitGroup // workers, connection goroutines, Serve
 
 	connSeq atomic.Uint64 // numbers connections, from 1, for the log
+	// limits logs the connections MaxConns refuses (LIMIT events): one
+	// line a second at most, however fast a peer connects.
+	limits *transport.LimitLog
 
 	mu    sync.Mutex // guards conns, counting, ln, closed, drain
 	conns map[*conn]struct{}
@@ -105,6 +108,7 @@ func New(cfg Config, h transport.Handler) (*Server, error) {
 		counting: make(map[*conn]struct{}),
 
 		connsChanged: make(chan struct{}, 1),
+		limits:       transport.NewLimitLog(lg, transport.LimitLogInterval),
 	}
 	s.wg.Add(cfg.Workers)
 	for range cfg.Workers {
@@ -164,9 +168,9 @@ func (s *Server) open(nc net.Conn) bool {
 		nc.Close()
 		return false
 	}
-	if open := len(s.conns); open >= s.cfg.MaxConns {
+	if len(s.conns) >= s.cfg.MaxConns {
 		s.counters.connsRejected.Add(1)
-		s.log.Warn(serverapi.EventConnRejected, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyOpen, open)
+		s.limits.Note(serverapi.FlagMaxConns)
 		nc.Close()
 		return true
 	}
@@ -206,6 +210,7 @@ func (s *Server) Close() error {
 		c.close()
 	}
 	s.wg.Wait()
+	s.limits.Close()
 	return nil
 }
 

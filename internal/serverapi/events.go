@@ -21,7 +21,6 @@ const (
 	EventAcceptError        = "ACCEPT_ERROR"
 	EventConnOpen           = "CONN_OPEN"
 	EventSockoptError       = "SOCKOPT_ERROR"
-	EventConnRejected       = "CONN_REJECTED"
 	EventConnClosed         = "CONN_CLOSED"
 	EventConnReadError      = "CONN_READ_ERROR"
 	EventConnClosedMidFrame = "CONN_CLOSED_MID_FRAME"
@@ -94,7 +93,6 @@ var eventKeys = map[string][]string{
 	EventAcceptError:        {KeyErr, KeyRetryIn},
 	EventConnOpen:           {KeyConn, KeyRemote},
 	EventSockoptError:       {KeyConn, KeyErr},
-	EventConnRejected:       {KeyRemote, KeyOpen},
 	EventConnClosed:         {KeyConn, KeyRemote},
 	EventConnReadError:      {KeyRemote, KeyErr, KeyReset},
 	EventConnClosedMidFrame: {KeyRemote, KeyBuffered},

@@ -27,7 +27,6 @@ type serverLog struct {
 var eventRows = map[string]int{
 	serverapi.EventConnOpen:           RowConn,
 	serverapi.EventConnClosed:         RowConn,
-	serverapi.EventConnRejected:       RowConn,
 	serverapi.EventConnReadError:      RowConn,
 	serverapi.EventConnClosedMidFrame: RowConn,
 	serverapi.EventConnCloseInjected:  RowConn,

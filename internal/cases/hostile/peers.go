@@ -109,12 +109,13 @@ func grpcConn(t *scenario.T, s *scenario.Server, remote string) int64 {
 	return n
 }
 
-// limitCounts sums, by the limit they name, the counts of the LIMIT
-// events in evs, and counts the events.
+// limitCounts sums, by the limit they name, the counts of the gRPC
+// side's LIMIT events in evs, and counts the events. rpcbench's wire
+// logs its own -max-conns refusals as LIMIT too, without wire=grpc.
 func limitCounts(evs []serverapi.Event) (counts, events map[string]int64) {
 	counts, events = map[string]int64{}, map[string]int64{}
 	for _, e := range evs {
-		if e.Name != serverapi.EventLimit {
+		if e.Name != serverapi.EventLimit || e.Text(serverapi.KeyWire) != serverapi.WireGRPC {
 			continue
 		}
 		n, _ := e.Int(serverapi.KeyCount)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/transport"
 )
 
 func hostileSlowSender(t *scenario.T) {
@@ -153,6 +153,12 @@ func hostileConnectChurn(t *scenario.T) {
 	t.Volatile("writeErrors", ch.writeErrs.Load())
 	scenario.Expectf(t, "writeErrorsOnlyWhereRejected", ch.writeErrs.Load() <= ctr.ConnsRejected, true,
 		"%d writes failed, %d connections rejected", ch.writeErrs.Load(), ctr.ConnsRejected)
+	limitSum, limitLines, limitGap := awaitMaxConnsLimits(t, s, ctr.ConnsRejected)
+	scenario.Expectf(t, "limitCountSumIsConnsRejected", limitSum == ctr.ConnsRejected, true,
+		"%s %s=%s counts sum to %d, conns_rejected %d", serverapi.EventLimit, serverapi.KeyLimit, serverapi.FlagMaxConns, limitSum, ctr.ConnsRejected)
+	t.Volatile("limitLines", limitLines)
+	scenario.Expectf(t, "limitLinesSpaced", limitGap >= limitMinGap, true,
+		"closest LIMIT lines %v apart, want at least %v", limitGap, limitMinGap)
 	scenario.Expectf(t, "protocolErrors", ctr.ProtocolErrors, 0, "partial frames are not bad ones")
 	t.Field("servedDuring", during.Calls > 0 && during.OK == during.Calls)
 	t.Volatile("politeDuring", &during)
@@ -377,11 +383,17 @@ func (a *neverReader) awaitStalled(t *scenario.T) {
 // connLimit is hostile_conns_past_limit's -max-conns.
 const connLimit = 8
 
+// pastLimitBurst is how many connections hostile_conns_past_limit opens
+// in a loop while the server is at -max-conns.
+const pastLimitBurst = 500
+
 // hostileConnsPastLimit opens connections one after another, each making
 // a get, until the server turns one away: with -max-conns 8 it must serve
 // exactly 8, the polite client's included, and close the 9th on accept.
-// The connections open are still served, and once one closes a new one
-// is. No control call is made while the limit is reached, since its own
+// The connections open are still served; a peer then connecting in a
+// loop is turned away each time, and costs the log a LIMIT line a second,
+// not a line a connection. Once one closes a new one is served. No
+// control call is made while the limit is reached, since its own
 // connection would be turned away: the server's log is read instead.
 func hostileConnsPastLimit(t *scenario.T) {
 	s := t.StartServerLimits(scenario.ServerOpts{}, scenario.Limits{MaxConns: connLimit})
@@ -397,8 +409,27 @@ func hostileConnsPastLimit(t *scenario.T) {
 		open = append(open, rc)
 		served++
 	}
+	// The 9th was logged before the server closed it.
+	firstLimit := "none"
+	if evs := maxConnsLimits(t.Events(s)); len(evs) > 0 {
+		firstLimit = evs[0].String()
+	}
 	var during scenario.Polite
 	during.Gets(t, c, scenario.PoliteDuring)
+
+	before := len(t.Events(s))
+	start := time.Now()
+	servedInBurst := 0
+	for range pastLimitBurst {
+		if rc, ok := servedConn(t, s.Addr, 1); ok {
+			servedInBurst++
+			rc.NC.Close()
+		}
+	}
+	took := time.Since(start)
+	// Nothing else runs meanwhile: what the server logged in the burst is
+	// what the connections turned away cost its log.
+	burstLines := len(t.Events(s)) - before
 
 	// One closes; the server must take a new one in its place once it
 	// has noticed.
@@ -416,26 +447,78 @@ func hostileConnsPastLimit(t *scenario.T) {
 	for _, rc := range open[1:] {
 		rc.NC.Close()
 	}
+	// Only the polite client's connection left: a control connection is
+	// served again.
+	scenario.WaitFor(scenario.SettleTimeout, func() bool {
+		evs := t.Events(s)
+		return scenario.CountEvents(evs, isEvent(serverapi.EventConnOpen))-scenario.CountEvents(evs, isEvent(serverapi.EventConnClosed)) == 1
+	})
+	rejected := t.Counters(s).ConnsRejected
+	limitSum, limitLines, limitGap := awaitMaxConnsLimits(t, s, rejected)
 
-	evs := t.Events(s)
-	rejected := 0
-	rejectedOpen := "none"
-	for _, e := range evs {
-		if e.Name == serverapi.EventConnRejected {
-			rejected++
-			if n, ok := e.Int(serverapi.KeyOpen); ok && rejected == 1 {
-				rejectedOpen = strconv.FormatInt(n, 10)
-			}
-		}
-	}
 	t.Field("maxConns", connLimit)
 	scenario.Expectf(t, "served", served, connLimit, "connections served before one was closed unanswered, the polite client's included")
-	scenario.Expectf(t, "turnedAwayLogged", rejected, 1, "%s events", serverapi.EventConnRejected)
-	scenario.Expectf(t, "turnedAwayAtOpen", rejectedOpen, strconv.Itoa(connLimit), "connections open when the first was turned away")
+	scenario.Expectf(t, "turnedAwayLogged", firstLimit, fmt.Sprintf("%s %s=1 %s=%s", serverapi.EventLimit, serverapi.KeyCount, serverapi.KeyLimit, serverapi.FlagMaxConns),
+		"the first event of the connection turned away, logged at once")
+	t.Field("burst", pastLimitBurst)
+	scenario.Expectf(t, "servedInBurst", servedInBurst, 0, "connections served while the server was at -max-conns")
+	scenario.Expectf(t, "connsRejected", rejected, int64(1+pastLimitBurst), "the 9th and the burst's")
+	scenario.Expectf(t, "limitCountSum", limitSum, rejected, "sum of the %s %s=%s events' counts, once the last second's were logged", serverapi.EventLimit, serverapi.KeyLimit, serverapi.FlagMaxConns)
+	burstBound := 1 + int(took/transport.LimitLogInterval)
+	scenario.Expectf(t, "burstLogBounded", burstLines <= burstBound, true,
+		"%d lines logged while %d connections were turned away in %v, want at most %d (one a second)", burstLines, pastLimitBurst, took, burstBound)
+	t.Volatile("limitLines", limitLines)
+	scenario.Expectf(t, "limitLinesSpaced", limitGap >= limitMinGap, true,
+		"closest LIMIT lines %v apart, want at least %v", limitGap, limitMinGap)
 	t.Field("politeWhileFull", &during)
 	t.Check(reaped, "the server did not log %s for the closed connection within %v", serverapi.EventConnClosed, scenario.SettleTimeout)
 	scenario.Expectf(t, "servedAfterOneClosed", servedAfter, true, "a connection opened after one of the %d closed", connLimit)
 	during.Check(t, "while the server was at -max-conns")
+}
+
+// limitMinGap is the least time between two LIMIT lines of a limit that
+// a scenario accepts: transport.LimitLogInterval, less the time between
+// the moment the server takes as the last line's and the line's own
+// time stamp.
+const limitMinGap = transport.LimitLogInterval - 50*time.Millisecond
+
+// isEvent matches the events named name.
+func isEvent(name string) func(serverapi.Event) bool {
+	return func(e serverapi.Event) bool { return e.Name == name }
+}
+
+// maxConnsLimits returns rpcbench's wire's LIMIT events for -max-conns
+// (the gRPC side's carry wire=grpc).
+func maxConnsLimits(evs []serverapi.Event) []serverapi.Event {
+	var out []serverapi.Event
+	for _, e := range evs {
+		if e.Name == serverapi.EventLimit && e.Text(serverapi.KeyLimit) == serverapi.FlagMaxConns && e.Text(serverapi.KeyWire) == "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// awaitMaxConnsLimits waits until rpcbench's wire's LIMIT max-conns
+// events count rejected refusals, those of the last second being logged
+// a second after its first, or SettleTimeout has passed. It returns the
+// sum of their counts, their number, and the least time between two in
+// a row (an hour when fewer than two).
+func awaitMaxConnsLimits(t *scenario.T, s *scenario.Server, rejected int64) (sum, lines int64, gap time.Duration) {
+	var evs []serverapi.Event
+	scenario.WaitFor(scenario.SettleTimeout, func() bool {
+		evs, sum = maxConnsLimits(t.Events(s)), 0
+		for _, e := range evs {
+			n, _ := e.Int(serverapi.KeyCount)
+			sum += n
+		}
+		return sum >= rejected
+	})
+	gap = time.Hour
+	for i := 1; i < len(evs); i++ {
+		gap = min(gap, evs[i].Time.Sub(evs[i-1].Time))
+	}
+	return sum, int64(len(evs)), gap
 }
 
 // servedConn opens a connection to addr and makes a get with the given ID

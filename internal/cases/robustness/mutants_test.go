@@ -29,8 +29,8 @@ var robustnessMutants = []scenariotest.Mutant{
 		Name: "max_conns_one_more",
 		Bug:  "the connection limit is checked with > instead of >=: -max-conns+1 connections are served",
 		File: "internal/server/server.go",
-		Old:  "if open := len(s.conns); open >= s.cfg.MaxConns {",
-		New:  "if open := len(s.conns); open > s.cfg.MaxConns {",
+		Old:  "if len(s.conns) >= s.cfg.MaxConns {",
+		New:  "if len(s.conns) > s.cfg.MaxConns {",
 		Catch: map[string]string{
 			"hostile_conns_past_limit": "served=9, want 8",
 		},
@@ -39,8 +39,8 @@ var robustnessMutants = []scenariotest.Mutant{
 		Name: "max_conns_one_fewer",
 		Bug:  "the connection limit counts the connection just accepted among those open: only -max-conns-1 connections are served",
 		File: "internal/server/server.go",
-		Old:  "if open := len(s.conns); open >= s.cfg.MaxConns {",
-		New:  "if open := len(s.conns) + 1; open >= s.cfg.MaxConns {",
+		Old:  "if len(s.conns) >= s.cfg.MaxConns {",
+		New:  "if len(s.conns)+1 >= s.cfg.MaxConns {",
 		Catch: map[string]string{
 			"hostile_conns_past_limit": "served=7, want 8",
 		},

@@ -1,4 +1,4 @@
-package grpcwire
+package transport
 
 import (
 	"log/slog"
@@ -10,15 +10,16 @@ import (
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
-// limitLog logs serverapi.EventLimit for the refusals of each limit, at
+// LimitLog logs serverapi.EventLimit for the refusals of each limit, at
 // most once per interval per limit, so that a peer that trips a limit a
 // million times costs a line a second, not a million: the first refusal
 // after a quiet interval logs at once (count=1); later ones are counted,
 // and logged together (count=N) by a timer when the interval since the
-// last LIMIT of that limit has passed, or by close. Its methods are safe
-// for concurrent use. It knows nothing of HTTP/2: a transport makes one
-// per wire and calls note where a limit refuses.
-type limitLog struct {
+// last LIMIT of that limit has passed, or by Close. Its methods are safe
+// for concurrent use, and may be called with the caller's own locks
+// held: none calls back. A transport makes one per wire and calls Note
+// where a limit refuses.
+type LimitLog struct {
 	log      *slog.Logger
 	interval time.Duration
 	attrs    []any // logged after limit and count, e.g. the wire
@@ -28,6 +29,10 @@ type limitLog struct {
 	closed bool
 }
 
+// LimitLogInterval is how often a limit's refusals may log a LIMIT on
+// either wire: serverapi.EventLimit's "at most once a second".
+const LimitLogInterval = time.Second
+
 // limitState is one limit's refusals not yet logged.
 type limitState struct {
 	last    time.Time   // when its last LIMIT was logged
@@ -35,14 +40,16 @@ type limitState struct {
 	timer   *time.Timer // set while pending refusals wait for the interval to pass
 }
 
-// newLimitLog returns a limitLog writing to log; attrs follow limit and
-// count in every event.
-func newLimitLog(log *slog.Logger, interval time.Duration, attrs ...any) *limitLog {
-	return &limitLog{log: log, interval: interval, attrs: attrs, limits: make(map[string]*limitState)}
+// NewLimitLog returns a LimitLog writing to log, at most one LIMIT per
+// interval per limit; attrs (key-value pairs, as slog takes them)
+// follow limit and count in every event.
+func NewLimitLog(log *slog.Logger, interval time.Duration, attrs ...any) *LimitLog {
+	return &LimitLog{log: log, interval: interval, attrs: attrs, limits: make(map[string]*limitState)}
 }
 
-// note counts one refusal by limit (a flag name without its dash).
-func (l *limitLog) note(limit string) {
+// Note counts one refusal by limit, the name of its flag without the
+// dash.
+func (l *LimitLog) Note(limit string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.limits[limit]
@@ -62,7 +69,7 @@ func (l *limitLog) note(limit string) {
 }
 
 // flush logs limit's pending refusals: the timer's end.
-func (l *limitLog) flush(limit string) {
+func (l *LimitLog) flush(limit string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.limits[limit]
@@ -73,7 +80,7 @@ func (l *limitLog) flush(limit string) {
 }
 
 // emit logs st's pending refusals, if any; the caller holds l.mu.
-func (l *limitLog) emit(limit string, st *limitState) {
+func (l *LimitLog) emit(limit string, st *limitState) {
 	if st.pending == 0 {
 		return
 	}
@@ -81,9 +88,10 @@ func (l *limitLog) emit(limit string, st *limitState) {
 	st.pending, st.last = 0, time.Now()
 }
 
-// close logs every limit's pending refusals and stops the timers; later
-// refusals are counted and never logged.
-func (l *limitLog) close() {
+// Close logs every limit's pending refusals, in the order of their
+// names, and stops the timers; later refusals are counted and never
+// logged. Closing twice does nothing.
+func (l *LimitLog) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
