@@ -180,11 +180,16 @@ func hostileGRPCRapidReset(t *scenario.T) {
 	ctr := w.Settle()
 	rpcCtr := t.Counters(s)
 	after.gets(t, polite, scenario.PoliteAfter)
+	// The server logs a HEADERS's ATTEMPT before it counts it, so every
+	// HEADERS counted here is in the log read after.
+	final := t.GRPCCounters(s)
 	evs := t.Events(s)
 	logBytes, logLines := connLogBytes(t, s, conn)
 	// The server logs ATTEMPT for each HEADERS it takes, in the order
 	// they came: streams 1, 3, 5 and so on up to the last it took before
-	// its verdict. A gap is an oracle event dropped.
+	// its verdict. A gap is an oracle event dropped, and so is any
+	// HEADERS the server counted without its ATTEMPT in the log, the
+	// last ones included.
 	attempts, gap := 0, "none"
 	for _, e := range evs {
 		if n, _ := e.Int(serverapi.KeyConn); e.Name != serverapi.EventAttempt || n != conn || e.Text(serverapi.KeyWire) != serverapi.WireGRPC {
@@ -211,6 +216,13 @@ func hostileGRPCRapidReset(t *scenario.T) {
 	scenario.Expectf(t, "goAway", goAway, http2.ErrCodeEnhanceYourCalm.String(), "the GOAWAY the server sent")
 	scenario.Expect(t, "calmCloses", ctr.CalmCloses, int64(1))
 	t.Volatile("attemptsLogged", attempts)
+	// Each HEADERS counts once, in requests.* when taken and in
+	// streams_refused when a limit refused it (SPEC.md, "Counters"); the
+	// polite client's gets, one stream each, are the rest.
+	politeGets := 1 + during.Calls + after.Calls
+	counted := final.RequestsGet + final.RequestsDebit + final.RequestsEcho + final.RequestsOther + final.StreamsRefused - int64(politeGets)
+	t.Volatile("headersCounted", counted)
+	scenario.Expectf(t, "attemptsUnlogged", counted-int64(attempts), 0, "HEADERS of the resetting connection that the server counted (%d: requests.* and streams_refused on the gRPC side, less the polite client's %d gets) against its %d ATTEMPT events", counted, politeGets, attempts)
 	t.Volatile("connLogLines", logLines)
 	scenario.AtMost(t, "connLogBytes", logBytes, int64(rrLogBound), "the server log lines of the resetting connection")
 	scenario.Expectf(t, "attemptMissing", gap, "none", "the first stream whose ATTEMPT event is missing from the server log, among the %d logged: oracle events are never dropped", attempts)
