@@ -243,10 +243,10 @@ func hostileGRPCRapidReset(t *scenario.T) {
 const (
 	// nrDropWithin is how soon after its flood began a flooder must be
 	// closed. The server's flood verdict comes once its writer is
-	// blocked and enough acknowledgements wait behind it, which takes
-	// 500,000 to 800,000 frames of flooding: about a second on an idle
-	// machine, up to 7 s with both cores busy. nrWriteTimeout is far
-	// beyond it, so that a server that waits for its write timeout
+	// blocked and enough acknowledgements wait behind it: about a second
+	// of flooding on an idle machine, up to 2.3 s in ten runs of the
+	// group with both cores busy (stress-ng --cpu 2). nrWriteTimeout is
+	// far beyond it, so that a server that waits for its write timeout
 	// instead fails.
 	nrDropWithin   = 12 * time.Second
 	nrWriteTimeout = 40 * time.Second
@@ -304,11 +304,14 @@ func (f *flooder) tcpStall() bool {
 // With both cores busy, loopback can lose a segment while both ends'
 // buffers are full, and the flooder's kernel then backs off for tens of
 // seconds before it sends again: its writes stall, and the server, which
-// has written every acknowledgement into its socket, sees an idle
-// connection and never reaches a verdict. A flooder stalled so is
-// recorded and reset by the scenario; the verdict's checks hold for
-// those dropped, and at least one must be (one in eight runs under
-// stress-ng stalled one of two).
+// has read every byte that reached it and written every acknowledgement
+// into its socket, sees an idle connection and never reaches a verdict.
+// A flooder stalled so, as the kernel's table shows (flooder.tcpStall),
+// is recorded and reset by the scenario; a stall with bytes left unread
+// in the server's socket fails it. The verdict's checks hold for those
+// dropped, and at least two of the three must be: in ten runs of the
+// group under stress-ng --cpu 2, two stalled one flooder each, a tenth
+// of a second into its flood.
 func hostileGRPCNeverReads(t *scenario.T) {
 	s := t.StartServer(scenario.ServerOpts{GRPC: true, WriteTimeout: nrWriteTimeout})
 	polite := politeConn(t, s)

@@ -24,9 +24,9 @@ const (
 	idleRPC  = 1500 // idle connections on rpcbench's wire
 	idleGRPC = 200  // and on the gRPC side
 	// idleKeepAlive is -keepalive, and idleWriteTimeout -write-timeout,
-	// which rpcserver also makes each connection's TCP_USER_TIMEOUT: below
-	// the keepalive interval, where the kernel dropped idle connections
-	// between two probes before the fix.
+	// below the keepalive interval: before the fix it was each
+	// connection's TCP_USER_TIMEOUT, and a single lost probe made the
+	// kernel drop the connection.
 	idleKeepAlive    = time.Second
 	idleWriteTimeout = 500 * time.Millisecond
 	// idleHold is how long the connections stay idle: six keepalive
