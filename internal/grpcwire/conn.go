@@ -533,10 +533,16 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	}
 	st = c.newStream(f)
 	if st == nil || st.http != nil {
-		// Ended by the server without executing: its ATTEMPT is charged
-		// as a client's reset is, lest a flood of requests the server
-		// refuses at once grow the log without a single reset.
-		return c.endedAllowed(id)
+		// Ended by the server without executing (a request that is not
+		// gRPC is answered once it ends): its ATTEMPT is charged as a
+		// client's reset is, lest a flood of requests the server refuses
+		// at once grow the log without a single reset.
+		if !c.endedAllowed(id) {
+			return false
+		}
+		if st == nil {
+			return true
+		}
 	}
 	if f.StreamEnded() {
 		st.finish()
