@@ -126,7 +126,7 @@ func splitReplay(t *testing.T, line string) []string {
 func TestChaosReplay(t *testing.T) {
 	a, _, _, o := chaosApp(t)
 	o.Client, o.Faults = chaos.ClientNaive, []string{chaos.NemNoReply, chaos.NemClose, chaos.NemPartial, chaos.NemLate}
-	o.Duration, o.CheckTimeout = 3*time.Second, 7*time.Second
+	o.Duration, o.CheckTimeout = time.Second, 7*time.Second
 	run := o
 	run.ServerBin, run.Progress = a.Server, io.Discard
 	res, err := chaos.Run(context.Background(), run)
@@ -140,7 +140,7 @@ func TestChaosReplay(t *testing.T) {
 		t.Fatalf("got replay %q, want it to start %q chaos", replay, prog)
 	}
 	for _, want := range [][2]string{
-		{"--server", a.Server}, {"--out", o.Out}, {"--check-timeout", "7s"}, {"--duration", "3s"},
+		{"--server", a.Server}, {"--out", o.Out}, {"--check-timeout", "7s"}, {"--duration", "1s"},
 		{"--client", "naive"}, {"--faults", "noreply,close,partial,late"}, {"--seed", "1"},
 	} {
 		i := strings.Index(" "+strings.Join(args, " ")+" ", " "+want[0]+" "+want[1]+" ")

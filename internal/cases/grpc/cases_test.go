@@ -27,10 +27,11 @@ func TestMain(m *testing.M) {
 func TestCases(t *testing.T) { scenariotest.Cases(t, Cases(), leftOut) }
 
 // leftOut reports the scenarios TestCases leaves to the group's run. It
-// runs every column of rpcbench's own client, and grpc-go's but those of
-// goTestLeftOut (the keepalive ones wait out 11s each) and of the
-// configurations of goTestLeftOutConfigs, and of the other stacks only
-// the scenarios of goTestStackScenarios, so that go test sees each
+// runs every column of rpcbench's own client, and grpc-go's client
+// columns but those of goTestLeftOut (the keepalive ones wait out 11s
+// each) and of the configurations of goTestLeftOutConfigs, and of the
+// other columns (grpc-go's server among them) only the scenarios of
+// goTestStackScenarios, so that go test sees each
 // adapter work while keeping within its time: the grpc group runs them
 // all (rpcbench all --group grpc, which .ci/run diffs against the
 // evidence).
@@ -45,16 +46,18 @@ func leftOut(c scenario.Case) bool {
 	if !ok {
 		return false
 	}
-	if stack == judge.StackGRPCGo {
+	if stack == judge.StackGRPCGo && c.Column.Config != "" {
 		return slices.Contains(goTestLeftOutConfigs, c.Column.Config) && !is(goTestStackScenarios)
 	}
 	return !is(goTestStackScenarios)
 }
 
 // goTestLeftOutConfigs are grpc-go's configurations TestCases leaves to
-// the group's run: each is retry's policy with what the server (a key it
-// replays) or the throttle adds, and go test sees retry's.
-var goTestLeftOutConfigs = []string{"retry+key", "throttled"}
+// the group's run (which .ci/run diffs against the evidence): retry's,
+// and retry's policy with what the server (a key it replays) or the
+// throttle adds. go test sees grpc-go's default, per-attempt and hedged
+// columns, and its retry policy in goTestStackScenarios.
+var goTestLeftOutConfigs = []string{"retry", "retry+key", "throttled"}
 
 // goTestLeftOut are the grpc scenarios TestCases runs in no column: the
 // keepalive ones, the throttling one, whose 20 gets against a server
