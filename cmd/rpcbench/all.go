@@ -49,7 +49,8 @@ failure instead.
 The evidence directory (default "evidence" for the evidence group and
 "evidence/GROUP" for any other) gets output.txt (the CASE lines and the
 summary), env.txt (Go, OS, kernel, CPU, the commit the binaries were built
-from, date) and logs/ (one log per server). The run writes into a
+from, date) and logs/ (each scenario's server logs, traces and adapter
+output, bundled in one SCENARIO.logs file). The run writes into a
 temporary directory inside it and moves its files into place only when
 every scenario has run: an interrupted or failed write leaves the previous
 evidence as it was and says where the partial output went. Other files in

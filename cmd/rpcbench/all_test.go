@@ -120,9 +120,13 @@ func TestRunAllEvidence(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale log %s still there (stat err %v)", stale, err)
 	}
+	got, err := report.ReadLogs(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"server-one.log", "server-two.log"} {
-		if _, err := os.Stat(filepath.Join(logs, name)); err != nil {
-			t.Errorf("server log missing: %v", err)
+		if _, ok := got[name]; !ok {
+			t.Errorf("server log %s missing from %s", name, logs)
 		}
 	}
 	for _, run := range r.runs {

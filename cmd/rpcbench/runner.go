@@ -112,6 +112,7 @@ func runBatch(ctx context.Context, b batch) ([]report.Line, error) {
 			return nil, evidenceError(b.Evidence, err)
 		}
 		r.ev.Fresh = b.Fresh
+		r.ev.ScenarioOf = scenarioOf(b.Scenarios)
 		r.logDir = r.ev.LogDir()
 		defer r.ev.Discard() // a no-op once committed or abandoned
 	} else {
@@ -580,4 +581,15 @@ func (o *outputs) abort() {
 func stdoutClosed(ctx context.Context) bool {
 	var se *signalError
 	return errors.As(context.Cause(ctx), &se) && se.sig == syscall.SIGPIPE
+}
+
+// scenarioOf returns, for the evidence's bundles, the scenario each of
+// cases runs: a judging case's Column.Scenario, so that every column of
+// a scenario has its logs in one file.
+func scenarioOf(cases []scenario.Case) func(string) string {
+	m := map[string]string{}
+	for _, c := range cases {
+		m[c.Name] = c.Column.Scenario
+	}
+	return func(name string) string { return m[name] }
 }

@@ -19,8 +19,8 @@ import (
 // seconds) keeps its first and last lines, MaxLogBytes/2 bytes of each,
 // and in their place a line that says what was left out (CutLog). 118,000
 // lines of a flood say no more than their counts do, and the evidence is
-// kept in git.
-const MaxLogBytes = 128 << 10
+// kept in git, within its budget (10 MiB for the whole of evidence/).
+const MaxLogBytes = 32 << 10
 
 // CutLog bounds the log at path to about limit bytes: when it is larger,
 // it keeps the whole lines that fit in the first and in the last limit/2

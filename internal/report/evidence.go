@@ -67,7 +67,9 @@ func (o *OutputWriter) Finish() error {
 //	DIR/output.txt  the CASE lines, the per-case table if AddCounts was
 //	                called, then the summary line
 //	DIR/env.txt     where the run happened (see Env)
-//	DIR/logs/       server-<case>.log, one per server started
+//	DIR/logs/       the logs of each scenario, bundled (SCENARIO.logs:
+//	                see ReadLogs): server-<case>.log for each server
+//	                started, the adapters' stderr, the clients' traces
 //
 // So a run that is interrupted, killed or fails to write leaves DIR's
 // previous evidence as it was (Abandon says where its partial output
@@ -79,10 +81,14 @@ type Evidence struct {
 	// Fresh makes Commit write every case from this run, keeping none
 	// that reproduced the evidence it replaces (see keepReproduced).
 	Fresh bool
-	tmp   string
-	lock  *os.File
-	file  *os.File
-	out   *OutputWriter
+	// ScenarioOf names the scenario whose bundle a case's logs go in
+	// (writeBundles): the scenario a judging case runs in one of its
+	// columns. Nil, or "", is the case's own name.
+	ScenarioOf func(caseName string) string
+	tmp        string
+	lock       *os.File
+	file       *os.File
+	out        *OutputWriter
 	// ended is set by Commit, Abandon and Discard, after which the others
 	// do nothing.
 	ended bool
@@ -184,9 +190,10 @@ func (e *Evidence) finish() error {
 
 // Commit writes the summary line and moves the run's files into Dir:
 // env.txt, then logs/, then output.txt last, each by one rename, so that
-// Dir's output.txt is always a complete one. Before that it cuts each log
-// to MaxLogBytes (CutLog), and keeps the cases this run reproduced as
-// they were (keepReproduced), unless Fresh. It releases the lock. If it
+// Dir's output.txt is always a complete one. Before that it keeps the
+// cases this run reproduced as they were (keepReproduced), unless Fresh,
+// cuts each log to MaxLogBytes (CutLog) and bundles the logs by scenario
+// (writeBundles). It releases the lock. If it
 // fails, the run's files stay in the temporary directory its error names.
 func (e *Evidence) Commit() error {
 	if e.ended {
@@ -201,6 +208,9 @@ func (e *Evidence) Commit() error {
 	_, err := e.keepReproduced()
 	if err == nil {
 		err = cutLogs(e.LogDir())
+	}
+	if err == nil {
+		err = writeBundles(e.LogDir(), e.ScenarioOf)
 	}
 	if err = errors.Join(err, e.finish()); err != nil {
 		return fmt.Errorf("%w (partial run in %s)", err, e.tmp)

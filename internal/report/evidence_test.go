@@ -89,8 +89,11 @@ func TestEvidenceCommit(t *testing.T) {
 	if !strings.HasPrefix(string(env), "go: go-test\n") || !strings.Contains(string(env), "commit: abc\n") {
 		t.Errorf("env.txt =\n%s\nwant the Env passed in", env)
 	}
-	if diff := cmp.Diff([]string{"server-a.log"}, listDir(t, filepath.Join(dir, LogsDir))); diff != "" {
+	if diff := cmp.Diff([]string{"a.logs"}, listDir(t, filepath.Join(dir, LogsDir))); diff != "" {
 		t.Errorf("logs/ after Commit (-want +got):\n%s", diff)
+	}
+	if logs, err := ReadLogs(filepath.Join(dir, LogsDir)); err != nil || len(logs) != 1 || logs["server-a.log"] == nil {
+		t.Errorf("ReadLogs after Commit = %q, %v; want server-a.log alone", logs, err)
 	}
 	// Nothing else in the directory was touched, and no run directory
 	// is left behind.

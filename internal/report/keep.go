@@ -1,9 +1,9 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,8 +20,8 @@ import (
 // either run holds a case more than once (--count), or when the old
 // output.txt cannot be read as one.
 //
-// The old logs are linked (or copied) into the run's directory, not
-// moved: until Commit's renames are done, Dir's evidence stays whole.
+// The old logs, bundled or not (ReadLogs), are copied into the run's
+// directory: until Commit's renames are done, Dir's evidence stays whole.
 func (e *Evidence) keepReproduced() (int, error) {
 	if e.Fresh || e.counted {
 		return 0, nil
@@ -43,8 +43,14 @@ func (e *Evidence) keepReproduced() (int, error) {
 	for _, l := range old {
 		oldByName[l.Name] = l
 	}
-	oldLogs, newLogs := filepath.Join(e.Dir, LogsDir), e.LogDir()
-	oldFiles, newFiles := logsByCase(oldLogs), logsByCase(newLogs)
+	newLogs := e.LogDir()
+	oldContent, err := ReadLogs(filepath.Join(e.Dir, LogsDir))
+	if err != nil {
+		// Logs that cannot all be read cannot be kept: the run's own
+		// take their place.
+		return 0, nil
+	}
+	oldFiles, newFiles := namesByCase(slices.Collect(maps.Keys(oldContent))), logsByCase(newLogs)
 	kept := 0
 	for i, l := range e.out.lines {
 		o, ok := oldByName[l.Name]
@@ -55,8 +61,8 @@ func (e *Evidence) keepReproduced() (int, error) {
 			if err := os.Remove(filepath.Join(newLogs, name)); err != nil {
 				return kept, fmt.Errorf("report: evidence: %w", err)
 			}
-			if err := linkOrCopy(filepath.Join(oldLogs, name), filepath.Join(newLogs, name)); err != nil {
-				return kept, err
+			if err := os.WriteFile(filepath.Join(newLogs, name), oldContent[name], 0o644); err != nil {
+				return kept, fmt.Errorf("report: evidence: %w", err)
 			}
 		}
 		e.out.lines[i] = o
@@ -96,36 +102,29 @@ func repeats(lines []Line) bool {
 }
 
 // logsByCase lists the files of dir by the case they belong to
-// (LogCase), each list sorted; a missing dir has none.
+// (namesByCase); a missing dir has none.
 func logsByCase(dir string) map[string][]string {
-	out := map[string][]string{}
+	var names []string
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if c := LogCase(e.Name()); c != "" && e.Type().IsRegular() {
-			out[c] = append(out[c], e.Name())
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	return namesByCase(names)
+}
+
+// namesByCase lists file names by the case they belong to (LogCase),
+// each list sorted.
+func namesByCase(names []string) map[string][]string {
+	out := map[string][]string{}
+	for _, n := range names {
+		if c := LogCase(n); c != "" {
+			out[c] = append(out[c], n)
 		}
 	}
 	for _, names := range out {
 		slices.Sort(names)
 	}
 	return out
-}
-
-// linkOrCopy makes to a hard link of from, or a copy where the file
-// system refuses links.
-func linkOrCopy(from, to string) error {
-	if err := os.Link(from, to); err == nil {
-		return nil
-	}
-	in, err := os.Open(from)
-	if err != nil {
-		return fmt.Errorf("report: evidence: %w", err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return fmt.Errorf("report: evidence: %w", err)
-	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
 }

@@ -70,18 +70,27 @@ func TestKeepReproduced(t *testing.T) {
 			if diff := cmp.Diff(want, string(out)); diff != "" {
 				t.Errorf("output.txt (-want +got):\n%s", diff)
 			}
+			logs, err := ReadLogs(filepath.Join(dir, LogsDir))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for name, content := range map[string]string{"server-same.log": wantSame, "server-changed.log": "second", "server-more_logs.log": "second", "server-more_logs-2.log": "second"} {
-				if b, err := os.ReadFile(filepath.Join(dir, LogsDir, name)); err != nil || string(b) != content {
-					t.Errorf("%s = %q, %v; want %q", name, b, err, content)
+				if b, ok := logs[name]; !ok || string(b) != content {
+					t.Errorf("%s = %q (there: %v); want %q", name, b, ok, content)
 				}
 			}
 			// A kept log is cut as a new one is: the first run wrote it
-			// whole (this run's writer would have cut it).
-			if fi, err := os.Stat(filepath.Join(dir, LogsDir, "trace-same.jsonl")); err != nil || fi.Size() > MaxLogBytes+200 {
-				t.Errorf("trace-same.jsonl: %v, %v; want it cut to about %d bytes", fi, err, MaxLogBytes)
+			// whole, loose in logs/ as evidence was before bundles (this
+			// run's writer would have cut it).
+			if b, ok := logs["trace-same.jsonl"]; !ok || len(b) > MaxLogBytes+200 {
+				t.Errorf("trace-same.jsonl: %d bytes (there: %v); want it cut to about %d bytes", len(b), ok, MaxLogBytes)
 			}
-			if _, err := os.Stat(filepath.Join(dir, LogsDir, "server-same_other.log")); err == nil {
+			if _, ok := logs["server-same_other.log"]; ok {
 				t.Errorf("server-same_other.log, of no case of the second run, was kept")
+			}
+			// Each case's logs are in its bundle, and nothing is loose.
+			if diff := cmp.Diff([]string{"changed.logs", "more_logs.logs", "same.logs"}, listDir(t, filepath.Join(dir, LogsDir))); diff != "" {
+				t.Errorf("logs/ (-want +got):\n%s", diff)
 			}
 			env, _ := os.ReadFile(filepath.Join(dir, EnvFile))
 			if got := strings.Contains(string(env), "kept: "); got != (wantKept != "") || !strings.Contains(string(env), wantKept) {

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -61,8 +62,7 @@ func Load(dir string, o Options) (*Page, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, report.EnvFile)); err == nil {
 		p.Env = string(b)
 	}
-	logs := filepath.Join(dir, report.LogsDir)
-	files, err := listLogs(logs)
+	files, err := report.ReadLogs(filepath.Join(dir, report.LogsDir))
 	if err != nil {
 		p.Warnings = append(p.Warnings, err.Error())
 	}
@@ -71,7 +71,7 @@ func Load(dir string, o Options) (*Page, error) {
 		seen[l.Name]++
 		s := newScenario(l, seen[l.Name])
 		if s.Repeat == 0 {
-			loadLogs(&s, logs, files, o)
+			loadLogs(&s, files, o)
 		}
 		for _, pr := range s.Problems {
 			p.Warnings = append(p.Warnings, s.Name+": "+pr)
@@ -106,25 +106,6 @@ func verdictRank(v string) int {
 	}
 }
 
-// listLogs returns the names of the files in logs/; a missing logs/ is
-// not an error: a run may have left none.
-func listLogs(logs string) (map[string]bool, error) {
-	entries, err := os.ReadDir(logs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return map[string]bool{}, fmt.Errorf("timeline: %w", err)
-	}
-	out := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		if e.Type().IsRegular() {
-			out[e.Name()] = true
-		}
-	}
-	return out, nil
-}
-
 func newScenario(l report.Line, occurrence int) Scenario {
 	s := Scenario{Name: l.Name, Verdict: l.Verdict.String(), Anchor: "case-" + anchorSafe(l.Name), Fields: []Field{}}
 	if occurrence > 1 {
@@ -157,24 +138,20 @@ func anchorSafe(name string) string {
 	}, name)
 }
 
-// loadLogs reads s's server logs, trace and notes from the directory
-// logs, whose file names are files, and builds its timeline.
-func loadLogs(s *Scenario, logs string, files map[string]bool, o Options) {
+// loadLogs reads s's server logs, trace and notes from files (the
+// evidence's logs by name, report.ReadLogs) and builds its timeline.
+func loadLogs(s *Scenario, files map[string][]byte, o Options) {
 	for _, n := range []struct{ kind, file string }{
 		{"no-server", report.NoServerNote(s.Name)},
 		{"chaos", report.ChaosNote(s.Name)},
 	} {
-		if files[n.file] {
-			b, err := os.ReadFile(filepath.Join(logs, n.file))
-			if err != nil {
-				s.Problems = append(s.Problems, err.Error())
-			}
+		if b, ok := files[n.file]; ok {
 			s.NoteKind, s.Note = n.kind, string(b)
 		}
 	}
 	var servers []serverLog
 	for _, name := range serverLogNames(s.Name, files) {
-		events, err := readEvents(filepath.Join(logs, name))
+		events, err := serverapi.ReadEvents(bytes.NewReader(files[name]))
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Sprintf("%s: %v (%d events before it are shown)", name, err, len(events)))
 		}
@@ -182,10 +159,10 @@ func loadLogs(s *Scenario, logs string, files map[string]bool, o Options) {
 	}
 	var attempts []trace.Record
 	traceFile := report.TraceLog(s.Name)
-	traced := files[traceFile]
+	b, traced := files[traceFile]
 	if traced {
 		var err error
-		if attempts, err = readTrace(filepath.Join(logs, traceFile)); err != nil {
+		if attempts, err = trace.Read(bytes.NewReader(b)); err != nil {
 			s.Problems = append(s.Problems, fmt.Sprintf("%s: %v (%d attempts before it are shown)", traceFile, err, len(attempts)))
 		}
 	}
@@ -197,7 +174,7 @@ func loadLogs(s *Scenario, logs string, files map[string]bool, o Options) {
 
 // serverLogNames returns name's server logs in the order the scenario
 // started the servers: server-NAME.log, then server-NAME-2.log, ...
-func serverLogNames(name string, files map[string]bool) []string {
+func serverLogNames(name string, files map[string][]byte) []string {
 	type log struct {
 		n    int
 		file string
@@ -214,22 +191,4 @@ func serverLogNames(name string, files map[string]bool) []string {
 		out[i] = l.file
 	}
 	return out
-}
-
-func readEvents(path string) ([]serverapi.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return serverapi.ReadEvents(f)
-}
-
-func readTrace(path string) ([]trace.Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return trace.Read(f)
 }
