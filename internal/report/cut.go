@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -30,10 +31,11 @@ const MaxLogBytes = 32 << 10
 //
 //	#cut 118042 lines (16021311 bytes) left out by rpcbench's evidence writer: EXEC=100000 CONN_OPEN=9021 CONN_CLOSED=9021
 //
-// A file that holds such a line already (an earlier run cut it, and a
-// re-run kept it) is left as it is. The file is replaced by one rename, so
-// that a reader never sees half of it. It reports whether it cut
-// anything.
+// A log an earlier run cut already (a case a re-run kept) is cut again
+// only when it is still over limit (cut under a larger one): its cut
+// line is then among what is left out, and the new one counts what both
+// left out. The file is replaced by one rename, so that a reader never
+// sees half of it. It reports whether it cut anything.
 func CutLog(path string, limit int64) (bool, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -46,22 +48,20 @@ func CutLog(path string, limit int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("report: cut log: %w", err)
 	}
-	if bytes.HasPrefix(b, []byte(serverapi.CutPrefix)) || bytes.Contains(b, []byte("\n"+serverapi.CutPrefix)) {
-		// Cut by an earlier run already (a case a re-run kept): cutting
-		// it again would leave out the line that says what was left out.
-		return false, nil
-	}
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	if len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
 	}
+	// An earlier cut line stays out of the kept head and tail: it is
+	// counted into the new one.
+	earlier := slices.IndexFunc(lines, func(l []byte) bool { return bytes.HasPrefix(l, []byte(serverapi.CutPrefix)) })
 	head, used := 0, int64(0)
-	for head < len(lines) && used+int64(len(lines[head])) <= limit/2 {
+	for head < len(lines) && head != earlier && used+int64(len(lines[head])) <= limit/2 {
 		used += int64(len(lines[head]))
 		head++
 	}
 	tail, used := len(lines), 0
-	for tail > head && used+int64(len(lines[tail-1])) <= limit/2 {
+	for tail > head && tail-1 != earlier && used+int64(len(lines[tail-1])) <= limit/2 {
 		used += int64(len(lines[tail-1]))
 		tail--
 	}
@@ -76,6 +76,10 @@ func CutLog(path string, limit int64) (bool, error) {
 	for _, l := range lines[tail:] {
 		out.Write(l)
 	}
+	if bytes.Equal(out.Bytes(), b) {
+		// Cut already under this limit: its cut line alone is over.
+		return false, nil
+	}
 	tmp := path + ".cut"
 	if err := os.WriteFile(tmp, out.Bytes(), fi.Mode().Perm()); err != nil {
 		return false, fmt.Errorf("report: cut log: %w", err)
@@ -87,11 +91,20 @@ func CutLog(path string, limit int64) (bool, error) {
 	return true, nil
 }
 
-// cutLine is the line that stands for the lines left out.
+// cutLine is the line that stands for the lines left out. An earlier
+// cut line among them adds what it counted.
 func cutLine(left [][]byte) string {
-	var size int
+	var lines, size int
 	counts := map[string]int{}
 	for _, l := range left {
+		if n, sz, evs, ok := parseCutLine(l); ok {
+			lines, size = lines+n, size+sz
+			for k, v := range evs {
+				counts[k] += v
+			}
+			continue
+		}
+		lines++
 		size += len(l)
 		var ev struct {
 			Msg string `json:"msg"`
@@ -105,10 +118,10 @@ func cutLine(left [][]byte) string {
 	})
 	var b strings.Builder
 	noun := "lines"
-	if len(left) == 1 {
+	if lines == 1 {
 		noun = "line"
 	}
-	fmt.Fprintf(&b, "%s%d %s (%d bytes) left out by rpcbench's evidence writer", serverapi.CutPrefix, len(left), noun, size)
+	fmt.Fprintf(&b, "%s%d %s (%d bytes) left out by rpcbench's evidence writer", serverapi.CutPrefix, lines, noun, size)
 	for i, n := range names {
 		if i == 0 {
 			b.WriteString(":")
@@ -117,6 +130,30 @@ func cutLine(left [][]byte) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// parseCutLine reads a line cutLine wrote: the lines and bytes it stands
+// for and the events it counted.
+func parseCutLine(l []byte) (lines, size int, events map[string]int, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSuffix(string(l), "\n"), serverapi.CutPrefix)
+	if !found {
+		return 0, 0, nil, false
+	}
+	head, evs, _ := strings.Cut(rest, ": ")
+	var noun string
+	if _, err := fmt.Sscanf(head, "%d %s (%d bytes)", &lines, &noun, &size); err != nil {
+		return 0, 0, nil, false
+	}
+	events = map[string]int{}
+	for _, kv := range strings.Fields(evs) {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, 0, nil, false
+		}
+		events[k] += n
+	}
+	return lines, size, events, true
 }
 
 // cutLogs applies CutLog, with MaxLogBytes, to every file in dir.

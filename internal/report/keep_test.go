@@ -182,12 +182,39 @@ func TestCutLog(t *testing.T) {
 	if cut, err := CutLog(path, limit*4); cut || err != nil {
 		t.Errorf("CutLog of a file within its limit = %v, %v; want nothing cut", cut, err)
 	}
-	// Cut again under a limit it exceeds by its cut line, as a kept log
-	// is on the next run: the line that says what was left out stays.
-	if cut, err := CutLog(path, limit/2); cut || err != nil {
-		t.Errorf("CutLog of a file cut already = %v, %v; want it left as it was", cut, err)
+	// Cut again under the same limit, which it exceeds by its cut line,
+	// as a kept log is on the next run: nothing changes.
+	if cut, err := CutLog(path, limit); cut || err != nil {
+		t.Errorf("CutLog of a file cut already under its limit = %v, %v; want it left as it was", cut, err)
 	}
 	if again, _ := os.ReadFile(path); string(again) != string(got) {
-		t.Errorf("a file cut already was changed")
+		t.Errorf("a file cut already under its limit was changed")
+	}
+	// Cut under a smaller limit (a log an earlier writer cut under a
+	// larger one), it is cut again, and its one cut line counts what
+	// both cuts left out.
+	if cut, err := CutLog(path, limit/2); !cut || err != nil {
+		t.Fatalf("CutLog under a smaller limit = %v, %v; want a cut", cut, err)
+	}
+	again, _ := os.ReadFile(path)
+	lines = strings.Split(strings.TrimSuffix(string(again), "\n"), "\n")
+	var cuts []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, serverapi.CutPrefix) {
+			cuts = append(cuts, l)
+		}
+	}
+	wantCut = fmt.Sprintf("#cut %d lines (", len(all)-(len(lines)-1))
+	if len(cuts) != 1 || !strings.HasPrefix(cuts[0], wantCut) {
+		t.Errorf("cut lines %q, want one starting %q", cuts, wantCut)
+	}
+	var opens, closes int
+	fmt.Sscanf(cuts[0][strings.Index(cuts[0], "CONN_OPEN="):], "CONN_OPEN=%d CONN_CLOSED=%d", &opens, &closes)
+	kept := strings.Count(string(again), serverapi.EventConnOpen) + strings.Count(string(again), serverapi.EventConnClosed) - 2
+	if opens+closes+kept != len(all) || lines[0] != all[0] || lines[len(lines)-1] != all[len(all)-1] {
+		t.Errorf("after a second cut: %d CONN_OPEN and %d CONN_CLOSED counted, %d kept, want %d in all, the first and last lines kept\n%s", opens, closes, kept, len(all), again)
+	}
+	if len(again) > limit/2+len(cuts[0])+1 {
+		t.Errorf("%d bytes left, more than the limit %d and the cut line", len(again), limit/2)
 	}
 }
