@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,11 +21,7 @@ import (
 func chaosApp(t *testing.T) (*app, *bytes.Buffer, *bytes.Buffer, chaos.Options) {
 	t.Helper()
 	// Built before testApp leaves the module's directory.
-	server := filepath.Join(t.TempDir(), serverName)
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", server, "github.com/rpcbench/rpcbench/cmd/rpcserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build rpcserver: %v\n%s", err, out)
-	}
+	_, server := buildBinaries(t)
 	a, stdout, stderr := testApp(t)
 	a.Server = server
 	o := chaos.DefaultOptions()

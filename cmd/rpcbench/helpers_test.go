@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 )
@@ -83,4 +87,55 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// built holds the binaries buildBinaries built, once for the test binary:
+// a dozen tests run the real rpcbench and rpcserver, and each build
+// links both (a second or two each, under -race's load more).
+var built struct {
+	once              sync.Once
+	dir               string
+	rpcbench, rpcserv string
+	err               error
+}
+
+// TestMain removes what buildBinaries built once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildBinaries returns rpcbench and rpcserver built from this module,
+// into a temporary directory of the test binary's, built on the first
+// call. Tests may read and run them and make directories beside them,
+// never change them.
+func buildBinaries(t *testing.T) (rpcbench, rpcserver string) {
+	t.Helper()
+	built.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the go command is needed to build the binaries: %w", err)
+			return
+		}
+		if built.dir, err = leftover.MkdirTemp("", "bin"); err != nil {
+			built.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goBin, "build", "-o", built.dir+"/",
+			"github.com/rpcbench/rpcbench/cmd/rpcbench", "github.com/rpcbench/rpcbench/cmd/rpcserver")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		built.rpcbench, built.rpcserv = filepath.Join(built.dir, "rpcbench"), filepath.Join(built.dir, serverName)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.rpcbench, built.rpcserv
 }

@@ -134,10 +134,11 @@ func TestNetworkSkipsWithoutRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tmp := filepath.Join(filepath.Dir(rpcbench), "tmp")
-	if err := os.Mkdir(tmp, 0o1777); err != nil {
+	tmp, err := os.MkdirTemp(filepath.Dir(rpcbench), "tmp")
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer os.RemoveAll(tmp)
 	os.Chmod(tmp, 0o1777)
 	before, err := nethost.Leftovers()
 	if err != nil {

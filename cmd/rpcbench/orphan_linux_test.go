@@ -193,22 +193,6 @@ func checkSwept(t *testing.T, rpcbench, rpcserver, tmp string) {
 	}
 }
 
-// buildBinaries builds rpcbench and rpcserver into a temporary directory.
-func buildBinaries(t *testing.T) (rpcbench, rpcserver string) {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build the binaries: %v", err)
-	}
-	dir := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), goBin, "build", "-o", dir+"/",
-		"github.com/rpcbench/rpcbench/cmd/rpcbench", "github.com/rpcbench/rpcbench/cmd/rpcserver")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "rpcbench"), filepath.Join(dir, serverName)
-}
-
 func createFile(t *testing.T, path string) *os.File {
 	t.Helper()
 	f, err := os.Create(path)
