@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // ran is one scenario run's outcome, as a batch records it.
@@ -25,8 +26,8 @@ type ran struct {
 // that the output and the evidence read the same however many ran at
 // once.
 //
-// Runs of one pool may run at the same time; a run whose pool is "" runs
-// by itself. A run starts once the runs in progress are all of its pool
+// Runs of one pool may run at the same time, at most p of them (more for
+// keepalive's: poolWidth); a run whose pool is "" runs by itself. A run starts once the runs in progress are all of its pool
 // (none, for a run alone) and fewer than p: so a run alone waits for
 // every run before it to end, and none starts until it has ended. Runs
 // start in run order. With p = 1 the next run starts only once the batch
@@ -71,13 +72,28 @@ func startScheduler(ctx context.Context, n, p int, pool func(int) string, run fu
 	return s
 }
 
+// keepaliveWidth is how many keepalive scenarios may run at once with -p
+// above 1: they wait seconds on keepalive timers with nothing to do (a
+// dozen seconds each, a tenth of the grpc group's time at -p 2), each on
+// a test host of its own where it has one, so more of them add no load
+// that could move those timers. -p 1 still runs them one at a time.
+const keepaliveWidth = 8
+
+// poolWidth is how many runs of pool may run at once under -p p.
+func poolWidth(pool string, p int) int {
+	if pool == scenario.PoolKeepalive && p > 1 {
+		return max(p, keepaliveWidth)
+	}
+	return p
+}
+
 // admit waits until run i may start and counts it as running; false when
 // the batch stopped (ctx ended) first.
 func (s *scheduler) admit(ctx context.Context, i int) bool {
 	g := s.pool(i)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ctx.Err() == nil && s.running > 0 && (s.running >= s.p || g == "" || g != s.current) {
+	for ctx.Err() == nil && s.running > 0 && (s.running >= poolWidth(g, s.p) || g == "" || g != s.current) {
 		s.cond.Wait()
 	}
 	if ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // schedProbe records, as runs start and end, how many ran at once and
@@ -82,6 +83,63 @@ func TestScheduler(t *testing.T) {
 			s.stop()
 			if probe.most > p || (p > 1 && probe.most < 2) {
 				t.Errorf("at most %d ran at once, want at most %d (and 2 or more when allowed)", probe.most, p)
+			}
+			if len(probe.crowded) > 0 {
+				t.Errorf("runs had company they may not have: %v", probe.crowded)
+			}
+		})
+	}
+}
+
+// TestSchedulerKeepaliveWide: keepalive scenarios, which wait on timers,
+// run keepaliveWidth at once under -p 2, and one at a time under -p 1;
+// a run of another pool after them still waits for all of them.
+func TestSchedulerKeepaliveWide(t *testing.T) {
+	const n = 3 * keepaliveWidth
+	pool := func(i int) string {
+		if i == n-1 {
+			return ""
+		}
+		return scenario.PoolKeepalive
+	}
+	for _, tt := range []struct{ p, most int }{{1, 1}, {2, keepaliveWidth}} {
+		t.Run(fmt.Sprintf("p=%d", tt.p), func(t *testing.T) {
+			var probe schedProbe
+			all := make(chan struct{})
+			var started sync.WaitGroup
+			started.Add(keepaliveWidth)
+			s := startScheduler(context.Background(), n, tt.p, pool, func(_ context.Context, i int) ran {
+				probe.enter(i, pool(i))
+				if tt.p > 1 && i < keepaliveWidth {
+					// The first keepaliveWidth end only once all of them
+					// have started: they must run at once.
+					started.Done()
+					<-all
+				}
+				time.Sleep(time.Millisecond)
+				probe.leave(i)
+				return ran{line: report.Line{Name: fmt.Sprint(i)}}
+			})
+			defer s.stop()
+			if tt.p > 1 {
+				ready := make(chan struct{})
+				go func() { started.Wait(); close(ready) }()
+				select {
+				case <-ready:
+				case <-time.After(10 * time.Second):
+					t.Errorf("%d keepalive runs never ran at once", keepaliveWidth)
+				}
+				close(all)
+			}
+			for i := range n {
+				if _, ok := s.next(i); !ok {
+					t.Fatalf("run %d never ran", i)
+				}
+				s.done(i)
+			}
+			s.stop()
+			if probe.most != tt.most {
+				t.Errorf("at most %d ran at once, want %d", probe.most, tt.most)
 			}
 			if len(probe.crowded) > 0 {
 				t.Errorf("runs had company they may not have: %v", probe.crowded)

@@ -51,7 +51,7 @@ func (c *control) runFlags(cmd *cobra.Command) {
 	f.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound on each scenario: past it the scenario FAILs naming the timeout, its servers are stopped and the run goes on (0: none)")
 	f.BoolVar(&c.Fresh, "fresh", false, "with an evidence directory, write every case from this run; by default a case whose verdict and stable fields this run reproduced keeps its earlier line and logs, so that a re-run changes only what changed")
 	c.Parallel = runtime.NumCPU()
-	f.VarP(countFlag{&c.Parallel}, "parallel", "p", "how many scenarios may run at once; by default the CPUs here; only those whose meaning is neither a timing bound nor a kernel state run beside others, the rest alone, and the output keeps the run order")
+	f.VarP(countFlag{&c.Parallel}, "parallel", "p", "how many scenarios may run at once; by default the CPUs here; only those whose meaning is neither a timing bound nor a kernel state run beside others (and the keepalive ones, which wait on timers, up to 8 beside each other), the rest alone, and the output keeps the run order")
 	f.BoolVar(&c.FailFast, "failfast", false, "stop after the first scenario that does not pass")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "print under each CASE line its attempt logs and the events its servers logged")
 	f.StringVar(&c.JUnit, "junit", "", `also write JUnit XML to this file: one testsuite per group, one testcase per scenario and pass ("-": stdout, the CASE lines then go to stderr)`)
