@@ -2,7 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
 
@@ -48,16 +48,24 @@ func TestRoundTrip(t *testing.T) {
 // TestReadsCommittedEvidence: every trace file in the committed evidence
 // reads back whole.
 func TestReadsCommittedEvidence(t *testing.T) {
-	files, _ := filepath.Glob("../../evidence/logs/trace-*.jsonl")
-	more, _ := filepath.Glob("../../evidence/*/logs/trace-*.jsonl")
-	if files = append(files, more...); len(files) < 10 {
-		t.Fatalf("found %d trace files in the evidence", len(files))
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	dirs, _ := filepath.Glob("../../evidence/*/logs")
+	dirs = append(dirs, "../../evidence/logs")
+	files := map[string][]byte{}
+	for _, d := range dirs {
+		logs, err := report.ReadLogs(d)
 		if err != nil {
 			t.Fatal(err)
 		}
+		for name, b := range logs {
+			if strings.HasPrefix(name, "trace-") && strings.HasSuffix(name, ".jsonl") {
+				files[filepath.Join(d, name)] = b
+			}
+		}
+	}
+	if len(files) < 10 {
+		t.Fatalf("found %d trace files in the evidence", len(files))
+	}
+	for f, b := range files {
 		recs, err := Read(bytes.NewReader(b))
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
