@@ -173,7 +173,7 @@ func (c *Conn) Open(req Request) (*Stream, error) {
 	err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.encBuf.Bytes(), EndHeaders: true})
 	c.writeMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("rawgrpc: headers: %w", err)
+		return nil, c.writeErr("headers", err)
 	}
 	if !req.Hold {
 		if err := st.Send(req.Message, true); err != nil {
@@ -181,6 +181,21 @@ func (c *Conn) Open(req Request) (*Stream, error) {
 		}
 	}
 	return st, nil
+}
+
+// writeErr is the error of a write of what that failed with err. A
+// write to a connection already closed, by the peer (the reader closes
+// it once the connection ends) or by Close, is the connection's own
+// error, which wraps ErrClosed, once the reader has ended. The caller
+// must not hold writeMu.
+func (c *Conn) writeErr(what string, err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		<-c.closed
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return fmt.Errorf("rawgrpc: %s: %w", what, c.err)
+	}
+	return fmt.Errorf("rawgrpc: %s: %w", what, err)
 }
 
 // WriteFrame writes one frame of any type as given, valid or not.
@@ -349,17 +364,24 @@ func (st *Stream) Send(msg []byte, end bool) error {
 func (st *Stream) SendRaw(b []byte, end bool) error {
 	c := st.c
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	var err error
 	for {
 		n := min(len(b), 16384)
 		last := n == len(b)
-		if err := c.fr.WriteData(st.id, end && last, b[:n]); err != nil {
-			return fmt.Errorf("rawgrpc: data: %w", err)
+		if err = c.fr.WriteData(st.id, end && last, b[:n]); err != nil {
+			break
 		}
 		if b = b[n:]; last {
-			return nil
+			break
 		}
 	}
+	// Unlocked first: writeErr may wait for the reader, which writes
+	// (SETTINGS and PING acknowledgements) under writeMu.
+	c.writeMu.Unlock()
+	if err != nil {
+		return c.writeErr("data", err)
+	}
+	return nil
 }
 
 // Reset sends RST_STREAM with code; the stream then ends as reset by

@@ -2,6 +2,7 @@ package rawgrpc
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -161,5 +162,21 @@ func TestSplitMessages(t *testing.T) {
 		if len(msgs) != tc.n || (bad != "") != tc.bad {
 			t.Errorf("splitMessages(%v) = %d messages, %q; want %d, bad %v", tc.in, len(msgs), bad, tc.n, tc.bad)
 		}
+	}
+}
+
+// TestSendAfterConnClosed: a write to a connection the reader has closed
+// (the server ended it) fails with ErrClosed, as a stream waiting on it
+// does, not with the socket's "use of closed network connection".
+func TestSendAfterConnClosed(t *testing.T) {
+	c := dial(t, serve(t))
+	st, err := c.Open(Request{Method: "Get", Call: "c1", Timeout: "5S", Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As read does once the server has closed the connection.
+	c.nc.Close()
+	if err := st.Send(GetRequest("acct-A", 0, 0), true); !errors.Is(err, ErrClosed) {
+		t.Errorf("Send after the connection closed: %v, want ErrClosed", err)
 	}
 }
