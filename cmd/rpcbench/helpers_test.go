@@ -120,19 +120,27 @@ func buildBinaries(t *testing.T) (rpcbench, rpcserver string) {
 			built.err = fmt.Errorf("the go command is needed to build the binaries: %w", err)
 			return
 		}
+		// The binaries go in a directory of a private one, never straight
+		// in TMPDIR: a test opens theirs and its parent to other users
+		// (TestNetworkSkipsWithoutRoot), which must not be TMPDIR itself.
 		if built.dir, err = leftover.MkdirTemp("", "bin"); err != nil {
+			built.err = err
+			return
+		}
+		bin := filepath.Join(built.dir, "bin")
+		if err := os.Mkdir(bin, 0o700); err != nil {
 			built.err = err
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, goBin, "build", "-o", built.dir+"/",
+		cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin+"/",
 			"github.com/rpcbench/rpcbench/cmd/rpcbench", "github.com/rpcbench/rpcbench/cmd/rpcserver")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)
 			return
 		}
-		built.rpcbench, built.rpcserv = filepath.Join(built.dir, "rpcbench"), filepath.Join(built.dir, serverName)
+		built.rpcbench, built.rpcserv = filepath.Join(bin, "rpcbench"), filepath.Join(bin, serverName)
 	})
 	if built.err != nil {
 		t.Fatal(built.err)

@@ -73,7 +73,7 @@ func startScheduler(ctx context.Context, n, p int, pool func(int) string, run fu
 }
 
 // keepaliveWidth is how many keepalive scenarios may run at once with -p
-// above 1: they wait seconds on keepalive timers with nothing to do (a
+// above 1, whatever -p is: they wait seconds on keepalive timers with nothing to do (a
 // dozen seconds each, a tenth of the grpc group's time at -p 2), each on
 // a test host of its own where it has one, so more of them add no load
 // that could move those timers. -p 1 still runs them one at a time.
@@ -82,7 +82,7 @@ const keepaliveWidth = 8
 // poolWidth is how many runs of pool may run at once under -p p.
 func poolWidth(pool string, p int) int {
 	if pool == scenario.PoolKeepalive && p > 1 {
-		return max(p, keepaliveWidth)
+		return keepaliveWidth
 	}
 	return p
 }

@@ -102,7 +102,7 @@ func TestSchedulerKeepaliveWide(t *testing.T) {
 		}
 		return scenario.PoolKeepalive
 	}
-	for _, tt := range []struct{ p, most int }{{1, 1}, {2, keepaliveWidth}} {
+	for _, tt := range []struct{ p, most int }{{1, 1}, {2, keepaliveWidth}, {2 * keepaliveWidth, keepaliveWidth}} {
 		t.Run(fmt.Sprintf("p=%d", tt.p), func(t *testing.T) {
 			var probe schedProbe
 			all := make(chan struct{})

@@ -203,8 +203,9 @@ func (e *Evidence) Commit() error {
 	defer e.lock.Close()
 	e.pruneEarlier()
 	// Logs are cut to MaxLogBytes once the cases a re-run reproduced have
-	// taken their old files back: one an earlier run left whole is cut
-	// too (into a new file: the old one, linked, stays as it was).
+	// taken their old files back: one an earlier run left whole, or cut
+	// under a larger limit, is cut too (its copy: the old evidence stays
+	// as it was until the renames below).
 	_, err := e.keepReproduced()
 	if err == nil {
 		err = cutLogs(e.LogDir())
