@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -9,9 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // TestLongIdleConnsKept is a measurement, not part of go test's default
@@ -63,28 +61,14 @@ func TestLongIdleConnsKept(t *testing.T) {
 		}
 	}
 	logPath := filepath.Join(t.TempDir(), "server.log")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-log", logPath, "-"+serverapi.FlagMaxConns, strconv.Itoa(conns+16))
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
-	cmd.WaitDelay = 10 * time.Second
-	stdout, err := cmd.StdoutPipe()
+	spec := serverproc.RPCServer{Bin: bin, LogPath: logPath}.Spec()
+	spec.Args = append(spec.Args, "-"+serverapi.FlagMaxConns, strconv.Itoa(conns+16))
+	srv, err := serverproc.StartAwait(context.Background(), spec, serverproc.StartTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cancel()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the announce line: %v", err)
-	}
-	addr, err := serverapi.ParseAnnounce(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer srv.Stop()
+	addr := srv.Addr
 
 	ping, err := proto.AppendFrame(nil, &proto.Frame{Type: proto.TypeRequest, ID: 1, BudgetMs: 5000, Method: serverapi.MethodPing})
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -22,6 +21,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // envRSS turns on TestGRPCZeroWindowRSS: a comma-separated list of
@@ -67,28 +67,12 @@ func TestGRPCZeroWindowRSS(t *testing.T) {
 // measureZeroWindow starts bin, loads it with n zero-window connections
 // and returns its settled VmRSS and its VmHWM, in bytes.
 func measureZeroWindow(t *testing.T, bin string, n int) (rss, hwm int64) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-grpc", "-log", os.DevNull)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
+	srv, err := serverproc.StartAwait(context.Background(), serverproc.RPCServer{Bin: bin, LogPath: os.DevNull, GRPC: true}.Spec(), serverproc.StartTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cancel()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("announce: %v", err)
-	}
-	addr, err := serverapi.ParseAnnounce(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, out)
+	defer srv.Stop()
+	addr := srv.Addr
 
 	const streams, size = 256, 16 << 10
 	var reqs bytes.Buffer
@@ -155,7 +139,7 @@ func measureZeroWindow(t *testing.T, bin string, n int) (rss, hwm int64) {
 		}
 	}
 	t.Logf("conns=%d: gRPC counters requests.echo exec.echo unavailable streams_refused conns_open = %s", n, last)
-	return procStatus(t, cmd.Process.Pid, "VmRSS"), procStatus(t, cmd.Process.Pid, "VmHWM")
+	return procStatus(t, srv.PID, "VmRSS"), procStatus(t, srv.PID, "VmHWM")
 }
 
 // procStatus returns a field of /proc/PID/status given in kB, in bytes.
