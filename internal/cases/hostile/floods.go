@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/rpcbench/rpcbench/internal/grpcwire"
+	"github.com/rpcbench/rpcbench/internal/rawgrpc"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 )
@@ -71,14 +72,8 @@ func hostileGRPCContinuationFlood(t *scenario.T) {
 	}()
 	t.Cleanup(func() { p.nc.Close(); <-flooded })
 
-	var during, after politeGRPC
-	during.gets(t, polite, scenario.PoliteDuring)
-	w.SampleDuring()
-	<-flooded
-	closed := waitEnded(p, scenario.IOTimeout)
-	goAway := receivedGoAway(p)
-	p.nc.Close()
-	ctr := w.Settle()
+	during, closed, goAway, ctr := floodEnd(t, p, w, polite, flooded)
+	var after politeGRPC
 	after.gets(t, polite, scenario.PoliteAfter)
 
 	t.Volatile("continuationsSent", sent)
@@ -94,6 +89,20 @@ func hostileGRPCContinuationFlood(t *scenario.T) {
 	w.Report(scenario.RSSLimitTightKB)
 	during.check(t, "during the flood")
 	after.check(t, "after the flood")
+}
+
+// floodEnd is what a one-connection flood does while and once its
+// flooder floods p: the polite gets made during it, then, once flooded
+// is closed, whether the server ended p within IOTimeout and the GOAWAY
+// it sent, and the server's counters once it settled with p closed.
+func floodEnd(t *scenario.T, p *h2Peer, w *scenario.Watch, polite *rawgrpc.Conn, flooded <-chan struct{}) (during politeGRPC, closed bool, goAway string, ctr scenario.Counters) {
+	during.gets(t, polite, scenario.PoliteDuring)
+	w.SampleDuring()
+	<-flooded
+	closed = waitEnded(p, scenario.IOTimeout)
+	goAway = receivedGoAway(p)
+	p.nc.Close()
+	return during, closed, goAway, w.Settle()
 }
 
 // waitEnded waits up to d for p's reader to see the connection end.
@@ -174,15 +183,9 @@ func hostileGRPCRapidReset(t *scenario.T) {
 	}()
 	t.Cleanup(func() { p.nc.Close(); <-flooded })
 
-	var during, after politeGRPC
-	during.gets(t, polite, scenario.PoliteDuring)
-	w.SampleDuring()
-	<-flooded
-	closed := waitEnded(p, scenario.IOTimeout)
-	goAway := receivedGoAway(p)
-	p.nc.Close()
-	ctr := w.Settle()
+	during, closed, goAway, ctr := floodEnd(t, p, w, polite, flooded)
 	rpcCtr := t.Counters(s)
+	var after politeGRPC
 	after.gets(t, polite, scenario.PoliteAfter)
 	// The server logs a HEADERS's ATTEMPT before it counts it, so every
 	// HEADERS counted here is in the log read after.
