@@ -107,8 +107,13 @@ func grpcExecutedOnce(g *judge.T) { debitOnce(g, false) }
 // loaded 2-core machine and still be within it.
 const grpcNoReplySlack = 500 * time.Millisecond
 
+// grpcNoReplyDeadline is grpc_noreply_within_deadline's deadline: it
+// waits out the whole of it in every column, and its meaning is the
+// bound, not its length.
+const grpcNoReplyDeadline = 500 * time.Millisecond
+
 func grpcNoReplyWithinDeadline(g *judge.T) {
-	const deadline = time.Second
+	const deadline = grpcNoReplyDeadline
 	if !g.Start() {
 		g.Unsupported("no such fault on rpcbench's wire", judge.InvExecOnce, judge.InvWithinDeadline)
 		return
@@ -655,12 +660,17 @@ func grpcWaitForReady(g *judge.T) {
 }
 
 // grpcReadyDelay is how long after it starts the server of
-// grpc_wait_for_ready binds, and grpcReadyDeadline its call's deadline:
-// a second, so that an adapter slow to invoke its library on a loaded
-// machine still calls before anything listens (sentBeforeListen sees
-// only when the harness sent the call).
+// grpc_wait_for_ready binds, and grpcReadyDeadline its call's deadline.
+// The delay is half a second: the harness sends the call a few
+// milliseconds after starting the server (listenAfterSent is about the
+// delay), so an adapter slow to invoke its library on a loaded machine
+// still calls before anything listens (sentBeforeListen sees only when
+// the harness sent the call); and it is under the first reconnection
+// backoff of the stacks judged (1s, jittered by a fifth), so a call that
+// waits is served at that first reconnection, where a 1s delay met the
+// backoff's jitter and cost grpc-go a second reconnection (2.3-2.7s).
 const (
-	grpcReadyDelay    = time.Second
+	grpcReadyDelay    = 500 * time.Millisecond
 	grpcReadyDeadline = 3 * time.Second
 )
 
