@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/internal/scenario"
+	suggestpkg "github.com/rpcbench/rpcbench/internal/suggest"
 )
 
 // control are the flags all and run share: which scenarios, and how
@@ -150,48 +151,11 @@ const listHint = "'rpcbench list' shows every scenario"
 // scenario's own name (which runs every column) is a candidate as well
 // as each column's case.
 func suggest(r scenario.Registry, name string) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
 	names := r.Names()
 	for _, c := range r {
 		if sc := c.Column.Scenario; sc != "" && !slices.Contains(names, sc) {
 			names = append(names, sc)
 		}
 	}
-	for _, n := range names {
-		d := editDistance(name, n)
-		if d <= 2 || (len(name) >= 4 && strings.Contains(n, name)) {
-			cs = append(cs, cand{n, d})
-		}
-	}
-	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
-	var out []string
-	for _, c := range cs {
-		out = append(out, c.name)
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggestpkg.Near(name, names, nil)
 }

@@ -285,3 +285,20 @@ func decode(method string, b []byte) (account string, amount, sleepMs int64) {
 	}
 	return
 }
+
+// Bank is a fake server's Bank alone, without the server-under-test
+// protocol: target's tests serve it in process and judge it from
+// outside, as a running service of a user's. Mode is one of EnvServer's.
+type Bank struct{ f *fakeServer }
+
+// NewBank returns the Bank of the fake server mode, every account at
+// bank.DefaultBalance.
+func NewBank(mode string) *Bank {
+	return &Bank{&fakeServer{mode: mode, out: json.NewEncoder(io.Discard), balances: map[string]int64{}}}
+}
+
+// ServeHTTP serves one unary Bank call over HTTP/2.
+func (b *Bank) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.f.ServeHTTP(w, r) }
+
+// Wait waits for the handlers SrvLate runs after answering.
+func (b *Bank) Wait() { b.f.late.Wait() }

@@ -47,6 +47,8 @@ type Conn struct {
 	err     error
 
 	closed chan struct{} // closed when the reader has returned
+
+	maxBody int // Options.MaxBody
 }
 
 // GoAway is a GOAWAY frame the server sent.
@@ -63,6 +65,11 @@ type Options struct {
 	// answers' HEADERS come, their DATA never does. False grants a
 	// window far larger than any answer.
 	ZeroWindow bool
+	// MaxBody, when above 0, bounds the DATA one stream may hold: a
+	// stream whose server sends more ends at once, with BadBody saying
+	// so, and is reset (CANCEL); what came past the bound is not kept.
+	// 0 keeps all, for servers rpcbench runs itself.
+	MaxBody int
 }
 
 // Dial connects to addr with prior knowledge of HTTP/2 (h2c), sends the
@@ -78,7 +85,7 @@ func DialOptions(ctx context.Context, addr string, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rawgrpc: %w", err)
 	}
-	c := &Conn{nc: nc, fr: http2.NewFramer(nc, nc), nextID: 1, streams: map[uint32]*Stream{}, closed: make(chan struct{})}
+	c := &Conn{nc: nc, fr: http2.NewFramer(nc, nc), nextID: 1, streams: map[uint32]*Stream{}, closed: make(chan struct{}), maxBody: o.MaxBody}
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 1 << 20
 	c.enc = hpack.NewEncoder(&c.encBuf)
@@ -127,6 +134,12 @@ func (c *Conn) GoAway() *GoAway {
 type Request struct {
 	// Method is the Bank method: "Get", "Debit" or "Echo".
 	Method string
+	// Path, when set, is the call's :path instead, for a method of any
+	// service: "/pkg.Service/Method".
+	Path string
+	// Metadata are more header fields, sent as given after the ones
+	// above (lower-case names, as HTTP/2 wants them).
+	Metadata []hpack.HeaderField
 	// Call is the x-rpcbench-call metadata; "" sends none.
 	Call string
 	// Timeout is the grpc-timeout header's value, verbatim; "" sends
@@ -143,9 +156,13 @@ type Request struct {
 // Open sends req's HEADERS (and, unless req.Hold, its message) on a new
 // stream.
 func (c *Conn) Open(req Request) (*Stream, error) {
+	path := req.Path
+	if path == "" {
+		path = "/rpcbench.bank.v1.Bank/" + req.Method
+	}
 	fields := []hpack.HeaderField{
 		{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
-		{Name: ":path", Value: "/rpcbench.bank.v1.Bank/" + req.Method}, {Name: ":authority", Value: c.nc.RemoteAddr().String()},
+		{Name: ":path", Value: path}, {Name: ":authority", Value: c.nc.RemoteAddr().String()},
 		{Name: "content-type", Value: "application/grpc"}, {Name: "te", Value: "trailers"},
 	}
 	if req.Timeout != "" {
@@ -154,6 +171,7 @@ func (c *Conn) Open(req Request) (*Stream, error) {
 	if req.Call != "" {
 		fields = append(fields, hpack.HeaderField{Name: grpcwire.MetaCall, Value: req.Call})
 	}
+	fields = append(fields, req.Metadata...)
 	c.writeMu.Lock()
 	id := c.nextID
 	c.nextID += 2
@@ -330,6 +348,8 @@ type Result struct {
 	ConnClosed bool
 	// At is when the stream ended.
 	At time.Time
+	// overBody is Options.MaxBody when the server sent more.
+	overBody int
 }
 
 // Outcome is the result in one word for evidence: the grpc-status's
@@ -449,6 +469,15 @@ func (st *Stream) headers(f *http2.MetaHeadersFrame) {
 
 func (st *Stream) data(b []byte, end bool) {
 	st.mu.Lock()
+	if max := st.c.maxBody; max > 0 && len(st.body)+len(b) > max {
+		st.mu.Unlock()
+		st.c.forget(st.id)
+		st.end(func(r *Result) { r.overBody = max })
+		// Reset from a goroutine of its own: the reader must not wait
+		// on a write to a peer that may not read.
+		go st.Reset(http2.ErrCodeCancel)
+		return
+	}
 	st.body = append(st.body, b...)
 	st.mu.Unlock()
 	if end {
@@ -468,6 +497,9 @@ func (st *Stream) end(set func(*Result)) {
 	set(&st.res)
 	st.res.At = time.Now()
 	st.res.Messages, st.res.BadBody = splitMessages(st.body)
+	if st.res.overBody > 0 {
+		st.res.BadBody = fmt.Sprintf("the server sent over %d bytes of DATA on the stream, the bound", st.res.overBody)
+	}
 	close(st.done)
 }
 
