@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rpcbench/rpcbench/internal/schema"
 	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/schema"
 	"github.com/rpcbench/rpcbench/internal/target"
 )
 
@@ -34,11 +34,11 @@ type targetOptions struct {
 	// handler takes.
 	SlowData string
 	SlowFor  time.Duration
-	Settle                             time.Duration
-	Trials                             int
-	Name                               string
-	Evidence                           string
-	JSON                               string
+	Settle   time.Duration
+	Trials   int
+	Name     string
+	Evidence string
+	JSON     string
 	control
 }
 
