@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/rpcbench/rpcbench/adapters/gokit/bankpb"
@@ -67,10 +68,15 @@ func reply(a serverkit.Account, err error) (*bankpb.AccountReply, error) {
 // serverStack is grpc-go's server for serverkit.
 var serverStack = serverkit.Stack{Name: "grpc-go", Version: grpc.Version, New: newServer}
 
-// newServer is grpc.NewServer with no options, serving the Bank.
+// newServer is grpc.NewServer with no options, serving the Bank, and
+// server reflection, as a service of a user's may: rpcbench target reads
+// the Bank's schema from it, as it would theirs. Reflection is a service
+// beside the Bank; the Bank's handlers and the server's options are
+// untouched.
 func newServer(h *serverkit.Handlers, _ *log.Logger) (serverkit.Server, error) {
 	s := grpc.NewServer()
 	bankpb.RegisterBankServer(s, &bankServer{h: h})
+	reflection.Register(s)
 	return &server{s}, nil
 }
 

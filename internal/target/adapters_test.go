@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/schema"
 	"github.com/rpcbench/rpcbench/internal/sut"
 )
 
@@ -47,6 +49,23 @@ func TestServerAdaptersAgree(t *testing.T) {
 			}
 			defer srv.Close()
 			s := bankService(t, srv.Info().Addr, true, true)
+			if st.Name == "grpc-go" {
+				// grpc-go's adapter serves reflection: the schema comes
+				// from the service itself, as a user's would.
+				sch, err := schema.FromReflection(ctx, srv.Info().Addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := "reflection grpc.reflection.v1.ServerReflection at "; !strings.HasPrefix(sch.Source, want) {
+					t.Errorf("schema from %q, want %q", sch.Source, want)
+				}
+				if s.Method, err = sch.Method("rpcbench.bank.v1.Bank/Debit"); err != nil {
+					t.Fatal(err)
+				}
+				if s.Oracle.Method, err = sch.Method("rpcbench.bank.v1.Bank/Get"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			s.Name, s.Trials = st.Name, 10
 			s.SlowFor = 400 * time.Millisecond
 			if _, err := s.Calibrate(ctx); err != nil {
