@@ -34,11 +34,12 @@ type targetOptions struct {
 	// handler takes.
 	SlowData string
 	SlowFor  time.Duration
-	Settle   time.Duration
-	Trials   int
-	Name     string
-	Evidence string
-	JSON     string
+	// Settle, LateWindow and Trials are target.Service's.
+	Settle, LateWindow time.Duration
+	Trials             int
+	Name               string
+	Evidence           string
+	JSON               string
 	control
 }
 
@@ -105,6 +106,7 @@ invariant is a FAIL, and the exit status says so.`,
 	f.StringVar(&o.SlowData, "slow-data", "", "a request of --method whose handler takes --slow-for before it executes, as JSON or @FILE: the deadline and cancel rows send it (default: those rows are n/a)")
 	f.DurationVar(&o.SlowFor, "slow-for", 0, "how long --slow-data's handler takes before it executes")
 	f.DurationVar(&o.Settle, "settle", 20*time.Millisecond, "how long after each answer the oracle reads, for a handler that executes after answering")
+	f.DurationVar(&o.LateWindow, "late-window", 300*time.Millisecond, "how long after each row's last call the oracle reads a last time, for an execution that comes after its answer")
 	f.IntVar(&o.Trials, "trials", 0, "how many calls each timeout row makes, one at a time (default 50 at 0n and 1n, 100 from 1u)")
 	f.StringVar(&o.Name, "name", "target", "the service's name in the evidence (its column)")
 	f.StringVar(&o.Evidence, "evidence", "rpcbench-target", `evidence directory to write ("" for none)`)
@@ -143,8 +145,10 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 		return usageErrorf("", "--slow-for %v: give a duration from 100ms to 1m (the slow rows' deadline and reset come at a quarter of it)", o.SlowFor)
 	case o.Trials < 0 || o.Trials > 100000:
 		return usageErrorf("", "--trials %d: give a count from 1 to 100000 (0: the rows' own)", o.Trials)
-	case o.Settle < 0:
-		return usageErrorf("", "--settle %v: give a duration of 0 or more", o.Settle)
+	case o.Settle < 0 || o.Settle > time.Minute:
+		return usageErrorf("", "--settle %v: give a duration from 0 to 1m", o.Settle)
+	case o.LateWindow < 0 || o.LateWindow > time.Minute:
+		return usageErrorf("", "--late-window %v: give a duration from 0 to 1m", o.LateWindow)
 	case !stackNameRE.MatchString(o.Name):
 		return usageErrorf("", "--name %q: lowercase words joined by - (it names the service's column)", o.Name)
 	}
@@ -177,7 +181,7 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 	if err != nil {
 		return err
 	}
-	svc := &target.Service{Addr: o.Addr, Name: o.Name, Settle: o.Settle, Trials: o.Trials}
+	svc := &target.Service{Addr: o.Addr, Name: o.Name, Settle: o.Settle, LateWindow: o.LateWindow, Trials: o.Trials}
 	if svc.Method, err = sch.Method(o.Method); err != nil {
 		return usageErrorf("", "--method: %v", err)
 	}

@@ -93,7 +93,7 @@ func TestTargetRPCServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	base := append([]string{"target", p.Addr, "--trials", "3", "--method", "rpcbench.bank.v1.Bank/Debit",
+	base := append([]string{"target", p.Addr, "--trials", "3", "--late-window", "50ms", "--method", "rpcbench.bank.v1.Bank/Debit",
 		"--data", `{"account":"acct-T","amount":1}`}, bankProtoArgs(t)...)
 
 	dir := t.TempDir()

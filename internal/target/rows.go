@@ -222,14 +222,10 @@ func (k *counter) after() int {
 	return n
 }
 
-// finalSettle is how long after its last trial a row reads the field a
-// last time, for an execution later than Settle.
-const finalSettle = 300 * time.Millisecond
-
-// done waits finalSettle and reads once more; it returns every trial's
+// done waits LateWindow and reads once more; it returns every trial's
 // executions.
 func (k *counter) done() []int {
-	if err := sleep(k.r.Ctx, max(finalSettle, k.r.s.Settle)); err != nil {
+	if err := sleep(k.r.Ctx, max(k.r.s.LateWindow, k.r.s.Settle)); err != nil {
 		k.r.Fatalf("%v", err)
 	}
 	k.before()

@@ -48,6 +48,9 @@ type Service struct {
 	// Settle is how long after each trial's answer the oracle reads: a
 	// handler still running when its answer left may execute after it.
 	Settle time.Duration
+	// LateWindow is how long after a row's last call the oracle reads a
+	// last time, for an execution later than Settle (at least Settle).
+	LateWindow time.Duration
 }
 
 // MaxAnswer bounds the DATA rpcbench holds of one answer of the service:

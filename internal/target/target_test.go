@@ -43,7 +43,9 @@ func bankService(t *testing.T, addr string, oracle, slow bool) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Service{Addr: addr, Name: "fake-bank", Settle: 20 * time.Millisecond, Trials: 5}
+	// A late window short for the test: only the late fake executes
+	// after answering, and its test sets the window it needs.
+	s := &Service{Addr: addr, Name: "fake-bank", Settle: 20 * time.Millisecond, LateWindow: 50 * time.Millisecond, Trials: 5}
 	if s.Method, err = sch.Method("rpcbench.bank.v1.Bank/Debit"); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +98,7 @@ func field(l report.Line, key string) string {
 // A service with no bug passes every row, judged by the oracle. Each row
 // judges a bank of its own, so that they run at once.
 func TestGoodServicePasses(t *testing.T) {
+	t.Parallel()
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -125,6 +128,7 @@ func TestGoodServicePasses(t *testing.T) {
 // Without an oracle, executions are unknown: the rows that need them
 // are n/a, never a pass; the ones that do not are still judged.
 func TestNoOracleIsUnknown(t *testing.T) {
+	t.Parallel()
 	s := bankService(t, serveBank(t, fakestack.SrvGood), false, false)
 	lines := run(t, s)
 	for name, l := range lines {
@@ -149,6 +153,7 @@ func TestNoOracleIsUnknown(t *testing.T) {
 
 // Each fake with one bug is caught by its row, through target alone.
 func TestBugsCaught(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		mode, row, inv string
 		perExec        int64
@@ -164,6 +169,7 @@ func TestBugsCaught(t *testing.T) {
 			t.Parallel()
 			s := bankService(t, serveBank(t, c.mode), true, true)
 			s.Oracle.PerExec = c.perExec
+			s.LateWindow = 400 * time.Millisecond // the late fake executes 300ms after answering
 			if c.perExec == 0 {
 				if _, err := s.Calibrate(context.Background()); err != nil {
 					t.Fatal(err)
@@ -181,6 +187,7 @@ func TestBugsCaught(t *testing.T) {
 // bank reports every debit executed and applies none, so the balance
 // never moves; a calibration call the service refuses says so too.
 func TestOracleErrors(t *testing.T) {
+	t.Parallel()
 	s := bankService(t, serveBank(t, fakestack.SrvPhantom), true, false)
 	if _, err := s.Calibrate(context.Background()); err == nil || !strings.Contains(err.Error(), "did not move") {
 		t.Errorf("phantom: %v, want an error saying the field did not move", err)
@@ -200,6 +207,7 @@ func TestOracleErrors(t *testing.T) {
 
 // A service that is not there is an ERROR naming it.
 func TestServiceGone(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
