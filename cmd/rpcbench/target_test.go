@@ -99,7 +99,7 @@ func TestTargetRPCServer(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := append(append([]string{}, base...), "--observe", "rpcbench.bank.v1.Bank/Get", "--observe-data", `{"account":"acct-T"}`,
-		"--observe-field", "balance", "--slow-data", `{"account":"acct-T","amount":1,"sleepMs":300}`, "--slow-for", "300ms",
+		"--observe-field", "balance", "--slow-data", `{"account":"acct-T","amount":1,"sleepMs":200}`, "--slow-for", "200ms", "--settle", "5ms",
 		"--evidence", filepath.Join(dir, "ev"))
 	if code := execute(context.Background(), args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -117,7 +117,7 @@ func TestTargetRPCServer(t *testing.T) {
 
 	stdout.Reset()
 	stderr.Reset()
-	args = append(append([]string{}, base...), "--evidence", "")
+	args = append(append([]string{}, base...), "--evidence", "", "--run", "timeout_0n|bad_frame")
 	if code := execute(context.Background(), args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("without an oracle: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}

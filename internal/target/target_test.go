@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,36 +40,47 @@ func serveBank(t *testing.T, mode string) string {
 // observe oracle; with slow, a debit whose handler sleeps 400ms.
 func bankService(t *testing.T, addr string, oracle, slow bool) *Service {
 	t.Helper()
-	sch, err := schema.FromProto(context.Background(), []string{"../../proto"}, "rpcbench/bank/v1/bank.proto")
+	s, err := bankServiceOf(addr, nil, "acct-T", oracle, slow)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return s
+}
+
+// bankServiceOf is bankService on account, by sch (nil: the .proto).
+func bankServiceOf(addr string, sch *schema.Schema, account string, oracle, slow bool) (*Service, error) {
+	var err error
+	if sch == nil {
+		if sch, err = schema.FromProto(context.Background(), []string{"../../proto"}, "rpcbench/bank/v1/bank.proto"); err != nil {
+			return nil, err
+		}
 	}
 	// A late window short for the test: only the late fake executes
 	// after answering, and its test sets the window it needs.
 	s := &Service{Addr: addr, Name: "fake-bank", Settle: 20 * time.Millisecond, LateWindow: 50 * time.Millisecond, Trials: 5}
 	if s.Method, err = sch.Method("rpcbench.bank.v1.Bank/Debit"); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if s.Request, err = s.Method.Request(`{"account":"acct-T","amount":1}`); err != nil {
-		t.Fatal(err)
+	if s.Request, err = s.Method.Request(`{"account":"` + account + `","amount":1}`); err != nil {
+		return nil, err
 	}
 	if slow {
-		if s.Slow, err = s.Method.Request(`{"account":"acct-T","amount":1,"sleepMs":400}`); err != nil {
-			t.Fatal(err)
+		if s.Slow, err = s.Method.Request(`{"account":"` + account + `","amount":1,"sleepMs":400}`); err != nil {
+			return nil, err
 		}
 		s.SlowFor = 400 * time.Millisecond
 	}
 	if oracle {
 		o := &Observe{Field: "balance"}
 		if o.Method, err = sch.Method("rpcbench.bank.v1.Bank/Get"); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		if o.Request, err = o.Method.Request(`{"account":"acct-T"}`); err != nil {
-			t.Fatal(err)
+		if o.Request, err = o.Method.Request(`{"account":"` + account + `"}`); err != nil {
+			return nil, err
 		}
 		s.Oracle = o
 	}
-	return s
+	return s, nil
 }
 
 // run runs the named rows against s, one after the other, as rpcbench
@@ -96,33 +108,49 @@ func field(l report.Line, key string) string {
 }
 
 // A service with no bug passes every row, judged by the oracle. Each row
-// judges a bank of its own, so that they run at once.
+// judges a bank of its own, so that they run at once (goroutines, not
+// parallel subtests, which go test runs two at a time on two cores:
+// these wait, they do not compute).
 func TestGoodServicePasses(t *testing.T) {
 	t.Parallel()
+	var wg sync.WaitGroup
 	for _, name := range Names() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := bankService(t, serveBank(t, fakestack.SrvGood), true, true)
+		s := bankService(t, serveBank(t, fakestack.SrvGood), true, true)
+		dir := t.TempDir()
+		wg.Go(func() {
 			if _, err := s.Calibrate(context.Background()); err != nil {
-				t.Fatal(err)
+				t.Errorf("%s: %v", name, err)
+				return
 			}
 			if s.Oracle.PerExec != -1 {
-				t.Errorf("calibrated %+d per execution, want -1: a debit of 1", s.Oracle.PerExec)
+				t.Errorf("%s: calibrated %+d per execution, want -1: a debit of 1", name, s.Oracle.PerExec)
 			}
-			l := run(t, s, name)[name]
+			l := runIn(dir, s, name)
 			if l.Verdict != report.Pass {
-				t.Fatalf("%s", report.Format(l))
+				t.Errorf("%s", report.Format(l))
+				return
 			}
 			for _, f := range l.Fields {
 				if f.Kind == report.Outcome && f.Value != "holds" {
-					t.Errorf("%s=%s, want holds", f.Key, f.Value)
+					t.Errorf("%s: %s=%s, want holds", name, f.Key, f.Value)
 				}
 			}
 			if field(l, "stack") != "fake-bank" || field(l, "config") != Config || !strings.HasPrefix(field(l, "scenario"), "grpcserver_") {
-				t.Errorf("stack=%s config=%s scenario=%s", field(l, "stack"), field(l, "config"), field(l, "scenario"))
+				t.Errorf("%s: stack=%s config=%s scenario=%s", name, field(l, "stack"), field(l, "config"), field(l, "scenario"))
 			}
 		})
 	}
+	wg.Wait()
+}
+
+// runIn runs row name against s with its logs in dir.
+func runIn(dir string, s *Service, name string) report.Line {
+	for _, c := range Cases(s) {
+		if c.Name == name {
+			return c.Run(context.Background(), scenario.Env{LogDir: dir})
+		}
+	}
+	panic("no row " + name)
 }
 
 // Without an oracle, executions are unknown: the rows that need them
@@ -154,6 +182,7 @@ func TestNoOracleIsUnknown(t *testing.T) {
 // Each fake with one bug is caught by its row, through target alone.
 func TestBugsCaught(t *testing.T) {
 	t.Parallel()
+	var wg sync.WaitGroup
 	for _, c := range []struct {
 		mode, row, inv string
 		perExec        int64
@@ -165,22 +194,24 @@ func TestBugsCaught(t *testing.T) {
 		// the calibration call cannot measure it, so it is given.
 		{fakestack.SrvLate, "target_timeout_1m", "srv_ok_iff_executed", -1},
 	} {
-		t.Run(c.mode+"/"+c.row, func(t *testing.T) {
-			t.Parallel()
-			s := bankService(t, serveBank(t, c.mode), true, true)
-			s.Oracle.PerExec = c.perExec
-			s.LateWindow = 400 * time.Millisecond // the late fake executes 300ms after answering
+		s := bankService(t, serveBank(t, c.mode), true, true)
+		s.Oracle.PerExec = c.perExec
+		s.LateWindow = 400 * time.Millisecond // the late fake executes 300ms after answering
+		dir := t.TempDir()
+		wg.Go(func() {
 			if c.perExec == 0 {
 				if _, err := s.Calibrate(context.Background()); err != nil {
-					t.Fatal(err)
+					t.Errorf("%s: %v", c.mode, err)
+					return
 				}
 			}
-			l := run(t, s, c.row)[c.row]
+			l := runIn(dir, s, c.row)
 			if l.Verdict != report.Fail || field(l, c.inv) != "violated" || !strings.Contains(field(l, report.WhyKey), c.inv+" violated") {
-				t.Errorf("%s, want FAIL with %s:=violated", report.Format(l), c.inv)
+				t.Errorf("%s: %s, want FAIL with %s:=violated", c.mode, report.Format(l), c.inv)
 			}
 		})
 	}
+	wg.Wait()
 }
 
 // An oracle that cannot count is an error before any row: the phantom
