@@ -101,6 +101,9 @@ var built struct {
 
 // TestMain removes what buildBinaries built once every test has run.
 func TestMain(m *testing.M) {
+	if os.Getenv(envProxyWorkload) != "" {
+		os.Exit(proxyWorkload())
+	}
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

@@ -99,7 +99,7 @@ rpcbench drives broke its contract) or INTERRUPTED.
 	pf.Var(colorFlag{&a.Color}, "color", "colour the verdicts: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
 	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(report.ColorModes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a), newChaosCmd(a), newCallCmd(a), newConformCmd(a), newJudgeCmd(a), newTargetCmd(a), newMatrixCmd(a), newVersionCmd(a), newReportCmd(a), newScorecardCmd(a))
+	root.AddCommand(newAllCmd(a), newRunCmd(a), newListCmd(a), newDiffCmd(a), newChaosCmd(a), newCallCmd(a), newConformCmd(a), newJudgeCmd(a), newTargetCmd(a), newProxyCmd(a), newMatrixCmd(a), newVersionCmd(a), newReportCmd(a), newScorecardCmd(a))
 	root.SetHelpCommand(newHelpCmd(root))
 	strictCompletion(root)
 	// Defined first, so that cobra adds no -v shorthand: -v is run's and

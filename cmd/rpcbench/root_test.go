@@ -19,7 +19,7 @@ func TestExecuteUsage(t *testing.T) {
 		once     string   // must appear exactly once in stderr
 	}{
 		{"no command", nil, exitError, []string{"missing command", "Available Commands:"}, "missing command"},
-		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: all, call, chaos, completion, conform, diff, help, judge, list, matrix, report, run, scorecard, target, version"}, "unknown command"},
+		{"unknown command", []string{"bogus"}, exitError, []string{`unknown command "bogus"`, "valid commands: all, call, chaos, completion, conform, diff, help, judge, list, matrix, proxy, report, run, scorecard, target, version"}, "unknown command"},
 		{"misspelt command", []string{"lst"}, exitError, []string{"did you mean list?"}, "unknown command"},
 		{"unknown flag", []string{"all", "--bogus"}, exitError, []string{"unknown flag: --bogus", "--group string"}, "unknown flag"},
 		{"unknown persistent flag value", []string{"--color", "sometimes", "list"}, exitError, []string{`invalid argument "sometimes"`, "auto, always, never"}, "invalid argument"},

@@ -217,13 +217,15 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 		return err
 	}
 	oracle := "none: executions unknown"
-	if svc.Oracle != nil {
+	if svc.Oracle != nil && svc.Oracle.PerExec == 0 {
 		if _, err := svc.Calibrate(ctx); err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
 			return &errAdapter{fmt.Errorf("target %s: %w", o.Addr, err)}
 		}
+	}
+	if svc.Oracle != nil {
 		oracle = svc.Oracle.Describe()
 	}
 	b := o.control.batch(o.app, list, "")

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/http2"
+
+	"github.com/rpcbench/rpcbench/internal/fault"
+)
+
+// Kind is what a rule does to the calls it takes.
+type Kind uint8
+
+// The fault kinds. Those before forwarding never let the upstream see
+// the call; the others forward it and lose, change or hold its answer.
+const (
+	// Unavailable answers UNAVAILABLE, trailers-only, and forwards
+	// nothing (retry_after sets grpc-retry-pushback-ms).
+	Unavailable Kind = iota + 1
+	// Refuse resets the stream REFUSED_STREAM and forwards nothing: a
+	// refusal that says nothing was processed.
+	Refuse
+	// Drop forwards the call, waits for the upstream's whole answer and
+	// resets the client's stream instead of sending it (code=, default
+	// CANCEL).
+	Drop
+	// Close forwards the call, waits for the upstream's whole answer and
+	// closes the client's connection instead (a FIN).
+	Close
+	// UnavailableAfter forwards the call and, once the upstream
+	// answered, answers UNAVAILABLE in its place.
+	UnavailableAfter
+	// NoReply forwards the call and never answers it: the upstream's
+	// answer is held until the client gives up.
+	NoReply
+	// Delay forwards the call after delay=.
+	Delay
+)
+
+var grammar = fault.Grammar[Kind]{
+	Pkg: "proxy",
+	Names: map[Kind]string{Unavailable: "unavailable", Refuse: "refuse", Drop: "drop", Close: "close",
+		UnavailableAfter: "unavailable_after", NoReply: "noreply", Delay: "delay"},
+	WantKinds: "unavailable, refuse, drop, close, unavailable_after, noreply or delay",
+	Keys:      []string{"code"},
+}
+
+// Rule is one fault: its kind, the methods it takes (a pattern of
+// "pkg.Service/Method", * for any part: "shop.v1.Orders/*"), how many
+// calls it takes (count=N: the first N that match; 0: every one), and
+// its kind's settings.
+type Rule struct {
+	Kind  Kind
+	spec  fault.Spec[Kind]
+	Code  http2.ErrCode // Drop's reset code
+	taken int
+}
+
+// ParseRule parses a rule in the fault grammar of rpcserver's -fault and
+// -grpc-fault: "kind=drop method=shop.v1.Orders/Place count=1 code=CANCEL".
+func ParseRule(s string) (*Rule, error) {
+	r := &Rule{Code: http2.ErrCodeCancel}
+	spec, err := grammar.Parse(s, func(k, v string) (bool, error) {
+		if k != "code" {
+			return false, nil
+		}
+		c, ok := errCodes[strings.ToUpper(v)]
+		if !ok {
+			return true, grammar.Errorf(s, "code %q: want an RST_STREAM code (%s)", v, strings.Join(codeNames(), ", "))
+		}
+		r.Code = c
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := path.Match(spec.Method, ""); err != nil {
+		return nil, grammar.Errorf(s, "method %q is no pattern: %v", spec.Method, err)
+	}
+	switch {
+	case spec.Kind == Delay && spec.Delay <= 0:
+		return nil, grammar.Errorf(s, "kind=delay needs delay=DURATION")
+	case strings.Contains(s, "code=") && spec.Kind != Drop:
+		return nil, grammar.Errorf(s, "code is only for kind=drop")
+	}
+	r.Kind, r.spec = spec.Kind, spec
+	return r, nil
+}
+
+// String is the rule in the grammar it was parsed from.
+func (r *Rule) String() string {
+	s := grammar.Format(r.spec)
+	if r.Kind == Drop && r.Code != http2.ErrCodeCancel {
+		s += " code=" + r.Code.String()
+	}
+	return s
+}
+
+// matches reports whether the rule takes a call of method, "pkg.Service/Method".
+func (r *Rule) matches(method string) bool {
+	if r.spec.Method == "" {
+		return true
+	}
+	if ok, _ := path.Match(r.spec.Method, method); ok {
+		return true
+	}
+	// A bare method name matches that method of any service.
+	return !strings.Contains(r.spec.Method, "/") && strings.HasSuffix(method, "/"+r.spec.Method)
+}
+
+// rules are a proxy's rules; the first unspent one that matches a call
+// takes it.
+type rules struct {
+	mu   sync.Mutex
+	list []*Rule
+}
+
+func (rs *rules) take(method string) *Rule {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.list {
+		if !r.matches(method) || r.spec.Count > 0 && r.taken >= r.spec.Count {
+			continue
+		}
+		r.taken++
+		return r
+	}
+	return nil
+}
+
+var errCodes = func() map[string]http2.ErrCode {
+	m := map[string]http2.ErrCode{}
+	for c := http2.ErrCodeNo; c <= http2.ErrCodeHTTP11Required; c++ {
+		m[c.String()] = c
+		m[strconv.Itoa(int(c))] = c
+	}
+	return m
+}()
+
+func codeNames() []string {
+	var out []string
+	for c := http2.ErrCodeNo; c <= http2.ErrCodeHTTP11Required; c++ {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+// pushback is the grpc-retry-pushback-ms an Unavailable rule sends
+// ("-1": do not retry), and whether it sends one.
+func (r *Rule) pushback() (string, bool) {
+	if r.spec.RetryAfter == 0 {
+		return "", false
+	}
+	return strconv.FormatInt(fault.RetryAfterMs(r.spec.RetryAfter), 10), true
+}
