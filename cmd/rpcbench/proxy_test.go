@@ -14,8 +14,6 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/proxy"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
-	"github.com/rpcbench/rpcbench/internal/serverapi"
-	"github.com/rpcbench/rpcbench/internal/serverproc"
 )
 
 // envProxyWorkload makes the test binary proxy's workload: it debits
@@ -90,14 +88,7 @@ func TestProxyUsage(t *testing.T) {
 // debits forwarded and answered OK upstream, and the upstream's balance
 // shows both executed.
 func TestProxyWorkload(t *testing.T) {
-	_, rpcserver := buildBinaries(t)
-	up, err := serverproc.StartAwait(context.Background(), serverproc.Spec{
-		Bin: rpcserver, Args: []string{"-grpc", "-addr", "127.0.0.1:0"}, Announce: serverapi.ParseAnnounce, Want: "an rpcserver",
-	}, serverproc.StartTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(up.Stop)
+	up := startGRPCServer(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -177,14 +168,7 @@ func (s *syncBuffer) String() string {
 // Without a workload the proxy says where it listens, serves until its
 // context ends (SIGINT, SIGTERM), then prints the attempts and exits 0.
 func TestProxyUntilStopped(t *testing.T) {
-	_, rpcserver := buildBinaries(t)
-	up, err := serverproc.StartAwait(context.Background(), serverproc.Spec{
-		Bin: rpcserver, Args: []string{"-grpc", "-addr", "127.0.0.1:0"}, Announce: serverapi.ParseAnnounce, Want: "an rpcserver",
-	}, serverproc.StartTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(up.Stop)
+	up := startGRPCServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stdout, stderr := syncBuffer{listen: make(chan struct{})}, syncBuffer{}

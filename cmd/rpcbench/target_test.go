@@ -85,14 +85,7 @@ func TestTargetUsage(t *testing.T) {
 // passes with it, and without it the rows that count executions are n/a.
 // A service that is not there is an ERROR naming it, exit 1.
 func TestTargetRPCServer(t *testing.T) {
-	_, rpcserver := buildBinaries(t)
-	p, err := serverproc.StartAwait(context.Background(), serverproc.Spec{
-		Bin: rpcserver, Args: []string{"-grpc", "-addr", "127.0.0.1:0"}, Announce: serverapi.ParseAnnounce, Want: "an rpcserver",
-	}, serverproc.StartTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startGRPCServer(t)
 	base := append([]string{"target", p.Addr, "--trials", "3", "--late-window", "50ms", "--method", "rpcbench.bank.v1.Bank/Debit",
 		"--data", `{"account":"acct-T","amount":1}`}, bankProtoArgs(t)...)
 
@@ -133,4 +126,19 @@ func TestTargetRPCServer(t *testing.T) {
 	if code := execute(context.Background(), args, &stdout, &stderr); code != exitFailed || !strings.Contains(stdout.String(), "CASE target_bad_frame ERROR") || !strings.Contains(stdout.String(), gone) {
 		t.Errorf("nothing at %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d and an ERROR naming it", gone, code, stdout.String(), stderr.String(), exitFailed)
 	}
+}
+
+// startGRPCServer starts rpcserver's gRPC side on a free port, stopped
+// when the test ends: a running service for target and proxy.
+func startGRPCServer(t *testing.T) *serverproc.Proc {
+	t.Helper()
+	_, rpcserver := buildBinaries(t)
+	p, err := serverproc.StartAwait(context.Background(), serverproc.Spec{
+		Bin: rpcserver, Args: []string{"-grpc", "-addr", "127.0.0.1:0"}, Announce: serverapi.ParseAnnounce, Want: "an rpcserver",
+	}, serverproc.StartTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
 }

@@ -302,3 +302,22 @@ func (b *Bank) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.f.ServeHTTP
 
 // Wait waits for the handlers SrvLate runs after answering.
 func (b *Bank) Wait() { b.f.late.Wait() }
+
+// ServeBank serves the Bank of mode on h2c on a free loopback port and
+// returns its address and a stop that closes it and waits for its late
+// handlers.
+func ServeBank(mode string) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	b := NewBank(mode)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: b, Protocols: &p}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() {
+		srv.Close()
+		b.Wait()
+	}, nil
+}

@@ -3,7 +3,6 @@ package target
 import (
 	"context"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -19,20 +18,12 @@ import (
 // returns its address.
 func serveBank(t *testing.T, mode string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := fakestack.ServeBank(mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := fakestack.NewBank(mode)
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: b, Protocols: &p}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		srv.Close()
-		b.Wait()
-	})
-	return ln.Addr().String()
+	t.Cleanup(stop)
+	return addr
 }
 
 // bankService judges the Bank at addr as a user would: its .proto, a
