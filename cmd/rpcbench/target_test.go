@@ -107,6 +107,14 @@ func TestTargetRPCServer(t *testing.T) {
 	if ev := readFile(t, filepath.Join(dir, "ev", "output.txt")); !strings.Contains(ev, "CASE target_timeout_0n PASS") {
 		t.Errorf("evidence output.txt:\n%s", ev)
 	}
+	// The evidence is a scorecard's: the service's column in the
+	// server rows.
+	stdout.Reset()
+	stderr.Reset()
+	if code := execute(context.Background(), []string{"scorecard", filepath.Join(dir, "ev"), "--color", "never"}, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), "judged from outside by rpcbench target") || !strings.Contains(stdout.String(), "grpcserver_cancel_stops_handler") {
+		t.Errorf("scorecard of target's evidence: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
 
 	stdout.Reset()
 	stderr.Reset()

@@ -314,6 +314,16 @@ func (c Card) Split() (clients, servers Card) {
 	return part(false), part(true)
 }
 
+// serversAbout says what a card of server columns holds: the shipped
+// stacks beside rpcserver's gRPC side, or services rpcbench target
+// judged from outside.
+func (c Card) serversAbout() string {
+	if len(c.Columns) > 0 && c.Columns[0].Stack != "rpcserver" {
+		return "judged from outside by rpcbench target"
+	}
+	return "each with its library's default options, rpcserver's gRPC side first"
+}
+
 // WriteMarkdownByStack writes a heading line and a table for each
 // client stack of ByStack, and the configurations it could not run,
 // then one table of the server columns, linking cells to page as
@@ -344,7 +354,7 @@ func (c Card) WriteMarkdownByStack(w io.Writer, page string) error {
 	if len(servers.Columns) == 0 {
 		return nil
 	}
-	if _, err := io.WriteString(w, "\n**Servers**, each with its library's default options, rpcserver's gRPC side first\n\n"); err != nil {
+	if _, err := io.WriteString(w, "\n**Servers**, "+servers.serversAbout()+"\n\n"); err != nil {
 		return err
 	}
 	return servers.WriteMarkdown(w, page)

@@ -273,6 +273,29 @@ CASE k_grpcgo_keepalive PASS scenario=k stack=grpc-go config=keepalive version=1
 	}
 }
 
+// TestTargetServers: rpcbench target's lines, a user's service judged
+// from outside in the server rows, are a servers table said to be that,
+// in the text and the Markdown alike.
+func TestTargetServers(t *testing.T) {
+	const lines = `CASE target_timeout_0n PASS scenario=grpcserver_timeout_0n stack=orders config=server srv_expired_not_executed:=holds srv_ok_iff_executed:=holds
+CASE target_bad_frame FAIL scenario=grpcserver_bad_frame stack=orders config=server srv_bad_input_isolated:=violated
+`
+	c := buildFrom(t, lines)
+	var md, text strings.Builder
+	if err := c.WriteMarkdownByStack(&md, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteText(&text, TextOptions{Width: 120}); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{md.String(), text.String()} {
+		if !strings.Contains(out, "judged from outside by rpcbench target") || strings.Contains(out, "rpcserver's gRPC side first") ||
+			!strings.Contains(out, "grpcserver_bad_frame") || !strings.Contains(out, "orders") {
+			t.Errorf("target's scorecard:\n%s", out)
+		}
+	}
+}
+
 // TestServersSection: the server columns (configuration server) are one
 // table after the client stacks', never a stack card of their own, and
 // their rows are left out of the client tables.

@@ -49,7 +49,7 @@ func (c Card) WriteText(w io.Writer, o TextOptions) error {
 		b.WriteString("\n")
 	}
 	if len(servers.Columns) > 0 {
-		b.WriteString(p.head.Sprint("Servers") + "," + wrap(len("Servers,"), "each with its library's default options, rpcserver's gRPC side first", o.Width) + "\n")
+		b.WriteString(p.head.Sprint("Servers") + "," + wrap(len("Servers,"), servers.serversAbout(), o.Width) + "\n")
 		servers.writeBlocks(&b, o.Width, p)
 		b.WriteString("\n")
 	}

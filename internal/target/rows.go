@@ -19,9 +19,10 @@ import (
 	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
-// Config is the configuration field of target's lines: the service is
-// judged as it runs, in no configuration of rpcbench's.
-const Config = "target"
+// Config is the configuration field of target's lines: "server", as
+// the server section's columns have it (scorecard.ConfigServer), so that
+// a service's cells read as a server's, beside the shipped stacks'.
+const Config = "server"
 
 // row is one check of a running service: the server section's scenario
 // it answers, and what it sends.
