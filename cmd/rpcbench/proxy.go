@@ -227,10 +227,17 @@ func writeRecord(o *proxyOptions, attempts []proxy.Attempt) error {
 	return f.Commit()
 }
 
+// encodeAttempts writes each attempt as a JSON line, with the logical
+// call it is part of (proxy.Group).
 func encodeAttempts(w io.Writer, attempts []proxy.Attempt) error {
+	_, callOf := proxy.Group(attempts)
 	enc := json.NewEncoder(w)
-	for _, a := range attempts {
-		if err := enc.Encode(a); err != nil {
+	for i, a := range attempts {
+		line := struct {
+			Call int `json:"call"`
+			proxy.Attempt
+		}{callOf[i], a}
+		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
@@ -242,14 +249,17 @@ func printAttempts(w io.Writer, attempts []proxy.Attempt, errs map[string]int) {
 	if len(attempts) == 0 {
 		fmt.Fprintln(w, "no calls came through the proxy")
 	} else {
+		calls, callOf := proxy.Group(attempts)
+		fmt.Fprintf(w, "%s in %s (CALL ties retries and hedges together: docs/judge-your-service.md)\n",
+			plural(len(attempts), "attempt"), plural(len(calls), "logical call"))
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CONN\tSTREAM\tMETHOD\tPREV\tKEY\tRULE\tFORWARDED\tUPSTREAM\tCLIENT\tMS")
-		for _, a := range attempts {
+		fmt.Fprintln(tw, "CALL\tCONN\tSTREAM\tMETHOD\tPREV\tKEY\tRULE\tFORWARDED\tUPSTREAM\tCLIENT\tMS")
+		for i, a := range attempts {
 			ms := "-"
 			if !a.Ended.IsZero() {
 				ms = fmt.Sprint(a.Ended.Sub(a.Start).Milliseconds())
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", a.Conn, a.Stream, a.Method, dash(a.Previous), dash(a.Key),
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", callOf[i], a.Conn, a.Stream, a.Method, dash(a.Previous), dash(a.Key),
 				dash(a.Rule), a.Forwarded, dash(a.Upstream), dash(clientOutcome(a)), ms)
 		}
 		tw.Flush()

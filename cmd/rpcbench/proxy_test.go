@@ -105,12 +105,20 @@ func TestProxyWorkload(t *testing.T) {
 		t.Errorf("the attempts table:\n%s", out)
 	}
 	var as []proxy.Attempt
-	for _, line := range strings.Split(strings.TrimSpace(readFile(t, record)), "\n") {
-		var a proxy.Attempt
+	for i, line := range strings.Split(strings.TrimSpace(readFile(t, record)), "\n") {
+		var a struct {
+			Call int `json:"call"`
+			proxy.Attempt
+		}
 		if err := json.Unmarshal([]byte(line), &a); err != nil {
 			t.Fatalf("record line %q: %v", line, err)
 		}
-		as = append(as, a)
+		// Two debits, the second no retry of the first (no
+		// grpc-previous-rpc-attempts): two logical calls.
+		if a.Call != i+1 {
+			t.Errorf("record line %d is of call %d, want %d", i+1, a.Call, i+1)
+		}
+		as = append(as, a.Attempt)
 	}
 	if len(as) != 2 || !as[0].Forwarded || as[0].Upstream != "OK" || as[0].Client != "RST_CANCEL" || as[1].Client != "OK" || as[1].Rule != "" {
 		t.Errorf("record %+v", as)

@@ -141,7 +141,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) *stream {
 	st.attempt.Prev, st.attempt.Timeout = logValue(st.attempt.Prev), logValue(st.attempt.Timeout)
 	var timeoutErr error
 	if st.attempt.Timeout != "-" {
-		st.timeout, timeoutErr = parseTimeout(st.attempt.Timeout)
+		st.timeout, timeoutErr = ParseTimeout(st.attempt.Timeout)
 		st.hasTimeout = timeoutErr == nil
 	}
 	budget := int64(-1)

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// parseTimeout decodes a grpc-timeout header value (PROTOCOL-HTTP2.md:
+// ParseTimeout decodes a grpc-timeout header value (PROTOCOL-HTTP2.md:
 // TimeoutValue TimeoutUnit, at most 8 ASCII digits and one of H M S m u
 // n), as grpc-go's decodeTimeout accepts it. A value too large for a
 // time.Duration is clamped to the largest one.
-func parseTimeout(s string) (time.Duration, error) {
+func ParseTimeout(s string) (time.Duration, error) {
 	if len(s) < 2 || len(s) > 9 {
 		return 0, fmt.Errorf("grpcwire: grpc-timeout %q: want 1 to 8 digits and a unit", s)
 	}

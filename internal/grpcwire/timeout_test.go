@@ -27,9 +27,9 @@ func TestParseTimeoutDigits(t *testing.T) {
 		{"m", 0, true},
 	}
 	for _, tt := range tests {
-		got, err := parseTimeout(tt.in)
+		got, err := ParseTimeout(tt.in)
 		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseTimeout(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			t.Errorf("ParseTimeout(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }

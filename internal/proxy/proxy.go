@@ -16,8 +16,11 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"strconv"
@@ -69,6 +72,10 @@ type Attempt struct {
 	Key      string `json:"key,omitempty"`
 	Previous string `json:"previous,omitempty"`
 	Timeout  string `json:"timeout,omitempty"`
+	// Body identifies the request's bytes (the first 16 hex digits of
+	// their SHA-256), once the client ended its request; "" before, or
+	// for a call refused before its body came.
+	Body string `json:"body,omitempty"`
 	// Rule is the rule that took it, "" for none.
 	Rule string `json:"rule,omitempty"`
 	// Forwarded: the upstream was sent the call.
@@ -227,7 +234,8 @@ type pstream struct {
 	toUp, toClient       []byte
 	toUpEnd, toClientEnd bool
 	upWin, clientWin     int64
-	forwarded            bool // the upstream stream is open
+	forwarded            bool      // the upstream stream is open
+	body                 hash.Hash // the request's bytes, hashed as they come
 	upDone, clientDone   bool
 	trailers             []hpack.HeaderField // held until toClient is sent
 	holding              bool                // the answer is withheld (rule)
@@ -624,7 +632,7 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 	a := &Attempt{Conn: s.id, Stream: id, Method: method, Start: time.Now(),
 		Key: header(f.RegularFields(), "idempotency-key"), Previous: header(f.RegularFields(), "grpc-previous-rpc-attempts"),
 		Timeout: header(f.RegularFields(), "grpc-timeout")}
-	ps := &pstream{cid: id, a: a, clientWin: s.cl.initWin, upWin: s.up.initWin}
+	ps := &pstream{cid: id, a: a, clientWin: s.cl.initWin, upWin: s.up.initWin, body: sha256.New()}
 	ps.rule = s.p.rules.take(method)
 	if ps.rule != nil {
 		a.Rule = ps.rule.String()
@@ -697,6 +705,11 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 		}
 		ps.toUp = append(ps.toUp, payload...)
 		ps.toUpEnd = ps.toUpEnd || f.StreamEnded()
+		ps.body.Write(payload)
+		if f.StreamEnded() {
+			sum := hex.EncodeToString(ps.body.Sum(nil))[:16]
+			s.p.record(ps.a, func(a *Attempt) { a.Body = sum })
+		}
 		if n > uint32(len(payload)) { // padding: credited at once
 			pad, id := n-uint32(len(payload)), f.StreamID
 			s.enqueueLocked(pr, func() error {
