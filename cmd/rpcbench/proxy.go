@@ -52,6 +52,8 @@ matches its pattern, the first count of them (0: every one):
   before forwarding, the upstream never sees the call:
     unavailable         UNAVAILABLE, trailers-only (retry_after=D adds pushback)
     refuse              RST_STREAM(REFUSED_STREAM)
+    goaway_below        GOAWAY below its stream; the connection then takes
+                        no new stream and closes once the rest have ended
   forwarded, then the upstream's answer is lost:
     drop                the answer replaced by RST_STREAM (code=, default CANCEL)
     close               the client's connection closed (FIN) instead

@@ -253,7 +253,12 @@ type session struct {
 	streams  map[uint32]*pstream // by client stream id
 	byUp     map[uint32]*pstream
 	nextUp   uint32
-	done     chan struct{}
+	// goingAway: a GoAway rule sent the client GOAWAY with lastGood as
+	// its last stream; streams above it are refused, and the connection
+	// closes once none is left.
+	goingAway bool
+	lastGood  uint32
+	done      chan struct{}
 	shutOnce sync.Once
 	err      error
 }
@@ -602,13 +607,18 @@ func (s *session) clientEndedLocked(ps *pstream, what string) {
 	s.forgetLocked(ps)
 }
 
-// forgetLocked drops a pair once both sides are done.
+// forgetLocked drops a pair once both sides are done, and closes a
+// connection that went away once its last stream has.
 func (s *session) forgetLocked(ps *pstream) {
 	if ps.clientDone && (ps.upDone || !ps.forwarded) {
 		delete(s.streams, ps.cid)
 		if ps.forwarded {
 			delete(s.byUp, ps.uid)
 		}
+	}
+	if s.goingAway && len(s.streams) == 0 {
+		cl := s.cl
+		s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New("closed after GOAWAY") })
 	}
 }
 
@@ -628,6 +638,12 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 	method := f.PseudoValue("path")
 	if len(method) > 0 && method[0] == '/' {
 		method = method[1:]
+	}
+	if s.goingAway && id > s.lastGood {
+		// Past the GOAWAY's last stream: never processed, as promised.
+		// Not an attempt the upstream could have seen; refused.
+		s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream) })
+		return nil
 	}
 	a := &Attempt{Conn: s.id, Stream: id, Method: method, Start: time.Now(),
 		Key: header(f.RegularFields(), "idempotency-key"), Previous: header(f.RegularFields(), "grpc-previous-rpc-attempts"),
@@ -652,6 +668,17 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 			return nil
 		case Refuse:
 			s.resetClientLocked(ps, http2.ErrCodeRefusedStream)
+			return nil
+		case GoAway:
+			last := uint32(0)
+			if id > 2 {
+				last = id - 2
+			}
+			s.goingAway, s.lastGood = true, last
+			s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteGoAway(last, http2.ErrCodeNo, []byte("proxy: goaway_below")) })
+			ps.clientDone = true
+			s.p.record(a, func(a *Attempt) { a.Client, a.Ended = "GOAWAY", time.Now() })
+			s.forgetLocked(ps)
 			return nil
 		case Delay:
 			fields := append([]hpack.HeaderField(nil), f.Fields...)

@@ -355,3 +355,33 @@ func TestHostileUpstream(t *testing.T) {
 		}
 	}
 }
+
+// goaway_below answers a call with GOAWAY below its stream: the client
+// learns it was not processed, the upstream never saw it, and the next
+// connection is served (count=1).
+func TestGoAwayBelow(t *testing.T) {
+	up := upstream(t)
+	p := start(t, up, "kind=goaway_below method=Debit count=1")
+	c := dial(t, p.Addr())
+	st, err := c.Open(rawgrpc.Request{Method: "Debit", Timeout: "10S", Message: rawgrpc.DebitRequest("acct-G", 10, 0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Wait(context.Background())
+	if err != nil || r.Outcome() == "OK" {
+		t.Fatalf("the debit: %s %v, want no answer", r.Outcome(), err)
+	}
+	<-c.Closed()
+	if ga := c.GoAway(); ga == nil || ga.LastStreamID != 0 || ga.Code != http2.ErrCodeNo {
+		t.Errorf("GOAWAY %+v, want last stream 0, NO_ERROR", ga)
+	}
+	if got := balance(t, up, "acct-G"); got != 1000 {
+		t.Errorf("the upstream's balance is %d, want 1000: it never saw the call", got)
+	}
+	if r := call(t, dial(t, p.Addr()), "Debit", rawgrpc.DebitRequest("acct-G", 10, 0, 0), "10S"); r.Outcome() != "OK" {
+		t.Errorf("the debit on a new connection: %s, want OK", r.Outcome())
+	}
+	if a := p.Attempts()[0]; a.Forwarded || a.Client != "GOAWAY" || a.Rule == "" {
+		t.Errorf("recorded %+v", a)
+	}
+}

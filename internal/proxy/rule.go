@@ -38,13 +38,18 @@ const (
 	NoReply
 	// Delay forwards the call after delay=.
 	Delay
+	// GoAway answers the call's stream with GOAWAY whose last stream is
+	// below it (NO_ERROR), unforwarded: the client may send it again on
+	// another connection. The connection takes no new stream after it,
+	// and is closed once the streams below it have ended.
+	GoAway
 )
 
 var grammar = fault.Grammar[Kind]{
 	Pkg: "proxy",
 	Names: map[Kind]string{Unavailable: "unavailable", Refuse: "refuse", Drop: "drop", Close: "close",
-		UnavailableAfter: "unavailable_after", NoReply: "noreply", Delay: "delay"},
-	WantKinds: "unavailable, refuse, drop, close, unavailable_after, noreply or delay",
+		UnavailableAfter: "unavailable_after", NoReply: "noreply", Delay: "delay", GoAway: "goaway_below"},
+	WantKinds: "unavailable, refuse, goaway_below, drop, close, unavailable_after, noreply or delay",
 	Keys:      []string{"code"},
 }
 
