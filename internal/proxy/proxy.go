@@ -249,18 +249,18 @@ type session struct {
 	cl *peer
 	up *peer
 
-	mu       sync.Mutex
-	streams  map[uint32]*pstream // by client stream id
-	byUp     map[uint32]*pstream
-	nextUp   uint32
+	mu      sync.Mutex
+	streams map[uint32]*pstream // by client stream id
+	byUp    map[uint32]*pstream
+	nextUp  uint32
 	// goingAway: a GoAway rule sent the client GOAWAY with lastGood as
 	// its last stream; streams above it are refused, and the connection
 	// closes once none is left.
 	goingAway bool
 	lastGood  uint32
 	done      chan struct{}
-	shutOnce sync.Once
-	err      error
+	shutOnce  sync.Once
+	err       error
 }
 
 func newSession(p *Proxy, id int, c net.Conn) *session {
