@@ -20,15 +20,27 @@ import (
 //     the deadline its first attempt carried (grpc-timeout; a minute
 //     when it carried none). An attempt refused before its body came
 //     has no request bytes to compare, and matches on the rest.
-//  3. Any other attempt starts a call.
+//  3. An attempt with neither, of the same method, that comes within
+//     transparentWindow of the end of the latest call's last attempt,
+//     refused unprocessed (REFUSED_STREAM, GOAWAY below it) and never
+//     forwarded, continues that call: a transparent retry, which
+//     grpc-go sends without counting it in grpc-previous-rpc-attempts.
+//  4. Any other attempt starts a call.
 //
 // Where it can be wrong: a client that retries in its own code, with a
 // new call and no key, makes calls of one attempt each, though the
-// user's code made one call; two calls in flight at once with the same
+// user's code made one call; a new call of the same method made right
+// after a refusal, by other code, is taken for its transparent retry;
+// two calls in flight at once with the same
 // method and bytes, both retrying, may have their retries swapped (each
 // is still counted once); a client that sets grpc-previous-rpc-attempts
 // wrongly is grouped as it says.
 const noDeadline = time.Minute
+
+// transparentWindow is how soon after a refusal an attempt with no
+// retry count is taken for the refused call's transparent retry: the
+// stacks send it at once, without backoff.
+const transparentWindow = time.Second
 
 // Call is one logical call: its attempts, in the order they came.
 type Call struct {
@@ -38,7 +50,8 @@ type Call struct {
 	Key      string
 	Attempts []Attempt
 	// By says which rule tied the attempts: "key", "previous" or
-	// "single" (one attempt, or attempts with nothing to tie them).
+	// "transparent" or "single" (one attempt, or attempts with nothing
+	// to tie them).
 	By string
 }
 
@@ -72,6 +85,9 @@ func Group(attempts []Attempt) (calls []Call, callOf []int) {
 				add(i, c, "previous")
 				continue
 			}
+		} else if c := transparent(cs, a); c != nil {
+			add(i, c, "transparent")
+			continue
 		}
 		c := &Call{ID: len(cs) + 1, Method: a.Method}
 		cs = append(cs, c)
@@ -103,6 +119,27 @@ func continued(calls []*Call, a Attempt, n int) *Call {
 		}
 		if a.Start.Sub(first.Start) > deadline {
 			continue
+		}
+		return c
+	}
+	return nil
+}
+
+// transparent finds the keyless call a is a transparent retry of: its
+// latest attempt was refused unprocessed and unforwarded, ended at most
+// transparentWindow before a started, and is of the same method.
+func transparent(calls []*Call, a Attempt) *Call {
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if c.Method != a.Method || c.Key != "" {
+			continue
+		}
+		last := c.Attempts[len(c.Attempts)-1]
+		if last.Forwarded || last.Client != "RST_REFUSED_STREAM" && last.Client != "GOAWAY" {
+			return nil // the latest call of the method was not refused
+		}
+		if gap := a.Start.Sub(last.Ended); gap < 0 || gap > transparentWindow {
+			return nil
 		}
 		return c
 	}

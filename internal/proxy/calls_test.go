@@ -64,6 +64,16 @@ func TestGroup(t *testing.T) {
 			{Method: m, Key: "k1", Body: "b1", Start: at(10)},
 			{Method: m, Key: "k2", Body: "b1", Start: at(20)},
 		}, [][]int{{0, 2}, {1}, {3}}, []string{"key", "single", "single"}},
+		{"a transparent retry follows a refusal at once, uncounted", []Attempt{
+			{Method: m, Client: "RST_REFUSED_STREAM", Start: at(0), Ended: at(1)},
+			{Method: m, Body: "b1", Start: at(2), Forwarded: true, Client: "OK", Ended: at(5)},
+			{Method: m, Body: "b1", Start: at(10)},
+		}, [][]int{{0, 1}, {2}}, []string{"transparent", "single"}},
+		{"not after a forwarded attempt, nor long after the refusal", []Attempt{
+			{Method: m, Client: "GOAWAY", Start: at(0), Ended: at(1)},
+			{Method: m, Body: "b1", Start: at(1500)},
+			{Method: m, Body: "b1", Start: at(1600), Forwarded: true, Client: "RST_CANCEL"},
+		}, [][]int{{0}, {1}, {2}}, []string{"single", "single", "single"}},
 		{"previous counts attempts: 2 continues a call of two", []Attempt{
 			{Method: m, Body: "b1", Timeout: "5S", Start: at(0)},
 			{Method: m, Body: "b1", Timeout: "5S", Start: at(1)},

@@ -236,10 +236,13 @@ type pstream struct {
 	upWin, clientWin     int64
 	forwarded            bool      // the upstream stream is open
 	body                 hash.Hash // the request's bytes, hashed as they come
-	upDone, clientDone   bool
-	trailers             []hpack.HeaderField // held until toClient is sent
-	holding              bool                // the answer is withheld (rule)
-	upHeaders            []hpack.HeaderField // the upstream's first HEADERS, while held
+	// delay is a Delay rule's timer, stopped when the pair is forgotten
+	// or the session ends.
+	delay              *time.Timer
+	upDone, clientDone bool
+	trailers           []hpack.HeaderField // held until toClient is sent
+	holding            bool                // the answer is withheld (rule)
+	upHeaders          []hpack.HeaderField // the upstream's first HEADERS, while held
 }
 
 // session is one client connection and its upstream connection.
@@ -258,9 +261,16 @@ type session struct {
 	// closes once none is left.
 	goingAway bool
 	lastGood  uint32
-	done      chan struct{}
-	shutOnce  sync.Once
-	err       error
+	// bufferedUp is the DATA from the client not yet sent on, across
+	// its streams: at most the connection window the proxy granted.
+	bufferedUp int
+	done       chan struct{}
+	// ncMu guards upNC, the upstream's connection as shut closes it
+	// (s.up is set under mu, which shut must not take).
+	ncMu     sync.Mutex
+	upNC     net.Conn
+	shutOnce sync.Once
+	err      error
 }
 
 func newSession(p *Proxy, id int, c net.Conn) *session {
@@ -279,23 +289,30 @@ func newPeer(side string, nc net.Conn) *peer {
 }
 
 // shut closes both connections; the readers and writers then end.
-func (s *session) shut() {
+func (s *session) shut() { s.shutFor("") }
+
+// shutFor is shut, counting the session's end against side's malformed
+// input when side is set and the session was not already ending.
+func (s *session) shutFor(side string) {
 	s.shutOnce.Do(func() {
+		if side != "" {
+			s.p.mu.Lock()
+			s.p.errs[side]++
+			s.p.mu.Unlock()
+		}
+		s.ncMu.Lock()
 		close(s.done)
 		s.cl.nc.Close()
-		if s.up != nil {
-			s.up.nc.Close()
+		if s.upNC != nil {
+			s.upNC.Close()
 		}
+		s.ncMu.Unlock()
 	})
 }
 
-// protocolError closes the session for side's malformed input, counted.
-func (s *session) protocolError(side string, err error) {
-	s.p.mu.Lock()
-	s.p.errs[side]++
-	s.p.mu.Unlock()
-	s.shut()
-}
+// protocolError closes the session for side's malformed input, counted
+// once.
+func (s *session) protocolError(side string, err error) { s.shutFor(side) }
 
 func (s *session) run() {
 	defer s.shut()
@@ -321,15 +338,19 @@ func (s *session) run() {
 		s.cl.fr.WriteGoAway(0, http2.ErrCodeRefusedStream, []byte("proxy: upstream: "+err.Error()))
 		return
 	}
-	s.mu.Lock()
-	s.up = newPeer("upstream", uc)
-	s.mu.Unlock()
+	s.ncMu.Lock()
 	select {
 	case <-s.done: // closed while dialling
+		s.ncMu.Unlock()
 		uc.Close()
 		return
 	default:
 	}
+	s.upNC = uc
+	s.ncMu.Unlock()
+	s.mu.Lock()
+	s.up = newPeer("upstream", uc)
+	s.mu.Unlock()
 	if _, err := uc.Write([]byte(http2.ClientPreface)); err != nil {
 		return
 	}
@@ -359,6 +380,9 @@ func (s *session) finish() {
 	defer s.mu.Unlock()
 	now := time.Now()
 	for _, st := range s.streams {
+		if st.delay != nil {
+			st.delay.Stop()
+		}
 		s.p.record(st.a, func(a *Attempt) {
 			if a.Ended.IsZero() {
 				a.Ended = now
@@ -381,7 +405,9 @@ func (s *session) enqueue(pr *peer, w func() error) {
 
 func (s *session) enqueueLocked(pr *peer, w func() error) {
 	if len(pr.queue) >= maxQueued {
-		go s.protocolError(other(pr.side), fmt.Errorf("over %d frames queued for the %s", maxQueued, pr.side))
+		// The frames queued for a peer are its own doing: acks of its
+		// PINGs and SETTINGS, credit for its DATA.
+		go s.protocolError(pr.side, fmt.Errorf("over %d frames queued for the %s", maxQueued, pr.side))
 		return
 	}
 	pr.queue = append(pr.queue, w)
@@ -389,13 +415,6 @@ func (s *session) enqueueLocked(pr *peer, w func() error) {
 	case pr.wake <- struct{}{}:
 	default:
 	}
-}
-
-func other(side string) string {
-	if side == "client" {
-		return "upstream"
-	}
-	return "client"
 }
 
 // write writes pr's queue in order until the session ends.
@@ -425,25 +444,30 @@ func (s *session) write(pr *peer) {
 
 // read reads pr's frames until its connection ends.
 func (s *session) read(pr *peer) {
-	defer s.shut()
 	for {
 		f, err := pr.fr.ReadFrame()
 		if err != nil {
-			select {
-			case <-s.done:
+			var ce http2.ConnectionError
+			var se http2.StreamError
+			switch {
+			case errors.As(err, &se):
+				// A malformed stream: that stream only.
+				s.mu.Lock()
+				s.resetLocked(pr, se.StreamID, se.Code)
+				s.mu.Unlock()
+				continue
+			case errors.As(err, &ce), errors.Is(err, http2.ErrFrameTooLarge):
+				s.protocolError(pr.side, err)
+			case pr == s.up && errors.Is(err, io.EOF):
+				// The upstream closed, perhaps right after its last
+				// trailers: what is queued for the client goes first.
+				s.mu.Lock()
+				cl := s.cl
+				s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New("upstream closed") })
+				s.mu.Unlock()
+				return
 			default:
-				var ce http2.ConnectionError
-				var se http2.StreamError
-				switch {
-				case errors.As(err, &se):
-					// A malformed stream: that stream only.
-					s.mu.Lock()
-					s.resetLocked(pr, se.StreamID, se.Code)
-					s.mu.Unlock()
-					continue
-				case errors.As(err, &ce), !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
-					s.protocolError(pr.side, err)
-				}
+				s.shut()
 			}
 			return
 		}
@@ -464,6 +488,9 @@ func (s *session) frame(pr *peer, f http2.Frame) error {
 			return nil
 		}
 		err := f.ForeachSetting(func(st http2.Setting) error {
+			if err := st.Valid(); err != nil {
+				return err
+			}
 			switch st.ID {
 			case http2.SettingInitialWindowSize:
 				delta := int64(st.Val) - pr.initWin
@@ -520,6 +547,12 @@ func (s *session) frame(pr *peer, f http2.Frame) error {
 				if ps.forwarded && ps.uid <= f.LastStreamID && cid > last {
 					last = cid
 				}
+			}
+			// Streams above last were not processed by the upstream, and
+			// the client may send them again: none of them, nor any new
+			// one, is forwarded from now on.
+			if !s.goingAway || last < s.lastGood {
+				s.goingAway, s.lastGood = true, last
 			}
 			code := f.ErrCode
 			s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteGoAway(last, code, nil) })
@@ -615,6 +648,21 @@ func (s *session) forgetLocked(ps *pstream) {
 		if ps.forwarded {
 			delete(s.byUp, ps.uid)
 		}
+		// DATA still waiting counted against its sender's connection
+		// window (RFC 9113 6.9): given back, or the connection stalls.
+		if n := uint32(len(ps.toUp)); n > 0 {
+			s.bufferedUp -= int(n)
+			cl := s.cl
+			s.enqueueLocked(cl, func() error { return cl.fr.WriteWindowUpdate(0, n) })
+		}
+		if n := uint32(len(ps.toClient)); n > 0 && s.up != nil {
+			up := s.up
+			s.enqueueLocked(up, func() error { return up.fr.WriteWindowUpdate(0, n) })
+		}
+		ps.toUp, ps.toClient = nil, nil
+		if ps.delay != nil {
+			ps.delay.Stop()
+		}
 	}
 	if s.goingAway && len(s.streams) == 0 {
 		cl := s.cl
@@ -638,6 +686,11 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 	method := f.PseudoValue("path")
 	if len(method) > 0 && method[0] == '/' {
 		method = method[1:]
+	}
+	if len(s.streams) >= maxStreams {
+		// Past the SETTINGS_MAX_CONCURRENT_STREAMS it was given.
+		s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream) })
+		return nil
 	}
 	if s.goingAway && id > s.lastGood {
 		// Past the GOAWAY's last stream: never processed, as promised.
@@ -683,10 +736,15 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 		case Delay:
 			fields := append([]hpack.HeaderField(nil), f.Fields...)
 			end := f.StreamEnded()
-			time.AfterFunc(ps.rule.spec.Delay, func() {
+			ps.delay = time.AfterFunc(ps.rule.spec.Delay, func() {
 				s.mu.Lock()
 				defer s.mu.Unlock()
-				if !ps.clientDone {
+				select {
+				case <-s.done:
+					return
+				default:
+				}
+				if !ps.clientDone && !(s.goingAway && id > s.lastGood) {
 					s.forwardLocked(ps, fields, end)
 				}
 			})
@@ -727,9 +785,10 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 	}
 	payload := f.Data()
 	if pr == s.cl {
-		if len(ps.toUp)+len(payload) > streamWindow {
-			return fmt.Errorf("client sent stream %d more DATA than its window", f.StreamID)
+		if len(ps.toUp)+len(payload) > streamWindow || s.bufferedUp+len(payload) > connWindow {
+			return fmt.Errorf("client sent stream %d more DATA than its windows", f.StreamID)
 		}
+		s.bufferedUp += len(payload)
 		ps.toUp = append(ps.toUp, payload...)
 		ps.toUpEnd = ps.toUpEnd || f.StreamEnded()
 		ps.body.Write(payload)
@@ -752,6 +811,15 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 		return nil
 	}
 	// From the upstream: the answer.
+	if n > uint32(len(payload)) && !(ps.holding || ps.clientDone) { // padding: credited at once
+		pad, id := n-uint32(len(payload)), f.StreamID
+		s.enqueueLocked(pr, func() error {
+			if err := pr.fr.WriteWindowUpdate(0, pad); err != nil {
+				return err
+			}
+			return pr.fr.WriteWindowUpdate(id, pad)
+		})
+	}
 	if ps.holding || ps.clientDone {
 		// Withheld: dropped here, the window given back at once.
 		if n > 0 {
@@ -804,6 +872,9 @@ func (s *session) flushLocked(pr *peer, ps *pstream) {
 	}
 	for len(*buf) > 0 && *win > 0 && pr.connWin > 0 {
 		n := min(int64(len(*buf)), *win, pr.connWin, int64(pr.maxFrame))
+		if pr == s.up {
+			s.bufferedUp -= int(n)
+		}
 		chunk := append([]byte(nil), (*buf)[:n]...)
 		*buf = (*buf)[n:]
 		*win -= n
@@ -926,6 +997,12 @@ func (s *session) reset(pr *peer, f *http2.RSTStreamFrame) {
 			ps.upDone = true
 		}
 		s.forgetLocked(ps)
+		return
+	}
+	if ps.upDone {
+		// After its whole answer (a server may reset a stream whose
+		// request it did not read to the end, NO_ERROR): the answer
+		// stands, and what waits for the client still goes.
 		return
 	}
 	s.upstreamEndedLocked(ps, "RST_"+f.ErrCode.String())

@@ -256,8 +256,9 @@ func TestHostileClient(t *testing.T) {
 	p := start(t, up)
 	for _, garbage := range [][]byte{
 		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
-		append([]byte(http2.ClientPreface), 0, 0, 5, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5), // SETTINGS of 5 bytes, no multiple of 6
-		append([]byte(http2.ClientPreface), 0, 0, 0, 1, 5, 0, 0, 0, 2),                // HEADERS on an even stream
+		append([]byte(http2.ClientPreface), 0, 0, 5, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5),    // SETTINGS of 5 bytes, no multiple of 6
+		append([]byte(http2.ClientPreface), 0, 0, 0, 1, 5, 0, 0, 0, 2),                   // HEADERS on an even stream
+		append([]byte(http2.ClientPreface), 0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0), // SETTINGS_MAX_FRAME_SIZE 0
 	} {
 		nc, err := net.Dial("tcp", p.Addr())
 		if err != nil {
@@ -276,8 +277,8 @@ func TestHostileClient(t *testing.T) {
 	if r := call(t, dial(t, p.Addr()), "Debit", rawgrpc.DebitRequest("acct-H", 10, 0, 0), "10S"); r.Outcome() != "OK" {
 		t.Errorf("a polite debit after the garbage: %s", r.Outcome())
 	}
-	if n := p.Errors()["client"]; n != 3 {
-		t.Errorf("%d client connections closed for garbage, want 3", n)
+	if n := p.Errors()["client"]; n != 4 {
+		t.Errorf("%d client connections closed for garbage, want 4", n)
 	}
 }
 
