@@ -241,6 +241,7 @@ type pstream struct {
 	delay              *time.Timer
 	upDone, clientDone bool
 	trailers           []hpack.HeaderField // held until toClient is sent
+	upTrailers         []hpack.HeaderField // the client's, held until toUp is sent
 	holding            bool                // the answer is withheld (rule)
 	upHeaders          []hpack.HeaderField // the upstream's first HEADERS, while held
 }
@@ -261,6 +262,9 @@ type session struct {
 	// closes once none is left.
 	goingAway bool
 	lastGood  uint32
+	// closedClient: the proxy closed the client's connection (a rule,
+	// or the upstream's end), not the client.
+	closedClient bool
 	// bufferedUp is the DATA from the client not yet sent on, across
 	// its streams: at most the connection window the proxy granted.
 	bufferedUp int
@@ -373,6 +377,15 @@ func (s *session) run() {
 	s.finish()
 }
 
+// closeClientLocked closes the client's connection once what is queued
+// for it has gone: the streams still open there are recorded as sent
+// CONN_CLOSED.
+func (s *session) closeClientLocked(why string) {
+	s.closedClient = true
+	cl := s.cl
+	s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New(why) })
+}
+
 // finish records, once both connections are gone, how each stream still
 // open ended.
 func (s *session) finish() {
@@ -389,6 +402,9 @@ func (s *session) finish() {
 			}
 			if st.forwarded && a.Upstream == "" && !st.upDone {
 				a.Upstream = "CONN_CLOSED"
+			}
+			if s.closedClient && a.Client == "" && a.ClientReset == "" {
+				a.Client = "CONN_CLOSED"
 			}
 		})
 	}
@@ -462,8 +478,7 @@ func (s *session) read(pr *peer) {
 				// The upstream closed, perhaps right after its last
 				// trailers: what is queued for the client goes first.
 				s.mu.Lock()
-				cl := s.cl
-				s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New("upstream closed") })
+				s.closeClientLocked("upstream closed")
 				s.mu.Unlock()
 				return
 			default:
@@ -665,8 +680,7 @@ func (s *session) forgetLocked(ps *pstream) {
 		}
 	}
 	if s.goingAway && len(s.streams) == 0 {
-		cl := s.cl
-		s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New("closed after GOAWAY") })
+		s.closeClientLocked("closed after GOAWAY")
 	}
 }
 
@@ -674,8 +688,13 @@ func (s *session) forgetLocked(ps *pstream) {
 func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 	id := f.StreamID
 	if ps := s.streams[id]; ps != nil {
-		// Trailers from the client: forward them as they are.
-		if ps.forwarded && !ps.upDone {
+		// Trailers from the client: forwarded as they are, after the
+		// DATA still waiting for the upstream's window.
+		if len(ps.toUp) > 0 || !ps.forwarded {
+			ps.upTrailers = f.RegularFields()
+			return nil
+		}
+		if !ps.upDone {
 			s.writeHeadersLocked(s.up, ps.uid, f.RegularFields(), f.StreamEnded())
 		}
 		return nil
@@ -899,6 +918,11 @@ func (s *session) flushLocked(pr *peer, ps *pstream) {
 		s.enqueueLocked(pr, func() error { return pr.fr.WriteData(id, true, nil) })
 		s.sentEndLocked(pr, ps)
 	}
+	if pr == s.up && len(ps.toUp) == 0 && ps.upTrailers != nil && ps.forwarded && !ps.upDone {
+		tr := ps.upTrailers
+		ps.upTrailers = nil
+		s.writeHeadersLocked(s.up, ps.uid, tr, true)
+	}
 	if pr == s.cl && len(ps.toClient) == 0 && ps.trailers != nil {
 		tr := ps.trailers
 		ps.trailers = nil
@@ -961,10 +985,9 @@ func (s *session) upstreamEndedLocked(ps *pstream, what string) {
 		case Drop:
 			s.resetClientLocked(ps, ps.rule.Code)
 		case Close:
-			s.p.record(ps.a, func(a *Attempt) { a.Client = "CONN_CLOSED" })
+			s.p.record(ps.a, func(a *Attempt) { a.Client, a.Ended = "CONN_CLOSED", time.Now() })
 			ps.clientDone = true
-			cl := s.cl
-			s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New("closed by rule") })
+			s.closeClientLocked("closed by rule")
 		case UnavailableAfter:
 			s.trailersOnlyLocked(ps, 14, "proxy: answer lost after the upstream answered")
 		case NoReply:

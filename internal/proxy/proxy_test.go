@@ -212,6 +212,9 @@ func TestFaults(t *testing.T) {
 					a = x
 				}
 			}
+			if a.Ended.IsZero() || a.Ended.Before(a.Start) {
+				t.Errorf("recorded %+v: no end, or one before its start", a)
+			}
 			if a.Forwarded != c.forwarded || a.Upstream != c.upstream || a.Client != c.client || a.Rule == "" {
 				t.Errorf("recorded %+v, want forwarded=%v upstream=%q client=%q and the rule", a, c.forwarded, c.upstream, c.client)
 			}
