@@ -56,11 +56,7 @@ func proxyWorkload() int {
 func TestProxyUsage(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "faults.txt")
 	os.WriteFile(bad, []byte("# faults\nkind=drop method=Debit\n\nkind=explode\n"), 0o644)
-	for _, c := range []struct {
-		name string
-		args []string
-		says string
-	}{
+	checkUsage(t, "PROXY LISTEN", []usageCase{
 		{"no upstream", []string{"proxy"}, "proxy needs --upstream"},
 		{"bad upstream", []string{"proxy", "--upstream", "nowhere"}, `--upstream "nowhere"`},
 		{"bad listen", []string{"proxy", "--upstream", "127.0.0.1:1", "--listen", "x"}, `--listen "x"`},
@@ -68,18 +64,7 @@ func TestProxyUsage(t *testing.T) {
 		{"bad rules file", []string{"proxy", "--upstream", "127.0.0.1:1", "--faults", bad}, bad + `:4: proxy: fault "kind=explode": unknown kind "explode"`},
 		{"no rules file", []string{"proxy", "--upstream", "127.0.0.1:1", "--faults", "/nonexistent/f.txt"}, "--faults: open /nonexistent/f.txt"},
 		{"command without --", []string{"proxy", "--upstream", "127.0.0.1:1", "./client"}, "proxy takes a command only after --"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := execute(context.Background(), c.args, &stdout, &stderr)
-			if code != exitError || !strings.Contains(stderr.String(), c.says) {
-				t.Errorf("exit %d, stderr:\n%s\nwant exit %d saying %q", code, stderr.String(), exitError, c.says)
-			}
-			if strings.Contains(stdout.String(), "PROXY LISTEN") {
-				t.Errorf("a usage error listened:\n%s", stdout.String())
-			}
-		})
-	}
+	})
 }
 
 // TestProxyWorkload runs a workload through the proxy to rpcserver's

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,21 +20,10 @@ func bankProtoArgs(t *testing.T) []string {
 	return []string{"-I", dir, "--proto", "rpcbench/bank/v1/bank.proto"}
 }
 
-// closedAddr is an address nothing listens on.
-func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestTargetUsage: every mistake in target's command line exits 2,
 // before anything is sent, saying what is valid.
 func TestTargetUsage(t *testing.T) {
-	addr := closedAddr(t) // nothing is sent: no server needed
+	addr := deadAddr(t) // nothing is sent: no server needed
 	proto := bankProtoArgs(t)
 	debit := []string{"--method", "rpcbench.bank.v1.Bank/Debit"}
 	cat := func(parts ...[]string) []string {
@@ -45,11 +33,7 @@ func TestTargetUsage(t *testing.T) {
 		}
 		return out
 	}
-	for _, c := range []struct {
-		name string
-		args []string
-		says string
-	}{
+	checkUsage(t, "CASE", []usageCase{
 		{"no address", cat(debit), "target takes one address, HOST:PORT"},
 		{"bad address", cat([]string{"localhost"}, debit), "give HOST:PORT"},
 		{"no method", cat([]string{addr}, proto), "target needs --method"},
@@ -66,18 +50,7 @@ func TestTargetUsage(t *testing.T) {
 		{"proto missing", cat([]string{addr, "--proto", "nope.proto"}, debit), "nope.proto"},
 		{"bad name", cat([]string{addr, "--name", "My Service"}, debit, proto), "--name \"My Service\""},
 		{"bad trials", cat([]string{addr, "--trials", "-1"}, debit, proto), "--trials -1"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := execute(context.Background(), c.args, &stdout, &stderr)
-			if code != exitError || !strings.Contains(stderr.String(), c.says) {
-				t.Errorf("exit %d, stderr:\n%s\nwant exit %d saying %q", code, stderr.String(), exitError, c.says)
-			}
-			if strings.Contains(stdout.String(), "CASE") {
-				t.Errorf("a usage error ran rows:\n%s", stdout.String())
-			}
-		})
-	}
+	})
 }
 
 // TestTargetRPCServer judges rpcserver's gRPC side as a user's running
@@ -129,7 +102,7 @@ func TestTargetRPCServer(t *testing.T) {
 
 	stdout.Reset()
 	stderr.Reset()
-	gone := closedAddr(t)
+	gone := deadAddr(t)
 	args = append([]string{"target", gone, "--method", "rpcbench.bank.v1.Bank/Debit", "--evidence", "", "--run", "bad_frame"}, bankProtoArgs(t)...)
 	if code := execute(context.Background(), args, &stdout, &stderr); code != exitFailed || !strings.Contains(stdout.String(), "CASE target_bad_frame ERROR") || !strings.Contains(stdout.String(), gone) {
 		t.Errorf("nothing at %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d and an ERROR naming it", gone, code, stdout.String(), stderr.String(), exitFailed)
@@ -149,4 +122,31 @@ func startGRPCServer(t *testing.T) *serverproc.Proc {
 	}
 	t.Cleanup(p.Stop)
 	return p
+}
+
+// usageCase is a command line that must be refused as a usage error,
+// its stderr saying says.
+type usageCase struct {
+	name string
+	args []string
+	says string
+}
+
+// checkUsage runs each case and holds it to exit 2, to stderr saying
+// what it should, and to nothing run: stdout must not hold ran, the
+// first words of what running would print.
+func checkUsage(t *testing.T, ran string, cases []usageCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), c.args, &stdout, &stderr)
+			if code != exitError || !strings.Contains(stderr.String(), c.says) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d saying %q", code, stderr.String(), exitError, c.says)
+			}
+			if strings.Contains(stdout.String(), ran) {
+				t.Errorf("a usage error ran:\n%s", stdout.String())
+			}
+		})
+	}
 }

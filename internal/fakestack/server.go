@@ -21,6 +21,7 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/bank"
 	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/grpcwire"
 )
 
 // The fake server adapters that show the grpcserver judge failing a
@@ -150,7 +151,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.mode == SrvNoCancel {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if t, ok := parseTimeout(r.Header.Get("grpc-timeout")); ok && f.mode != SrvExpired {
+	if t, err := grpcwire.ParseTimeout(r.Header.Get("grpc-timeout")); err == nil && f.mode != SrvExpired {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, arrival.Add(t))
 		defer cancel()
@@ -239,20 +240,6 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reply = protowire.AppendString(reply, account)
 	reply = protowire.AppendTag(reply, 2, protowire.VarintType)
 	finish(0, protowire.AppendVarint(reply, uint64(reported)))
-}
-
-// parseTimeout parses a grpc-timeout value, as far as the fake needs.
-func parseTimeout(v string) (time.Duration, bool) {
-	if len(v) < 2 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	unit := map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second, 'm': time.Millisecond,
-		'u': time.Microsecond, 'n': time.Nanosecond}[v[len(v)-1]]
-	return time.Duration(n) * unit, unit != 0
 }
 
 // decode reads a Get's or Debit's account, amount and sleep_ms.

@@ -29,6 +29,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/rpcbench/rpcbench/internal/cut"
 )
 
 // Windows the proxy grants each peer: per stream, and for a connection.
@@ -1051,16 +1053,11 @@ func atoi(s string) int {
 	return n
 }
 
-// codeName is a grpc-status's name, NO_STATUS for none.
+// codeName is a grpc-status's name (cut.Code's, which has them all),
+// NO_STATUS for none.
 func codeName(code int) string {
-	names := []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
-		"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-		"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
-	if code >= 0 && code < len(names) {
-		return names[code]
-	}
 	if code < 0 {
 		return "NO_STATUS"
 	}
-	return "CODE_" + strconv.Itoa(code)
+	return cut.Code(code).String()
 }
