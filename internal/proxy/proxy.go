@@ -58,6 +58,13 @@ type Config struct {
 	Rules []*Rule
 	// Dial, when set, dials the upstream instead of net.Dialer.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Oracle, when set, counts the executions of the attempts whose
+	// method Judged takes (every method when Judged is nil): the proxy
+	// reads it before forwarding such an attempt and Settle after the
+	// upstream's answer ended, one such attempt at a time (oracle.go).
+	Oracle Oracle
+	Judged func(method string) bool
+	Settle time.Duration
 }
 
 // Attempt is one call stream as the proxy saw it.
@@ -97,6 +104,17 @@ type Attempt struct {
 	Start    time.Time `json:"start"`
 	Answered time.Time `json:"answered,omitzero"`
 	Ended    time.Time `json:"ended,omitzero"`
+	// Pushback is the grpc-retry-pushback-ms the client was sent, ""
+	// for none.
+	Pushback string `json:"pushback,omitempty"`
+	// Executions is how often the oracle saw the attempt execute (late
+	// ones included); nil when no oracle judged it. OracleErr says why
+	// an oracle that should have judged it could not.
+	Executions *int   `json:"executions,omitempty"`
+	OracleErr  string `json:"oracle_error,omitempty"`
+	// Late counts the executions among Executions that came after the
+	// read that followed its answer (seen by the next read before).
+	Late int `json:"late,omitempty"`
 }
 
 // Proxy is a running fault proxy.
@@ -104,6 +122,14 @@ type Proxy struct {
 	cfg   Config
 	ln    net.Listener
 	rules rules
+
+	// ctx ends at Close, and with it the oracle's reads and waits.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// gate holds one judged attempt at a time between the oracle's reads;
+	// judged is the oracle's state (oracle.go).
+	gate   chan struct{}
+	judged judgeState
 
 	mu       sync.Mutex
 	attempts []*Attempt
@@ -122,7 +148,8 @@ func Listen(addr string, cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	p := &Proxy{cfg: cfg, ln: ln, sessions: map[*session]bool{}, errs: map[string]int{}}
+	p := &Proxy{cfg: cfg, ln: ln, sessions: map[*session]bool{}, errs: map[string]int{}, gate: make(chan struct{}, 1)}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.rules.list = cfg.Rules
 	return p, nil
 }
@@ -173,6 +200,7 @@ func (p *Proxy) Close() error {
 		s.shut()
 	}
 	p.mu.Unlock()
+	p.cancel()
 	err := p.ln.Close()
 	p.wg.Wait()
 	return err
@@ -246,6 +274,20 @@ type pstream struct {
 	upTrailers         []hpack.HeaderField // the client's, held until toUp is sent
 	holding            bool                // the answer is withheld (rule)
 	upHeaders          []hpack.HeaderField // the upstream's first HEADERS, while held
+	// upEnd, for a judged attempt, is closed once the upstream's side
+	// has ended (answered, reset, or its connection gone).
+	upEnd chan struct{}
+}
+
+// upEndedLocked closes ps.upEnd, once.
+func (ps *pstream) upEndedLocked() {
+	if ps.upEnd != nil {
+		select {
+		case <-ps.upEnd:
+		default:
+			close(ps.upEnd)
+		}
+	}
 }
 
 // session is one client connection and its upstream connection.
@@ -398,6 +440,7 @@ func (s *session) finish() {
 		if st.delay != nil {
 			st.delay.Stop()
 		}
+		st.upEndedLocked()
 		s.p.record(st.a, func(a *Attempt) {
 			if a.Ended.IsZero() {
 				a.Ended = now
@@ -638,7 +681,9 @@ func (s *session) writeHeadersLocked(pr *peer, id uint32, fields []hpack.HeaderF
 func (s *session) trailersOnlyLocked(ps *pstream, code int, msg string, extra ...hpack.HeaderField) {
 	fields := []hpack.HeaderField{{Name: ":status", Value: "200"}, {Name: "content-type", Value: "application/grpc"},
 		{Name: "grpc-status", Value: strconv.Itoa(code)}, {Name: "grpc-message", Value: msg}}
-	s.writeHeadersLocked(s.cl, ps.cid, append(fields, extra...), true)
+	fields = append(fields, extra...)
+	s.writeHeadersLocked(s.cl, ps.cid, fields, true)
+	s.pushbackLocked(ps, fields)
 	s.clientEndedLocked(ps, codeName(code))
 }
 
@@ -766,7 +811,7 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 				default:
 				}
 				if !ps.clientDone && !(s.goingAway && id > s.lastGood) {
-					s.forwardLocked(ps, fields, end)
+					s.sendLocked(ps, fields, end)
 				}
 			})
 			return nil
@@ -774,7 +819,7 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 			ps.holding = true
 		}
 	}
-	s.forwardLocked(ps, f.Fields, f.StreamEnded())
+	s.sendLocked(ps, f.Fields, f.StreamEnded())
 	return nil
 }
 
@@ -929,6 +974,7 @@ func (s *session) flushLocked(pr *peer, ps *pstream) {
 		tr := ps.trailers
 		ps.trailers = nil
 		s.writeHeadersLocked(s.cl, ps.cid, tr, true)
+		s.pushbackLocked(ps, tr)
 		s.clientEndedLocked(ps, codeName(atoi(header(tr, "grpc-status"))))
 	}
 }
@@ -965,6 +1011,7 @@ func (s *session) upstreamHeaders(f *http2.MetaHeadersFrame) {
 	default:
 		s.upstreamEndedLocked(ps, codeName(atoi(status)))
 		s.writeHeadersLocked(s.cl, ps.cid, fields, true)
+		s.pushbackLocked(ps, fields)
 		s.clientEndedLocked(ps, codeName(atoi(status)))
 	}
 }
@@ -976,6 +1023,7 @@ func (s *session) upstreamEndedLocked(ps *pstream, what string) {
 		return
 	}
 	ps.upDone = true
+	ps.upEndedLocked()
 	s.p.record(ps.a, func(a *Attempt) {
 		if what != "" || a.Upstream == "" {
 			a.Upstream = what
@@ -1020,6 +1068,7 @@ func (s *session) reset(pr *peer, f *http2.RSTStreamFrame) {
 			uid, code := ps.uid, f.ErrCode
 			s.enqueueLocked(s.up, func() error { return s.up.fr.WriteRSTStream(uid, code) })
 			ps.upDone = true
+			ps.upEndedLocked()
 		}
 		s.forgetLocked(ps)
 		return
