@@ -101,8 +101,13 @@ var built struct {
 
 // TestMain removes what buildBinaries built once every test has run.
 func TestMain(m *testing.M) {
-	if os.Getenv(envProxyWorkload) != "" {
+	switch {
+	case os.Getenv(envProxyWorkload) != "":
 		os.Exit(proxyWorkload())
+	case os.Getenv(envShopAddr) != "":
+		os.Exit(shopService())
+	case os.Getenv(envShopWorkload) != "":
+		os.Exit(shopWorkload())
 	}
 	code := m.Run()
 	if built.dir != "" {

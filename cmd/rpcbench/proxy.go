@@ -33,6 +33,7 @@ type proxyOptions struct {
 	Record           string
 	// Workload is the command after --, nil for none.
 	Workload []string
+	judgeFlags
 }
 
 func newProxyCmd(a *app) *cobra.Command {
@@ -42,7 +43,11 @@ func newProxyCmd(a *app) *cobra.Command {
 		Short: "A fault proxy between your gRPC client and server that records every attempt",
 		Example: `  rpcbench proxy --upstream 127.0.0.1:50051 --listen 127.0.0.1:50052 --fault 'kind=drop method=shop.v1.Orders/Place count=1'
   rpcbench proxy --upstream 127.0.0.1:50051 --faults faults.txt --record attempts.jsonl -- ./my-client --addr '$RPCBENCH_PROXY_ADDR'
-  rpcbench proxy --upstream 127.0.0.1:50051 --fault 'kind=unavailable method=*/Place retry_after=300ms' -- go test ./e2e`,
+  rpcbench proxy --upstream 127.0.0.1:50051 --fault 'kind=unavailable method=*/Place retry_after=300ms' -- go test ./e2e
+  rpcbench proxy --upstream 127.0.0.1:50051 --fault 'kind=unavailable_after method=Place count=1' \
+      --method shop.v1.Orders/Place --observe shop.v1.Orders/Count --observe-field placed -- ./e2e.sh
+  rpcbench proxy --upstream 127.0.0.1:50051 --serve './shop --port 50051 --db shop.db' --method Place \
+      --count-sql 'SELECT count(*) FROM orders' --db sqlite:shop.db --faults faults.txt -- ./e2e.sh`,
 		Long: `Stand between a gRPC client and its server (h2c on both sides) and inject
 faults per call, stream by stream. Each rule, in the fault grammar of
 rpcserver's -grpc-fault ("kind=K method=PATTERN count=N ..."), takes the
@@ -70,10 +75,32 @@ when the proxy stops.
 
 With -- COMMAND, the command runs with RPCBENCH_PROXY_ADDR set to the
 proxy's address (and $RPCBENCH_PROXY_ADDR in its arguments replaced by
-it), the proxy stops when it exits, and rpcbench exits 1 if it failed.
-Without, the proxy prints "PROXY LISTEN ADDR" and runs until SIGINT or
-SIGTERM. Either way it then prints the attempts as a table on stdout.
-Judging the attempts against execution oracles is not built yet.`,
+it), and the proxy stops when it exits. Without, the proxy prints
+"PROXY LISTEN ADDR" and runs until SIGINT or SIGTERM. --serve CMD starts
+the service too (sh -c CMD), before the workload, and stops it after.
+
+Then the attempts are tied into logical calls (CALL; the rule is in
+docs/judge-your-service.md) and each call is judged by the grpc group's
+invariants: exec_at_most_once (for the methods not marked idempotent by
+--idempotent or their idempotency_level), ok_only_if_executed,
+within_deadline, timeout_is_time_left and pushback_honoured. Whether an
+attempt executed is decided by an execution oracle, never by its answer:
+
+  --observe METHOD --observe-field F   a read whose answer's field F moves
+                                       with each execution (a counter)
+  --count-sql QUERY --db DSN           a query that counts effects, on
+                                       sqlite:PATH or PostgreSQL
+  --exec-log REGEX                     lines of --serve's output, one per
+                                       execution
+
+The proxy reads it before forwarding each attempt of a --method and after
+the upstream's answer (--settle later), one such attempt at a time. With
+no oracle, executions are unknown and exec_at_most_once is n/a.
+
+The verdict is a CASE line per invariant, with the evidence directory
+(default rpcbench-proxy/), --json and --junit as 'rpcbench all' writes
+them: a broken invariant is a FAIL, and rpcbench exits 1; a workload that
+failed makes rpcbench exit 1 too.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usageErrorf(cmd.UsageString(), "proxy takes a command only after -- (got %q)", strings.Join(args, " "))
@@ -91,6 +118,7 @@ Judging the attempts against execution oracles is not built yet.`,
 	f.StringArrayVar(&o.Faults, "fault", nil, "a fault rule (repeatable; the first unspent one that matches a call takes it)")
 	f.StringVar(&o.FaultsFile, "faults", "", "a file of fault rules, one a line (# comments)")
 	f.StringVar(&o.Record, "record", "", `write every attempt as JSON lines to this file when the proxy stops ("-": stdout)`)
+	o.judgeFlags.add(cmd)
 	return cmd
 }
 
@@ -149,7 +177,33 @@ func runProxy(ctx context.Context, o *proxyOptions) error {
 			return usageErrorf("", "--record: %v", err)
 		}
 	}
-	p, err := proxy.Listen(o.Listen, proxy.Config{Upstream: o.Upstream, Rules: rules})
+	if err := o.judgeFlags.check(); err != nil {
+		return err
+	}
+	sv := &service{}
+	err = startService(ctx, o, sv)
+	if err == nil {
+		err = openOracle(ctx, o, sv)
+	}
+	if err != nil {
+		sv.close(o)
+		return err
+	}
+	runErr := proxyRun(ctx, o, sv, rules)
+	if err := sv.close(o); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
+
+// proxyRun runs the proxy until the workload ends (or SIGINT without
+// one), then records, prints and judges what came through it.
+func proxyRun(ctx context.Context, o *proxyOptions, sv *service, rules []*proxy.Rule) error {
+	cfg := proxy.Config{Upstream: o.Upstream, Rules: rules, Settle: o.Settle}
+	if sv.oracle != nil {
+		cfg.Oracle, cfg.Judged = sv.oracle, o.judged
+	}
+	p, err := proxy.Listen(o.Listen, cfg)
 	if err != nil {
 		return err
 	}
@@ -167,6 +221,11 @@ func runProxy(ctx context.Context, o *proxyOptions) error {
 	} else {
 		runErr = runWorkload(ctx, o, p.Addr())
 	}
+	if sv.oracle != nil {
+		if err := p.SettleOracle(context.WithoutCancel(ctx), o.LateWindow); err != nil {
+			fmt.Fprintf(o.Err, "rpcbench: the oracle's last read: %v\n", err)
+		}
+	}
 	p.Close()
 	attempts := p.Attempts()
 	if o.Record != "" {
@@ -177,16 +236,19 @@ func runProxy(ctx context.Context, o *proxyOptions) error {
 	if o.Record != stdoutPath {
 		printAttempts(o.Out, attempts, p.Errors())
 	}
+	if o.Workload != nil && ctx.Err() != nil {
+		return runErr // interrupted: no verdict on half a workload
+	}
+	if err := judgeCalls(ctx, o, sv, attempts); err != nil {
+		return err
+	}
 	return runErr
 }
 
 // runWorkload runs the command after -- with the proxy's address, and
 // returns its failure as rpcbench's.
 func runWorkload(ctx context.Context, o *proxyOptions, addr string) error {
-	args := make([]string, len(o.Workload))
-	for i, a := range o.Workload {
-		args[i] = strings.ReplaceAll(a, "$"+EnvProxyAddr, addr)
-	}
+	args := workloadArgs(o, addr)
 	fmt.Fprintf(o.Err, "rpcbench: proxy %s -> %s; running %s\n", addr, o.Upstream, strings.Join(args, " "))
 	workload, err := child.Start(ctx, child.Spec{Bin: args[0], Args: args[1:], Env: append(os.Environ(), EnvProxyAddr+"="+addr),
 		Stdout: o.Out, Stderr: o.Err, Interrupt: syscall.SIGTERM, WaitDelay: 5 * time.Second})
@@ -255,14 +317,14 @@ func printAttempts(w io.Writer, attempts []proxy.Attempt, errs map[string]int) {
 		fmt.Fprintf(w, "%s in %s (CALL ties retries and hedges together: docs/judge-your-service.md)\n",
 			plural(len(attempts), "attempt"), plural(len(calls), "logical call"))
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CALL\tCONN\tSTREAM\tMETHOD\tPREV\tKEY\tRULE\tFORWARDED\tUPSTREAM\tCLIENT\tMS")
+		fmt.Fprintln(tw, "CALL\tCONN\tSTREAM\tMETHOD\tPREV\tKEY\tRULE\tFORWARDED\tUPSTREAM\tEXECUTED\tCLIENT\tMS")
 		for i, a := range attempts {
 			ms := "-"
 			if !a.Ended.IsZero() {
 				ms = fmt.Sprint(a.Ended.Sub(a.Start).Milliseconds())
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", callOf[i], a.Conn, a.Stream, a.Method, dash(a.Previous), dash(a.Key),
-				dash(a.Rule), a.Forwarded, dash(a.Upstream), dash(clientOutcome(a)), ms)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", callOf[i], a.Conn, a.Stream, a.Method, dash(a.Previous), dash(a.Key),
+				dash(a.Rule), a.Forwarded, dash(a.Upstream), proxy.Executed(a), dash(clientOutcome(a)), ms)
 		}
 		tw.Flush()
 	}

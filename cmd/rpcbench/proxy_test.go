@@ -64,6 +64,14 @@ func TestProxyUsage(t *testing.T) {
 		{"bad rules file", []string{"proxy", "--upstream", "127.0.0.1:1", "--faults", bad}, bad + `:4: proxy: fault "kind=explode": unknown kind "explode"`},
 		{"no rules file", []string{"proxy", "--upstream", "127.0.0.1:1", "--faults", "/nonexistent/f.txt"}, "--faults: open /nonexistent/f.txt"},
 		{"command without --", []string{"proxy", "--upstream", "127.0.0.1:1", "./client"}, "proxy takes a command only after --"},
+		{"two oracles", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--observe", "s.S/Count", "--observe-field", "n", "--count-sql", "SELECT 1", "--db", "sqlite:x"}, "three oracles: give one"},
+		{"oracle without method", []string{"proxy", "--upstream", "127.0.0.1:1", "--exec-log", "placed", "--serve", "true"}, "give the method(s) it counts"},
+		{"observe without field", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--observe", "s.S/Count"}, "--observe needs --observe-field"},
+		{"sql without db", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--count-sql", "SELECT 1"}, "--count-sql and --db go together"},
+		{"log without serve", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--exec-log", "placed"}, "give --serve CMD too"},
+		{"bad log pattern", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--exec-log", "(", "--serve", "true"}, "--exec-log: oracle: log pattern"},
+		{"bad method pattern", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "[", "--exec-log", "x", "--serve", "true"}, `method "[" is no pattern`},
+		{"bad name", []string{"proxy", "--upstream", "127.0.0.1:1", "--name", "My Shop"}, `--name "My Shop"`},
 	})
 }
 
@@ -82,11 +90,11 @@ func TestProxyWorkload(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "attempts.jsonl")
 	var stdout, stderr bytes.Buffer
 	code := execute(context.Background(), []string{"proxy", "--upstream", up.Addr, "--fault", "kind=drop method=Debit count=1",
-		"--record", record, "--", self, "-test.run=^$"}, &stdout, &stderr)
+		"--record", record, "--evidence", "", "--", self, "-test.run=^$"}, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
-	if out := stdout.String(); !strings.Contains(out, "RST_CANCEL") || strings.Count(out, "rpcbench.bank.v1.Bank/Debit") != 2 {
+	if out, _, _ := strings.Cut(stdout.String(), "judged"); !strings.Contains(out, "RST_CANCEL") || strings.Count(out, "rpcbench.bank.v1.Bank/Debit") != 2 {
 		t.Errorf("the attempts table:\n%s", out)
 	}
 	var as []proxy.Attempt
@@ -126,7 +134,7 @@ func TestProxyWorkload(t *testing.T) {
 	t.Setenv(envProxyWorkload, "") // the test binary then runs no test and exits 0...
 	stdout.Reset()
 	stderr.Reset()
-	code = execute(context.Background(), []string{"proxy", "--upstream", up.Addr, "--", "sh", "-c", "exit 7"}, &stdout, &stderr)
+	code = execute(context.Background(), []string{"proxy", "--upstream", up.Addr, "--evidence", "", "--", "sh", "-c", "exit 7"}, &stdout, &stderr)
 	if code != exitFailed || !strings.Contains(stderr.String(), "exited with status 7") || !strings.Contains(stdout.String(), "no calls came through the proxy") {
 		t.Errorf("a workload exiting 7: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -167,7 +175,7 @@ func TestProxyUntilStopped(t *testing.T) {
 	stdout, stderr := syncBuffer{listen: make(chan struct{})}, syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(ctx, []string{"proxy", "--upstream", up.Addr, "--fault", "kind=unavailable method=Debit"}, &stdout, &stderr)
+		done <- execute(ctx, []string{"proxy", "--upstream", up.Addr, "--fault", "kind=unavailable method=Debit", "--evidence", ""}, &stdout, &stderr)
 	}()
 	select {
 	case <-stdout.listen:
@@ -189,7 +197,8 @@ func TestProxyUntilStopped(t *testing.T) {
 		t.Errorf("debit through the proxy: %s, %v; want UNAVAILABLE", r.Outcome(), err)
 	}
 	cancel()
-	if code := <-done; code != exitOK || !strings.Contains(stdout.String(), "UNAVAILABLE") {
+	// Stopped, it judges what came: one call, within its deadline.
+	if code := <-done; code != exitOK || !strings.Contains(stdout.String(), "UNAVAILABLE") || !strings.Contains(stdout.String(), "CASE proxy_within_deadline PASS") {
 		t.Errorf("exit %d, stdout:\n%s", code, stdout.String())
 	}
 }

@@ -98,11 +98,16 @@ func TestJudgeByOracle(t *testing.T) {
 	if got := retried(t, c, "acct-J", 3); got != "OK" {
 		t.Fatalf("call 2 ended %s, want OK after a retry", got)
 	}
-	// Call 3 executes once more after its answer's read.
-	if got := retried(t, c, "acct-J", 1); got != "OK" {
-		t.Fatalf("call 3 ended %s", got)
+	// Call 3's handler sleeps 100ms before it executes, longer than
+	// Settle: the oracle reads after its answer, not after Settle alone.
+	if r := call(t, c, "Debit", rawgrpc.DebitRequest("acct-J", 10, 100, 0), "5S"); r.Outcome() != "OK" {
+		t.Fatalf("call 3 ended %s", r.Outcome())
 	}
-	// The first settling read waits for call 3's judging to end; the
+	// Call 4 executes once more after its answer's read.
+	if got := retried(t, c, "acct-J", 1); got != "OK" {
+		t.Fatalf("call 4 ended %s", got)
+	}
+	// The first settling read waits for call 4's judging to end; the
 	// second sees the late execution.
 	for _, late := range []bool{false, true} {
 		o.mu.Lock()
@@ -129,9 +134,9 @@ func TestJudgeByOracle(t *testing.T) {
 	}
 	// Call 1 meets both rules: executed, answer lost; refused unforwarded;
 	// executed and answered.
-	for i, w := range []want{{3, 2, 0, outcome.Violated}, {1, 1, 0, outcome.Holds}, {1, 2, 1, outcome.Violated}} {
+	for i, w := range []want{{3, 2, 0, outcome.Violated}, {1, 1, 0, outcome.Holds}, {1, 1, 0, outcome.Holds}, {1, 2, 1, outcome.Violated}} {
 		if i >= len(vs) {
-			t.Fatalf("%d debit calls judged, want 3", len(vs))
+			t.Fatalf("%d debit calls judged, want 4", len(vs))
 		}
 		v := vs[i]
 		late := 0
@@ -146,8 +151,8 @@ func TestJudgeByOracle(t *testing.T) {
 			t.Errorf("call %d: told %s, %+v", i+1, v.Told, v.Judged)
 		}
 	}
-	if got := balance(t, up, "acct-J"); got != 1000-50 {
-		t.Errorf("the Bank's balance is %d: the oracle's count (5 executions) does not match it", got)
+	if got := balance(t, up, "acct-J"); got != 1000-60 {
+		t.Errorf("the Bank's balance is %d: the oracle's count (6 executions) does not match it", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -105,15 +106,28 @@ func (r *Rule) String() string {
 }
 
 // matches reports whether the rule takes a call of method, "pkg.Service/Method".
-func (r *Rule) matches(method string) bool {
-	if r.spec.Method == "" {
+func (r *Rule) matches(method string) bool { return MatchMethod(r.spec.Method, method) }
+
+// MatchMethod reports whether pattern takes a call of method,
+// "pkg.Service/Method": "" takes any; a pattern with a / is matched as
+// path.Match matches ("shop.v1.Orders/*"); a bare name takes that
+// method of any service.
+func MatchMethod(pattern, method string) bool {
+	if pattern == "" {
 		return true
 	}
-	if ok, _ := path.Match(r.spec.Method, method); ok {
+	if ok, _ := path.Match(pattern, method); ok {
 		return true
 	}
-	// A bare method name matches that method of any service.
-	return !strings.Contains(r.spec.Method, "/") && strings.HasSuffix(method, "/"+r.spec.Method)
+	return !strings.Contains(pattern, "/") && strings.HasSuffix(method, "/"+pattern)
+}
+
+// CheckPattern says what is wrong with a method pattern, nil if nothing.
+func CheckPattern(pattern string) error {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("method %q is no pattern: %v", pattern, err)
+	}
+	return nil
 }
 
 // rules are a proxy's rules; the first unspent one that matches a call

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+)
+
+// The shop: a service written for these tests, not the Bank, with its
+// own proto (testdata/shop/shop.proto). The test binary serves it when
+// envShopAddr is set (on that address, its orders in the SQLite file
+// envShopDB), and prints "placed order N" for each order it places.
+const (
+	envShopAddr     = "RPCBENCH_TEST_SHOP_ADDR"
+	envShopDB       = "RPCBENCH_TEST_SHOP_DB"
+	envShopWorkload = "RPCBENCH_TEST_SHOP_WORKLOAD"
+)
+
+func shopService() int {
+	db, err := sql.Open("sqlite", "file:"+os.Getenv(envShopDB)+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err == nil {
+		_, err = db.Exec("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL)")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		return 3
+	}
+	ln, err := net.Listen("tcp", os.Getenv(envShopAddr))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		return 3
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		answer := func(msg []byte) {
+			var frame [5]byte
+			binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+			w.Write(frame[:])
+			w.Write(msg)
+			w.Header().Set("Grpc-Status", "0")
+		}
+		switch r.URL.Path {
+		case "/shop.v1.Orders/Place":
+			item := ""
+			if len(body) >= 5 {
+				b := body[5:]
+				for len(b) > 0 {
+					num, typ, n := protowire.ConsumeTag(b)
+					if n < 0 {
+						break
+					}
+					b = b[n:]
+					if num != 1 || typ != protowire.BytesType {
+						break // the shop's requests have no other field
+					}
+					v, m := protowire.ConsumeString(b)
+					if m < 0 {
+						break
+					}
+					item, b = v, b[m:]
+				}
+			}
+			res, err := db.Exec("INSERT INTO orders (item) VALUES (?)", item)
+			if err != nil {
+				w.Header().Set("Grpc-Status", "13")
+				return
+			}
+			id, _ := res.LastInsertId()
+			fmt.Printf("placed order %d item=%s\n", id, item)
+			answer(protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(id)))
+		case "/shop.v1.Orders/Count":
+			var n int64
+			if err := db.QueryRow("SELECT count(*) FROM orders").Scan(&n); err != nil {
+				w.Header().Set("Grpc-Status", "13")
+				return
+			}
+			answer(protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(n)))
+		default:
+			w.Header().Set("Grpc-Status", "12")
+		}
+	})
+	http.Serve(ln, h2c.NewHandler(h, &http2.Server{}))
+	return 0
+}
+
+// shopWorkload places two orders through $RPCBENCH_PROXY_ADDR, sending
+// a call told UNAVAILABLE again as gRPC's retry policy does (with
+// grpc-previous-rpc-attempts and the time left as its grpc-timeout), and
+// exits 0 when both are placed.
+func shopWorkload() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := rawgrpc.Dial(ctx, os.Getenv(EnvProxyAddr))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	defer c.Close()
+	msg := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "book")
+	for call := range 2 {
+		start := time.Now()
+		for attempt := 0; ; attempt++ {
+			req := rawgrpc.Request{Path: "/shop.v1.Orders/Place", Message: msg,
+				Timeout: fmt.Sprintf("%dm", (5*time.Second - time.Since(start)).Milliseconds())}
+			if attempt > 0 {
+				req.Metadata = []hpack.HeaderField{{Name: "grpc-previous-rpc-attempts", Value: fmt.Sprint(attempt)}}
+			}
+			st, err := c.Open(req)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 3
+			}
+			r, err := st.Wait(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 3
+			}
+			if r.Outcome() == "OK" {
+				break
+			}
+			if r.Outcome() != "UNAVAILABLE" || attempt == 3 {
+				fmt.Fprintf(os.Stderr, "workload: call %d ended %s\n", call+1, r.Outcome())
+				return 4
+			}
+		}
+	}
+	return 0
+}
+
+// freeAddr returns a loopback address nothing listens on now, for a
+// service started by --serve, which must be told its address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The shop, a service of its own proto, judged end to end through the
+// proxy: a fault loses the answer of the first order after it was
+// placed, the workload's retry places it again, and each oracle kind
+// finds the double execution by exec_at_most_once, a FAIL naming the
+// call; with no oracle the executions are unknown and the invariants
+// that need them n/a, while the deadline ones are still judged.
+func TestProxyJudgesShop(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	proto := []string{"--proto", "shop.proto", "-I", filepath.Join("testdata", "shop")}
+	for _, c := range []struct {
+		name   string
+		oracle []string
+		code   int
+		want   []string
+	}{
+		{"observe", append([]string{"--observe", "shop.v1.Orders/Count", "--observe-field", "placed"}, proto...), exitFailed,
+			[]string{"CASE proxy_exec_at_most_once FAIL", "first=[call 1 (shop.v1.Orders/Place): executed 2 times in 2 attempts]",
+				"CASE proxy_ok_only_if_executed PASS", "CASE proxy_within_deadline PASS", "CASE proxy_timeout_is_time_left PASS"}},
+		{"sql", []string{"--count-sql", "SELECT count(*) FROM orders", "--db", "sqlite:" + filepath.Join(dir, "sql.db")}, exitFailed,
+			[]string{"CASE proxy_exec_at_most_once FAIL", "broke=1"}},
+		{"log", []string{"--exec-log", "^placed order "}, exitFailed,
+			[]string{"CASE proxy_exec_at_most_once FAIL", "broke=1"}},
+		{"none", nil, exitOK,
+			[]string{"CASE proxy_exec_at_most_once N/A", "CASE proxy_ok_only_if_executed N/A", "CASE proxy_within_deadline PASS",
+				"CASE proxy_timeout_is_time_left PASS", "CASE proxy_pushback_honoured N/A", "executions=unknown"}},
+		{"idempotent", []string{"--exec-log", "^placed order ", "--idempotent", "Place"}, exitOK,
+			[]string{"CASE proxy_exec_at_most_once N/A", "the method is idempotent", "CASE proxy_ok_only_if_executed PASS"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			serve := fmt.Sprintf("%s=%s %s=%s exec %s -test.run=^$", envShopAddr, addr, envShopDB, filepath.Join(dir, c.name+".db"), self)
+			t.Setenv(envShopWorkload, "1")
+			args := append([]string{"proxy", "--upstream", addr, "--serve", serve, "--fault", "kind=unavailable_after method=Place count=1",
+				"--late-window", "50ms", "--evidence", filepath.Join(dir, c.name+"-ev"), "--name", "shop"}, c.oracle...)
+			if c.oracle != nil {
+				args = append(args, "--method", "shop.v1.Orders/Place")
+			}
+			args = append(args, "--", self, "-test.run=^$")
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), args, &stdout, &stderr)
+			out := stdout.String()
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, out, stderr.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			ev := readFile(t, filepath.Join(dir, c.name+"-ev", "output.txt"))
+			if !strings.Contains(ev, "CASE proxy_within_deadline") || !strings.Contains(ev, "stack=shop config=proxy") {
+				t.Errorf("evidence output.txt:\n%s", ev)
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rpcbench/rpcbench/internal/outcome"
+	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
+)
+
+// CaseGroup is the group of the proxy's cases.
+const CaseGroup = "proxy"
+
+// CaseConfig is the configuration field of the proxy's lines: the calls
+// were judged through the proxy.
+const CaseConfig = "proxy"
+
+// Cases turns judged calls into one case per invariant, for the
+// evidence: its line counts the calls it judged and those that broke
+// it, names the first, and is a FAIL when any did; N/A when no call
+// could be judged by it. Each case's log lists every call and its
+// attempts.
+func Cases(stack, oracle string, verdicts []Verdict) []scenario.Case {
+	var out []scenario.Case
+	for _, inv := range Invariants {
+		name := "proxy_" + inv
+		out = append(out, scenario.Case{
+			Name: name, Group: CaseGroup, NoServer: true,
+			Doc:    "each logical call through the proxy, judged by " + inv,
+			Column: scenario.Column{Scenario: name, Stack: stack, Config: CaseConfig},
+			Body: func(t *scenario.T) {
+				t.Field("scenario", name)
+				t.Field("stack", stack)
+				t.Field("config", CaseConfig)
+				judgeCase(t, inv, oracle, verdicts)
+			},
+		})
+	}
+	return out
+}
+
+func judgeCase(t *scenario.T, inv, oracle string, verdicts []Verdict) {
+	var judged, broken, unjudged, execs int
+	var first, why string
+	for _, v := range verdicts {
+		if v.Executions < 0 || execs < 0 {
+			execs = -1
+		} else {
+			execs += v.Executions
+		}
+		switch j := v.Of(inv); j.Outcome {
+		case outcome.Holds:
+			judged++
+		case outcome.Violated:
+			judged++
+			broken++
+			if first == "" {
+				first = fmt.Sprintf("call %d (%s)", v.Call.ID, v.Call.Method)
+				why = j.Why
+			}
+		default:
+			unjudged++
+			if why == "" && broken == 0 {
+				why = j.Why
+			}
+		}
+	}
+	t.Field("calls", len(verdicts))
+	if execs < 0 {
+		t.Field("executions", "unknown")
+	} else {
+		t.Field("executions", execs)
+	}
+	t.Field("judged", judged)
+	t.Field("broke", broken)
+	if err := writeCalls(t, inv, oracle, verdicts); err != nil {
+		t.Errored("%v", err)
+	}
+	o := outcome.Holds
+	switch {
+	case broken > 0:
+		o = outcome.Violated
+		t.Field("first", first+": "+why)
+	case judged == 0:
+		o = outcome.Unsupported
+		if len(verdicts) == 0 {
+			why = "no call came through the proxy"
+		}
+		t.NA = why
+	}
+	t.Fields = append(t.Fields, report.Field{Key: inv, Value: o.String(), Kind: report.Outcome})
+	if o == outcome.Violated {
+		t.Check(false, "%s violated by %d of %d calls judged; the first, %s: %s", inv, broken, judged, first, why)
+	}
+}
+
+// writeCalls writes every call, its attempts and inv's outcome for it to
+// the case's log.
+func writeCalls(t *scenario.T, inv, oracle string, verdicts []Verdict) error {
+	f, err := os.Create(filepath.Join(t.Env.LogDir, report.AdapterLog(t.Name)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "%s, judged per logical call; executions by the oracle: %s\n\n", inv, oracle)
+	WriteCalls(f, verdicts, inv)
+	fmt.Fprintln(f)
+	WriteAttempts(f, verdicts)
+	return f.Close()
+}
+
+// WriteCalls writes each call as a line of a table: its attempts, how
+// many the upstream saw, how often it executed, what its client was
+// told last, and inv's outcome for it ("" for every broken invariant).
+func WriteCalls(w io.Writer, verdicts []Verdict, inv string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALL\tMETHOD\tTIED BY\tATTEMPTS\tFORWARDED\tEXECUTIONS\tTOLD\tMS\tJUDGED")
+	for _, v := range verdicts {
+		execs := "unknown"
+		if v.Executions >= 0 {
+			execs = fmt.Sprint(v.Executions)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", v.Call.ID, v.Call.Method, v.Call.By, len(v.Call.Attempts), v.Forwarded, execs,
+			v.Told, v.Elapsed.Milliseconds(), judgedText(v, inv))
+	}
+	tw.Flush()
+}
+
+// WriteAttempts writes every call's attempts as a table.
+func WriteAttempts(w io.Writer, verdicts []Verdict) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CALL\tATTEMPT\tCONN\tSTREAM\tPREV\tTIMEOUT\tRULE\tUPSTREAM\tEXECUTED\tCLIENT\tSTART MS\tEND MS")
+	for _, v := range verdicts {
+		t0 := v.Call.Attempts[0].Start
+		for i, a := range v.Call.Attempts {
+			end := "-"
+			if !a.Ended.IsZero() {
+				end = fmt.Sprint(a.Ended.Sub(t0).Milliseconds())
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.Call.ID, i+1, a.Conn, a.Stream, orDash(a.Previous), orDash(a.Timeout),
+				orDash(a.Rule), orDash(a.Upstream), Executed(a), orDash(a.Client+resetText(a)), a.Start.Sub(t0).Milliseconds(), end)
+		}
+	}
+	tw.Flush()
+}
+
+// Executed says how often the oracle saw a executed: a count (with the
+// late ones), "-" when it was never forwarded, "unknown" when no oracle
+// judged it, or the oracle's error.
+func Executed(a Attempt) string {
+	switch {
+	case a.Executions != nil && a.Late > 0:
+		return fmt.Sprintf("%d (%d late)", *a.Executions, a.Late)
+	case a.Executions != nil:
+		return fmt.Sprint(*a.Executions)
+	case a.OracleErr != "":
+		return "error: " + a.OracleErr
+	case a.Forwarded:
+		return "unknown"
+	}
+	return "-"
+}
+
+func judgedText(v Verdict, inv string) string {
+	if inv != "" {
+		j := v.Of(inv)
+		if j.Why != "" {
+			return j.Outcome.String() + ": " + j.Why
+		}
+		return j.Outcome.String()
+	}
+	var broke []string
+	for _, j := range v.Judged {
+		if j.Outcome == outcome.Violated {
+			broke = append(broke, j.Inv+": "+j.Why)
+		}
+	}
+	if len(broke) == 0 {
+		return "nothing broken"
+	}
+	return strings.Join(broke, "; ")
+}
+
+func resetText(a Attempt) string {
+	if a.ClientReset != "" {
+		return "(client reset " + a.ClientReset + ")"
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
