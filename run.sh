@@ -39,7 +39,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-groups=(evidence robustness hostile durability chaos governance network grpc deploy)
+groups=(evidence robustness hostile durability chaos governance network grpc proxy deploy)
 
 lock=.run.lock
 if top=$(git rev-parse --show-toplevel 2>/dev/null) && [ "$top" = "$(pwd -P)" ]; then

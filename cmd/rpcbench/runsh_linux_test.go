@@ -72,7 +72,7 @@ exit "$code"
 `
 
 // runshGroups are run.sh's groups, in its order.
-var runshGroups = []string{"evidence", "robustness", "hostile", "durability", "chaos", "governance", "network", "grpc", "deploy"}
+var runshGroups = []string{"evidence", "robustness", "hostile", "durability", "chaos", "governance", "network", "grpc", "proxy", "deploy"}
 
 // runshClone is a temporary clone holding run.sh and the fakes.
 type runshClone struct {
@@ -249,7 +249,7 @@ func TestRunShStopsOnSignal(t *testing.T) {
 				t.Errorf("fake rpcbench ran %q, want %q: the run went on after the signal\n%s", got, want, r.output())
 			}
 			out := readFile(t, r.stdout.Name())
-			if want := "== total over 1 of 9 groups: 3 passed, 0 failed, 1 interrupted\n"; out != want {
+			if want := "== total over 1 of 10 groups: 3 passed, 0 failed, 1 interrupted\n"; out != want {
 				t.Errorf("stdout %q, want %q\n%s", out, want, r.output())
 			}
 		})
@@ -340,7 +340,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// TestRunShTotal: run.sh says "== group I of 9: GROUP" before each
+// TestRunShTotal: run.sh says "== group I of 10: GROUP" before each
 // group and ends with the sum of the summary lines the groups' runs left,
 // read from output.txt or from the .rpcbench-run-* directory a run that
 // did not complete leaves; a group whose run left none is not counted,
@@ -379,7 +379,7 @@ func TestRunShTotal(t *testing.T) {
 				"evidence/durability/output.txt":                   "5 passed, 0 failed\n",
 				"evidence/durability/.rpcbench-run-old/output.txt": "6 passed, 0 failed\n",
 			},
-			wantTotal: "== total over 8 of 9 groups: 564 passed, 1 failed, 3 errors, 12 skipped, 145 findings, 40 n/a",
+			wantTotal: "== total over 9 of 10 groups: 565 passed, 1 failed, 3 errors, 12 skipped, 145 findings, 40 n/a",
 			wantCode:  1,
 			wantErr:   "run.sh: group network left no summary line in evidence/network: not counted in the total",
 		},
@@ -389,11 +389,11 @@ func TestRunShTotal(t *testing.T) {
 				"chaos":   {"0 passed, 0 failed, 1 error, 2 interrupted", "commit", 0},
 				"network": {"0 passed, 0 failed, 1 finding, 1 n/a, 2 timed out", "commit", 0},
 			},
-			wantTotal: "== total over 9 groups: 7 passed, 0 failed, 1 error, 2 interrupted, 1 finding, 1 n/a, 2 timed out",
+			wantTotal: "== total over 10 groups: 8 passed, 0 failed, 1 error, 2 interrupted, 1 finding, 1 n/a, 2 timed out",
 		},
 		{
 			name:      "all passed",
-			wantTotal: "== total over 9 groups: 9 passed, 0 failed",
+			wantTotal: "== total over 10 groups: 10 passed, 0 failed",
 		},
 	}
 	for _, tt := range tests {
@@ -418,7 +418,7 @@ func TestRunShTotal(t *testing.T) {
 			var wantRuns, wantProgress []string
 			for i, g := range runshGroups {
 				wantRuns = append(wantRuns, "all --group "+g+" --color never")
-				wantProgress = append(wantProgress, fmt.Sprintf("== group %d of 9: %s", i+1, g))
+				wantProgress = append(wantProgress, fmt.Sprintf("== group %d of %d: %s", i+1, len(runshGroups), g))
 			}
 			if got := c.lines("runs.log"); !slices.Equal(got, wantRuns) {
 				t.Errorf("fake rpcbench ran\n%q\nwant\n%q", got, wantRuns)

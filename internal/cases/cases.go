@@ -25,11 +25,12 @@ const (
 	GroupGovernance = governance.Group
 	GroupNetwork    = network.Group
 	GroupGRPC       = grpc.Group
+	GroupProxy      = grpc.ProxyGroup
 	GroupDeploy     = deploy.Group
 )
 
 // Default returns every scenario, in run order: the groups in the order
 // above, each group's scenarios in the order its Cases lists them.
 func Default() scenario.Registry {
-	return slices.Concat(evidence.Cases(), robustness.Cases(), hostile.Cases(), durability.Cases(), chaos.Cases(), governance.Cases(), network.Cases(), grpc.Cases(), deploy.Cases())
+	return slices.Concat(evidence.Cases(), robustness.Cases(), hostile.Cases(), durability.Cases(), chaos.Cases(), governance.Cases(), network.Cases(), grpc.Cases(), grpc.ProxyCases(), deploy.Cases())
 }

@@ -64,7 +64,7 @@ func TestGroupFiles(t *testing.T) {
 		list  []scenario.Case
 	}{
 		{GroupEvidence, evidence.Cases()}, {GroupRobustness, robustness.Cases()}, {GroupHostile, hostile.Cases()}, {GroupDurability, durability.Cases()},
-		{GroupChaos, chaos.Cases()}, {GroupGovernance, governance.Cases()}, {GroupNetwork, network.Cases()}, {GroupGRPC, grpc.Cases()},
+		{GroupChaos, chaos.Cases()}, {GroupGovernance, governance.Cases()}, {GroupNetwork, network.Cases()}, {GroupGRPC, grpc.Cases()}, {GroupProxy, grpc.ProxyCases()},
 		{GroupDeploy, deploy.Cases()},
 	}
 	var want []string

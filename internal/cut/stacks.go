@@ -27,10 +27,14 @@ type Stack struct {
 	PingsAlways bool
 }
 
+// StackGRPCGo is grpc-go's stack name, as its adapter's init_ok names
+// it.
+const StackGRPCGo = "grpc-go"
+
 // Stacks returns the client stacks, in scorecard order.
 func Stacks() []Stack {
 	return []Stack{
-		{Name: "grpc-go", Bin: GRPCGoBin, Env: EnvGRPCGo,
+		{Name: StackGRPCGo, Bin: GRPCGoBin, Env: EnvGRPCGo,
 			Get: "./build.sh builds it (it needs the module proxy for google.golang.org/grpc)"},
 		{Name: "grpc-js", Bin: "adapter-grpcjs", Env: "RPCBENCH_ADAPTER_GRPCJS",
 			Get: "apt-get install nodejs npm, then ./build.sh (it runs npm ci in adapters/grpcjs)"},

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"sync"
 
-	"github.com/rpcbench/rpcbench/internal/cases/judge"
 	"github.com/rpcbench/rpcbench/internal/cut"
 )
 
@@ -125,7 +124,7 @@ func adapterMain(mode string) int {
 				os.Stdout.Write(append(forward(line, 0), '\n'))
 				continue
 			}
-			send(map[string]any{"type": "init_ok", "protocol": cut.Protocol, "stack": judge.StackGRPCGo, "version": "fake-" + mode,
+			send(map[string]any{"type": "init_ok", "protocol": cut.Protocol, "stack": cut.StackGRPCGo, "version": "fake-" + mode,
 				"runtime": "go", "capabilities": map[string]bool{"retry_policy": mode != NoRetry, "hedging": false, "throttling": true,
 					"transparent_retry": true, "keepalive": true, "pushback": true, "wait_for_ready": true, "per_attempt_timeout": false}})
 		case "call":

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rpcbench/rpcbench/internal/bank"
-	"github.com/rpcbench/rpcbench/internal/cases/judge"
+	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/grpcwire"
 )
 
@@ -89,7 +89,7 @@ func serverMain(mode string) int {
 	srv := &http.Server{Handler: f, Protocols: &p}
 	go srv.Serve(ln)
 	// It is run in grpc-go's column, whose stack it must name.
-	stack := judge.StackGRPCGo
+	stack := cut.StackGRPCGo
 	if mode == SrvOtherStack {
 		stack = "grpc-js"
 	}

@@ -102,7 +102,7 @@ func judgeCase(t *scenario.T, inv, oracle string, verdicts []Verdict) {
 // writeCalls writes every call, its attempts and inv's outcome for it to
 // the case's log.
 func writeCalls(t *scenario.T, inv, oracle string, verdicts []Verdict) error {
-	f, err := os.Create(filepath.Join(t.Env.LogDir, report.AdapterLog(t.Name)))
+	f, err := os.Create(filepath.Join(t.Env.LogDir, report.ProxyLog(t.Name)))
 	if err != nil {
 		return err
 	}

@@ -52,12 +52,16 @@ func SUTLog(name string) string { return sutPrefix + name + logSuffix }
 // SUTRecord: see SUTLog.
 func SUTRecord(name string) string { return sutPrefix + name + ".jsonl" }
 
+// ProxyLog is what rpcbench's fault proxy saw of a scenario's calls:
+// every attempt, and how each logical call was judged.
+func ProxyLog(name string) string { return proxyPrefix + name + logSuffix }
+
 // LogCase returns the scenario a file of logs/ belongs to, "" when its
 // name is none of those above. A scenario's name is snake_case, so it
 // ends at the first '-' or '.' after the file's prefix.
 func LogCase(file string) string {
 	rest := file
-	for _, p := range []string{serverPrefix, tracePrefix, adapterPrefix, sutPrefix} {
+	for _, p := range []string{serverPrefix, tracePrefix, adapterPrefix, sutPrefix, proxyPrefix} {
 		if r, ok := strings.CutPrefix(file, p); ok {
 			rest = r
 			break
@@ -83,5 +87,6 @@ const (
 	tracePrefix   = "trace-"
 	adapterPrefix = "adapter-"
 	sutPrefix     = "sut-"
+	proxyPrefix   = "proxy-"
 	logSuffix     = ".log"
 )

@@ -75,3 +75,14 @@ var goTestStackScenarios = []string{"grpc_concurrent_own_answers", "grpc_unavail
 // TestMutants proves the group's scenarios catch the bugs they exist
 // for (RPCBENCH_MUTANTS=1).
 func TestMutants(t *testing.T) { scenariotest.Mutants(t, Cases(), grpcMutants) }
+
+// TestProxyCases runs two columns of the proxy group: grpc-go with a
+// retry policy executing a debit twice when the proxy answers
+// UNAVAILABLE after the server executed it, as the grpc group's pins
+// say it does with the server's fault, and grpc-go recovering from the
+// proxy's GOAWAY below its stream. The group's run (rpcbench all
+// --group proxy, which .ci/run diffs against the evidence) runs them all.
+func TestProxyCases(t *testing.T) {
+	keep := []string{"proxy_unavailable_after_exec_grpcgo_retry", "proxy_goaway_below_grpcgo_default"}
+	scenariotest.Cases(t, ProxyCases(), func(c scenario.Case) bool { return !slices.Contains(keep, c.Name) })
+}

@@ -40,6 +40,7 @@ func debitOnce(g *judge.T, recover bool) {
 	a := g.Do(judge.Call{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: grpcDeadline})
 	n := g.Executions(account)
 	faultFired(g)
+	proxyAgrees(g, a)
 	if codeVaries[[2]string{g.Scenario.Name, g.Col.Stack}] {
 		g.Volatile("code", a.Code)
 	} else {
@@ -87,8 +88,31 @@ var codeVaries = map[[2]string]bool{{"grpc_reset_after_exec", judge.StackConnect
 // fired, once: what a column did is only evidence of the fault if it met
 // it.
 func faultFired(g *judge.T) {
+	if g.Proxy != nil {
+		n := g.ProxyRuleFired()
+		g.Check(n == 1, "the proxy's record shows its rule took %d attempts, want 1", n)
+		return
+	}
 	n := scenario.CountEvents(g.Events(g.S), func(e serverapi.Event) bool { return e.Name == serverapi.EventFault })
 	g.Check(n == 1, "the server's log shows its fault fired %d times, want 1", n)
+}
+
+// proxyAgrees, in a scenario whose fault is the proxy's, fails it
+// unless the proxy's record shows as many of the debit's attempts
+// forwarded as the server's log shows requests: the record is what
+// judges a user's service through the proxy, and here the server's log
+// checks it.
+func proxyAgrees(g *judge.T, a judge.Answer) {
+	if g.Proxy == nil {
+		return
+	}
+	forwarded := 0
+	for _, at := range g.Proxy.Attempts() {
+		if at.Method == "rpcbench.bank.v1.Bank/Debit" && at.Forwarded {
+			forwarded++
+		}
+	}
+	g.Check(forwarded == a.Requests, "the proxy's record shows %d debit attempts forwarded, the server's log %d requests", forwarded, a.Requests)
 }
 
 // grpcRecovers is a debit the fault refuses unexecuted: it must recover.
@@ -122,6 +146,7 @@ func grpcNoReplyWithinDeadline(g *judge.T) {
 	a := g.Do(judge.Call{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: deadline})
 	n := g.Executions(account)
 	faultFired(g)
+	proxyAgrees(g, a)
 	g.Check(a.Code != "OK", "the server never answers, yet the call ended OK")
 	g.Field("code", a.Code)
 	g.Field("executions", n)
@@ -183,6 +208,7 @@ func grpcPushback(g *judge.T) {
 	a := g.Do(judge.Call{Method: bank.MethodDebit, Account: account, Amount: 10, Deadline: grpcDeadline})
 	n := g.Executions(account)
 	faultFired(g)
+	proxyAgrees(g, a)
 	g.Field("code", a.Code)
 	g.Field("executions", n)
 	g.Field("requests", a.Requests)
@@ -194,6 +220,14 @@ func grpcPushback(g *judge.T) {
 			refused = e.Time
 		case e.Name == serverapi.EventExec && e.Text(serverapi.KeyAccount) == account && executed.IsZero():
 			executed = e.Time
+		}
+	}
+	if g.Proxy != nil {
+		// Refused by the proxy, not the server: when it answered.
+		for _, a := range g.Proxy.Attempts() {
+			if a.Rule != "" {
+				refused = a.Ended
+			}
 		}
 	}
 	g.Observe(judge.InvExecOnce, judge.Holds(n <= 1))

@@ -21,6 +21,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/proto"
+	"github.com/rpcbench/rpcbench/internal/proxy"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
@@ -44,7 +45,7 @@ import (
 // cut.Stacks lists every adapter's.
 const (
 	StackRPCBench  = "rpcbench"
-	StackGRPCGo    = "grpc-go"
+	StackGRPCGo    = cut.StackGRPCGo
 	StackConnectGo = "connect-go"
 )
 
@@ -261,6 +262,10 @@ type Suite struct {
 	// instead of its embedded one (expectations/STACK.txt); "" for no
 	// pins at all, so that every violation fails.
 	PinFiles map[string]string
+	// PinSuite, when set, is the suite whose scenarios the pins name,
+	// when they are not this one's: the proxy group's columns are judged
+	// by the grpc group's pins (Scenario.Pins).
+	PinSuite *Suite
 	// PinNames names, by stack, the embedded expectations file a stack
 	// is judged against instead of STACK.txt: a stack at another
 	// release, "releases/grpc-go@1.60.1.txt" or the shipped release's.
@@ -302,6 +307,12 @@ type Scenario struct {
 	// from run to run in some column, so never_cancelled is not judged
 	// here but by a scenario of repeated calls (grpc_reset_code).
 	CodeVaries bool
+	// Proxy, when set, is the scenario's fault as a rule of rpcbench's
+	// fault proxy (package proxy), which stands between the column's
+	// client and a server with no fault of its own: what the grpc
+	// group's scenario Pins shows with the server's fault, shown with
+	// the proxy's. Its column is judged against Pins' pins.
+	Proxy, Pins string
 	// timed: the scenario's outcome rests on timing (a fault's delay
 	// against a deadline) although its invariants count executions or
 	// answers, so it does not run beside others (see parallel).
@@ -396,6 +407,9 @@ type T struct {
 	// Opts are the server's options before start adds the wire and the
 	// fault: a scenario sets what it needs (Workers) first.
 	Opts scenario.ServerOpts
+	// Proxy is the fault proxy the calls go through, for a scenario
+	// whose fault is the proxy's (Scenario.Proxy).
+	Proxy *proxy.Proxy
 }
 
 // runGRPC runs sc in col and judges it against the stack's pins. In an
@@ -407,7 +421,11 @@ func runGRPC(t *scenario.T, s Suite, sc Scenario, col column) {
 	t.Field("scenario", sc.Name)
 	t.Field("stack", col.Stack)
 	t.Field("config", col.config)
-	p, err := s.LoadPins(col.Stack)
+	ps := s
+	if s.PinSuite != nil {
+		ps = *s.PinSuite
+	}
+	p, err := ps.LoadPins(col.Stack)
 	if err != nil {
 		t.Errored("%v", err)
 	}
@@ -428,7 +446,7 @@ func runGRPC(t *scenario.T, s Suite, sc Scenario, col column) {
 	}
 	g.observeCodes()
 	g.observedAll()
-	judge(t, p.Judge(col.config, sc.Name, g.obs), g.lacks)
+	judge(t, p.Judge(col.config, cmp.Or(sc.Pins, sc.Name), g.obs), g.lacks)
 }
 
 // judge acts on the pins' judgement: each disagreement fails the
@@ -685,6 +703,10 @@ func (g *T) startWith(o scenario.ServerOpts) bool {
 		}
 		return true
 	}
+	if g.Scenario.Proxy != "" {
+		g.startProxied(o)
+		return true
+	}
 	if g.Col.Stack == StackRPCBench {
 		if g.Scenario.unsupportedIn(g.Col) {
 			return false
@@ -703,6 +725,50 @@ func (g *T) startWith(o scenario.ServerOpts) bool {
 	g.S = g.StartServer(o)
 	g.Target = g.S.Addr
 	return true
+}
+
+// startProxied starts the server with no fault, and the fault proxy
+// in front of it with the scenario's rule; the calls go to the proxy.
+// When the scenario ends, the proxy's record of every attempt, tied into
+// calls and judged, goes to its log.
+func (g *T) startProxied(o scenario.ServerOpts) {
+	rule, err := proxy.ParseRule(g.Scenario.Proxy)
+	if err != nil {
+		g.Fatalf("%v", err)
+	}
+	g.S = g.StartServer(o)
+	p, err := proxy.Listen("127.0.0.1:0", proxy.Config{Upstream: g.S.Addr, Rules: []*proxy.Rule{rule}})
+	if err != nil {
+		g.Fatalf("%v", err)
+	}
+	go p.Serve()
+	g.Proxy, g.Target = p, p.Addr()
+	g.Cleanup(func() {
+		p.Close()
+		f, err := os.Create(filepath.Join(g.Env.LogDir, report.ProxyLog(g.Name)))
+		if err != nil {
+			g.Errors = append(g.Errors, "proxy log: "+err.Error())
+			return
+		}
+		defer f.Close()
+		calls, _ := proxy.Group(p.Attempts())
+		fmt.Fprintf(f, "rpcbench proxy %s -> %s, rule %q; executions are the server's log's, not the proxy's\n\n", p.Addr(), g.S.Addr, rule)
+		vs := proxy.Judge(calls, proxy.JudgeOptions{Slack: 500 * time.Millisecond})
+		proxy.WriteCalls(f, vs, "")
+		fmt.Fprintln(f)
+		proxy.WriteAttempts(f, vs)
+	})
+}
+
+// ProxyRuleFired counts the attempts the proxy's rule took.
+func (g *T) ProxyRuleFired() int {
+	n := 0
+	for _, a := range g.Proxy.Attempts() {
+		if a.Rule != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // ReferenceConfig is rpcbench's own client's configuration in the
