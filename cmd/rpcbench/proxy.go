@@ -52,7 +52,9 @@ func newProxyCmd(a *app) *cobra.Command {
 faults per call, stream by stream. Each rule, in the fault grammar of
 rpcserver's -grpc-fault ("kind=K method=PATTERN count=N ..."), takes the
 calls whose method ("pkg.Service/Method", or a bare method name)
-matches its pattern, the first count of them (0: every one):
+matches its pattern: after the first skip=N, every every=N-th one (or
+each with probability p=F, seed=S), until it has taken count=N (0: no
+end). The first unspent rule that takes a call applies to it:
 
   before forwarding, the upstream never sees the call:
     unavailable         UNAVAILABLE, trailers-only (retry_after=D adds pushback)
@@ -62,10 +64,14 @@ matches its pattern, the first count of them (0: every one):
   forwarded, then the upstream's answer is lost:
     drop                the answer replaced by RST_STREAM (code=, default CANCEL)
     close               the client's connection closed (FIN) instead
+    reset               the client's connection reset (TCP RST) instead
+    goaway_cover        GOAWAY covering its stream, then the connection closed
+    cut_data            HEADERS and half of the first DATA frame, then FIN
     unavailable_after   UNAVAILABLE in its place
     noreply             never answered: held until the client gives up
-  forwarded late:
-    delay               forwarded after delay=D
+  forwarded, answered late:
+    late                the whole answer held delay=D after it came
+    delay               the call forwarded delay=D after it came
 
 Every attempt is recorded: its connection and stream, method,
 idempotency-key, grpc-previous-rpc-attempts and grpc-timeout, the rule

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -273,7 +274,14 @@ type pstream struct {
 	trailers           []hpack.HeaderField // held until toClient is sent
 	upTrailers         []hpack.HeaderField // the client's, held until toUp is sent
 	holding            bool                // the answer is withheld (rule)
-	upHeaders          []hpack.HeaderField // the upstream's first HEADERS, while held
+	upHeaders          []hpack.HeaderField // the upstream's first HEADERS, held by Late
+	// lateData and lateTrailers are the rest of the answer a Late rule
+	// holds (at most streamWindow of DATA); cut is set once a CutData
+	// rule has cut the answer.
+	lateData     []byte
+	lateTrailers []hpack.HeaderField
+	lateEnd      bool
+	cut          bool
 	// upEnd, for a judged attempt, is closed once the upstream's side
 	// has ended (answered, reset, or its connection gone).
 	upEnd chan struct{}
@@ -307,8 +315,9 @@ type session struct {
 	goingAway bool
 	lastGood  uint32
 	// closedClient: the proxy closed the client's connection (a rule,
-	// or the upstream's end), not the client.
-	closedClient bool
+	// or the upstream's end), not the client; resetClient: with a TCP
+	// RST.
+	closedClient, resetClient bool
 	// bufferedUp is the DATA from the client not yet sent on, across
 	// its streams: at most the connection window the proxy granted.
 	bufferedUp int
@@ -426,8 +435,84 @@ func (s *session) run() {
 // CONN_CLOSED.
 func (s *session) closeClientLocked(why string) {
 	s.closedClient = true
+	cl, rst := s.cl, s.resetClient
+	s.enqueueLocked(cl, func() error {
+		if tc, ok := cl.nc.(*net.TCPConn); ok && rst {
+			tc.SetLinger(0) // the close sends RST, not FIN
+		}
+		cl.nc.Close()
+		return errors.New(why)
+	})
+}
+
+// sendLate sends the answer a Late rule held, unless the client gave up
+// meanwhile.
+func (s *session) sendLate(ps *pstream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	if ps.clientDone {
+		return
+	}
+	ps.holding = false
+	if ps.upHeaders != nil {
+		s.writeHeadersLocked(s.cl, ps.cid, ps.upHeaders, false)
+	}
+	if ps.upHeaders == nil && len(ps.lateData) == 0 && ps.lateTrailers != nil {
+		// Trailers-only.
+		s.writeHeadersLocked(s.cl, ps.cid, ps.lateTrailers, true)
+		s.pushbackLocked(ps, ps.lateTrailers)
+		s.clientEndedLocked(ps, codeName(atoi(header(ps.lateTrailers, "grpc-status"))))
+		return
+	}
+	ps.toClient = append(ps.toClient, ps.lateData...)
+	ps.lateData = nil
+	ps.toClientEnd = ps.lateEnd && ps.lateTrailers == nil
+	ps.trailers = ps.lateTrailers
+	if ps.trailers == nil && !ps.toClientEnd {
+		// The upstream's answer ended by its reset or its connection:
+		// the client hears of it as the upstream ended.
+		s.resetClientLocked(ps, http2.ErrCodeInternal)
+		return
+	}
+	s.flushLocked(s.cl, ps)
+}
+
+// cutLocked sends the client the answer's first DATA frame cut in the
+// middle: its frame header, announcing the whole payload, and half of
+// it; then it closes the client's connection: a CutData rule.
+func (s *session) cutLocked(ps *pstream, f *http2.DataFrame, payload []byte) {
+	ps.cut = true
+	half := len(payload) / 2
+	frame := make([]byte, 9, 9+half)
+	frame[0], frame[1], frame[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	frame[3] = byte(http2.FrameData)
+	binary.BigEndian.PutUint32(frame[5:], ps.cid)
+	frame = append(frame, payload[:half]...)
 	cl := s.cl
-	s.enqueueLocked(cl, func() error { cl.nc.Close(); return errors.New(why) })
+	s.enqueueLocked(cl, func() error { _, err := cl.nc.Write(frame); return err })
+	// The frame and the rest of the answer are dropped: their window
+	// goes back at once.
+	if n := uint32(len(payload)); n > 0 { // padding was credited before
+		id := ps.uid
+		s.enqueueLocked(s.up, func() error {
+			if err := s.up.fr.WriteWindowUpdate(0, n); err != nil {
+				return err
+			}
+			return s.up.fr.WriteWindowUpdate(id, n)
+		})
+	}
+	s.p.record(ps.a, func(a *Attempt) { a.Client, a.Ended = "CUT_DATA", time.Now() })
+	ps.clientDone = true
+	s.closeClientLocked("cut by rule")
+	if f.StreamEnded() {
+		s.upstreamEndedLocked(ps, "")
+	}
+	s.forgetLocked(ps)
 }
 
 // finish records, once both connections are gone, how each stream still
@@ -815,7 +900,7 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 				}
 			})
 			return nil
-		case Drop, Close, UnavailableAfter, NoReply:
+		case Drop, Close, UnavailableAfter, NoReply, GoAwayCover, Reset, Late:
 			ps.holding = true
 		}
 	}
@@ -886,8 +971,18 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 			return pr.fr.WriteWindowUpdate(id, pad)
 		})
 	}
+	if ps.holding && !ps.clientDone && ps.rule.Kind == Late && len(payload) > 0 {
+		if len(ps.lateData)+len(payload) > streamWindow {
+			return fmt.Errorf("upstream sent stream %d an answer over %d bytes, more than a late rule holds", f.StreamID, streamWindow)
+		}
+		ps.lateData = append(ps.lateData, payload...)
+	}
 	if ps.holding || ps.clientDone {
-		// Withheld: dropped here, the window given back at once.
+		// Withheld: dropped here (or held by a Late rule), the window
+		// given back at once.
+		if ps.holding && f.StreamEnded() {
+			ps.lateEnd = true
+		}
 		if n > 0 {
 			id := ps.uid
 			s.enqueueLocked(pr, func() error {
@@ -904,6 +999,10 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 	}
 	if len(ps.toClient)+len(payload) > streamWindow {
 		return fmt.Errorf("upstream sent stream %d more DATA than its window", f.StreamID)
+	}
+	if ps.rule != nil && ps.rule.Kind == CutData && !ps.cut && len(payload) > 0 {
+		s.cutLocked(ps, f, payload)
+		return nil
 	}
 	ps.toClient = append(ps.toClient, payload...)
 	ps.toClientEnd = ps.toClientEnd || f.StreamEnded()
@@ -996,6 +1095,13 @@ func (s *session) upstreamHeaders(f *http2.MetaHeadersFrame) {
 	fields := f.Fields
 	status := header(fields, "grpc-status")
 	if ps.holding || ps.clientDone {
+		if ps.holding && ps.rule.Kind == Late {
+			if f.StreamEnded() {
+				ps.lateTrailers = fields
+			} else {
+				ps.upHeaders = fields
+			}
+		}
 		if f.StreamEnded() {
 			s.upstreamEndedLocked(ps, codeName(atoi(status)))
 		}
@@ -1042,6 +1148,20 @@ func (s *session) upstreamEndedLocked(ps *pstream, what string) {
 			s.trailersOnlyLocked(ps, 14, "proxy: answer lost after the upstream answered")
 		case NoReply:
 			// Held until the client gives up.
+		case GoAwayCover:
+			id := ps.cid
+			s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteGoAway(id, http2.ErrCodeNo, []byte("proxy: goaway_cover")) })
+			s.p.record(ps.a, func(a *Attempt) { a.Client, a.Ended = "GOAWAY_COVER", time.Now() })
+			ps.clientDone = true
+			s.closeClientLocked("closed by rule")
+		case Reset:
+			s.p.record(ps.a, func(a *Attempt) { a.Client, a.Ended = "CONN_RESET", time.Now() })
+			ps.clientDone = true
+			s.resetClient = true
+			s.closeClientLocked("reset by rule")
+		case Late:
+			ps.delay = time.AfterFunc(ps.rule.spec.Delay, func() { s.sendLate(ps) })
+			return // kept until the held answer is sent or the client gives up
 		}
 	}
 	s.forgetLocked(ps)

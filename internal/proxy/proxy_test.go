@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -186,6 +187,10 @@ func TestFaults(t *testing.T) {
 		{"kind=close method=Debit", "CONN_CLOSED", "OK", true},
 		{"kind=unavailable_after method=Debit", "UNAVAILABLE", "OK", true},
 		{"kind=delay method=Debit delay=200ms", "OK", "OK", true},
+		{"kind=late method=Debit delay=200ms", "OK", "OK", true},
+		{"kind=goaway_cover method=Debit", "CONN_CLOSED", "OK", true},
+		{"kind=reset method=Debit", "CONN_CLOSED", "OK", true},
+		{"kind=cut_data method=Debit", "CONN_CLOSED", "OK", true},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			t.Parallel()
@@ -196,7 +201,13 @@ func TestFaults(t *testing.T) {
 			if r.Outcome() != c.client {
 				t.Errorf("the client got %s, want %s", r.Outcome(), c.client)
 			}
-			if strings.Contains(c.rule, "delay") && time.Since(began) < 200*time.Millisecond {
+			switch {
+			case strings.Contains(c.rule, "cut_data") && (r.HTTPStatus != 200 || len(r.Messages) != 0):
+				t.Errorf("cut_data: the client got :status %d and %d messages, want the HEADERS and no whole message", r.HTTPStatus, len(r.Messages))
+			case c.client == "CONN_CLOSED" && !strings.Contains(c.rule, "cut_data") && r.HTTPStatus != 0:
+				t.Errorf("the client got HEADERS (:status %d) before the connection closed", r.HTTPStatus)
+			}
+			if strings.Contains(c.rule, "delay=") && time.Since(began) < 200*time.Millisecond {
 				t.Errorf("answered after %v, before the 200ms delay", time.Since(began))
 			}
 			want := int64(1000)
@@ -215,8 +226,12 @@ func TestFaults(t *testing.T) {
 			if a.Ended.IsZero() || a.Ended.Before(a.Start) {
 				t.Errorf("recorded %+v: no end, or one before its start", a)
 			}
-			if a.Forwarded != c.forwarded || a.Upstream != c.upstream || a.Client != c.client || a.Rule == "" {
-				t.Errorf("recorded %+v, want forwarded=%v upstream=%q client=%q and the rule", a, c.forwarded, c.upstream, c.client)
+			sent := map[string]string{"kind=goaway_cover method=Debit": "GOAWAY_COVER", "kind=reset method=Debit": "CONN_RESET", "kind=cut_data method=Debit": "CUT_DATA"}[c.rule]
+			if sent == "" {
+				sent = c.client
+			}
+			if a.Forwarded != c.forwarded || a.Upstream != c.upstream || a.Client != sent || a.Rule == "" {
+				t.Errorf("recorded %+v, want forwarded=%v upstream=%q client=%q and the rule", a, c.forwarded, c.upstream, sent)
 			}
 		})
 	}
@@ -294,6 +309,14 @@ func TestParseRule(t *testing.T) {
 		{"kind=refuse code=CANCEL", "code is only for kind=drop"},
 		{"kind=delay", "kind=delay needs delay=DURATION"},
 		{"kind=drop method=[", "is no pattern"},
+		{"kind=late method=Place delay=2s", ""},
+		{"kind=late", "kind=late needs delay=DURATION"},
+		{"kind=drop method=Place count=2 skip=3 every=2", ""},
+		{"kind=drop p=0.25 seed=7", ""},
+		{"kind=drop every=0", "every \"0\": want a whole number from 1"},
+		{"kind=drop p=1.5", "want a probability"},
+		{"kind=drop p=0.5 every=2", "every and p both choose calls"},
+		{"kind=drop seed=3", "seed is for p"},
 	} {
 		r, err := ParseRule(c.in)
 		switch {
@@ -304,6 +327,33 @@ func TestParseRule(t *testing.T) {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("ParseRule(%q) = %v, want an error saying %q", c.in, err, c.err)
 		}
+	}
+}
+
+// skip=, every= and count= choose the calls a rule takes by their
+// order; p= chooses the same calls again for the same seed.
+func TestRuleChoice(t *testing.T) {
+	taken := func(rule string, n int) []int {
+		r, err := ParseRule(rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := rules{list: []*Rule{r}}
+		var out []int
+		for i := 1; i <= n; i++ {
+			if rs.take("s.v1.S/Place") != nil {
+				out = append(out, i)
+			}
+			rs.take("s.v1.S/Other") // does not match: not counted
+		}
+		return out
+	}
+	if got := fmt.Sprint(taken("kind=drop method=Place skip=2 every=3 count=2", 20)); got != "[5 8]" {
+		t.Errorf("skip=2 every=3 count=2 took calls %s, want [5 8]", got)
+	}
+	a, b := taken("kind=drop method=Place p=0.3 seed=9", 200), taken("kind=drop method=Place p=0.3 seed=9", 200)
+	if fmt.Sprint(a) != fmt.Sprint(b) || len(a) < 30 || len(a) > 90 {
+		t.Errorf("p=0.3 took %d of 200 calls, %v then %v: want about 60, the same both times", len(a), a, b)
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path"
 	"strconv"
 	"strings"
@@ -44,55 +45,115 @@ const (
 	// another connection. The connection takes no new stream after it,
 	// and is closed once the streams below it have ended.
 	GoAway
+	// GoAwayCover forwards the call, waits for the upstream's whole
+	// answer, then sends the client GOAWAY whose last stream covers the
+	// call (it may have been processed) and closes the connection,
+	// unanswered.
+	GoAwayCover
+	// Reset forwards the call, waits for the upstream's whole answer and
+	// resets the client's connection (TCP RST) instead.
+	Reset
+	// CutData forwards the call and passes on the upstream's HEADERS
+	// and half of its first DATA frame, then closes the client's
+	// connection.
+	CutData
+	// Late forwards the call, holds the upstream's whole answer and
+	// sends it delay= after it came: an answer after the caller's
+	// deadline when delay= is longer.
+	Late
 )
 
 var grammar = fault.Grammar[Kind]{
 	Pkg: "proxy",
 	Names: map[Kind]string{Unavailable: "unavailable", Refuse: "refuse", Drop: "drop", Close: "close",
-		UnavailableAfter: "unavailable_after", NoReply: "noreply", Delay: "delay", GoAway: "goaway_below"},
-	WantKinds: "unavailable, refuse, goaway_below, drop, close, unavailable_after, noreply or delay",
-	Keys:      []string{"code"},
+		UnavailableAfter: "unavailable_after", NoReply: "noreply", Delay: "delay", GoAway: "goaway_below",
+		GoAwayCover: "goaway_cover", Reset: "reset", CutData: "cut_data", Late: "late"},
+	WantKinds: "unavailable, refuse, goaway_below, drop, close, reset, goaway_cover, cut_data, unavailable_after, noreply, late or delay",
+	Keys:      []string{"code", "skip", "every", "p", "seed"},
 }
 
 // Rule is one fault: its kind, the methods it takes (a pattern of
-// "pkg.Service/Method", * for any part: "shop.v1.Orders/*"), how many
-// calls it takes (count=N: the first N that match; 0: every one), and
-// its kind's settings.
+// "pkg.Service/Method", * for any part: "shop.v1.Orders/*"), which of
+// the calls that match it takes, and its kind's settings. Of the
+// matching calls it passes the first skip= untouched, then takes every
+// every=-th (default each), or each with probability p= (from a
+// generator seeded by seed=, default 1, so that a run can be repeated),
+// until it has taken count= (0: no end).
 type Rule struct {
-	Kind  Kind
-	spec  fault.Spec[Kind]
-	Code  http2.ErrCode // Drop's reset code
-	taken int
+	Kind   Kind
+	spec   fault.Spec[Kind]
+	Code   http2.ErrCode // Drop's reset code
+	Skip   int
+	Every  int
+	P      float64
+	Seed   int64
+	rng    *rand.Rand
+	seen   int // matching calls so far
+	taken  int
+	extras string // the keys above as given, for String
 }
 
 // ParseRule parses a rule in the fault grammar of rpcserver's -fault and
 // -grpc-fault: "kind=drop method=shop.v1.Orders/Place count=1 code=CANCEL".
 func ParseRule(s string) (*Rule, error) {
-	r := &Rule{Code: http2.ErrCodeCancel}
+	r := &Rule{Code: http2.ErrCodeCancel, Seed: 1}
+	var extras []string
 	spec, err := grammar.Parse(s, func(k, v string) (bool, error) {
-		if k != "code" {
-			return false, nil
+		switch k {
+		case "code":
+			c, ok := errCodes[strings.ToUpper(v)]
+			if !ok {
+				return true, grammar.Errorf(s, "code %q: want an RST_STREAM code (%s)", v, strings.Join(codeNames(), ", "))
+			}
+			r.Code = c
+			return true, nil
+		case "skip", "every", "seed":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || k == "every" && n == 0 || n > 1<<31 {
+				return true, grammar.Errorf(s, "%s %q: want a whole number%s", k, v, map[bool]string{true: " from 1", false: " from 0"}[k == "every"])
+			}
+			switch k {
+			case "skip":
+				r.Skip = int(n)
+			case "every":
+				r.Every = int(n)
+			default:
+				r.Seed = n
+			}
+			extras = append(extras, k+"="+v)
+			return true, nil
+		case "p":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f > 0 && f <= 1) {
+				return true, grammar.Errorf(s, "p %q: want a probability above 0, at most 1", v)
+			}
+			r.P = f
+			extras = append(extras, k+"="+v)
+			return true, nil
 		}
-		c, ok := errCodes[strings.ToUpper(v)]
-		if !ok {
-			return true, grammar.Errorf(s, "code %q: want an RST_STREAM code (%s)", v, strings.Join(codeNames(), ", "))
-		}
-		r.Code = c
-		return true, nil
+		return false, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	r.extras = strings.Join(extras, " ")
 	if _, err := path.Match(spec.Method, ""); err != nil {
 		return nil, grammar.Errorf(s, "method %q is no pattern: %v", spec.Method, err)
 	}
 	switch {
-	case spec.Kind == Delay && spec.Delay <= 0:
-		return nil, grammar.Errorf(s, "kind=delay needs delay=DURATION")
+	case (spec.Kind == Delay || spec.Kind == Late) && spec.Delay <= 0:
+		return nil, grammar.Errorf(s, "kind=%s needs delay=DURATION", grammar.Name(spec.Kind))
+	case r.P > 0 && r.Every > 0:
+		return nil, grammar.Errorf(s, "every and p both choose calls: give one")
+	case strings.Contains(s, "seed=") && r.P == 0:
+		return nil, grammar.Errorf(s, "seed is for p")
 	case strings.Contains(s, "code=") && spec.Kind != Drop:
 		return nil, grammar.Errorf(s, "code is only for kind=drop")
 	}
 	r.Kind, r.spec = spec.Kind, spec
+	if r.P > 0 {
+		r.rng = rand.New(rand.NewPCG(uint64(r.Seed), 0))
+	}
 	return r, nil
 }
 
@@ -101,6 +162,9 @@ func (r *Rule) String() string {
 	s := grammar.Format(r.spec)
 	if r.Kind == Drop && r.Code != http2.ErrCodeCancel {
 		s += " code=" + r.Code.String()
+	}
+	if r.extras != "" {
+		s += " " + r.extras
 	}
 	return s
 }
@@ -144,10 +208,29 @@ func (rs *rules) take(method string) *Rule {
 		if !r.matches(method) || r.spec.Count > 0 && r.taken >= r.spec.Count {
 			continue
 		}
+		r.seen++
+		if !r.chooses() {
+			continue
+		}
 		r.taken++
 		return r
 	}
 	return nil
+}
+
+// chooses reports whether the rule takes the matching call it has just
+// counted in seen.
+func (r *Rule) chooses() bool {
+	n := r.seen - r.Skip
+	switch {
+	case n <= 0:
+		return false
+	case r.Every > 0:
+		return n%r.Every == 0
+	case r.P > 0:
+		return r.rng.Float64() < r.P
+	}
+	return true
 }
 
 var errCodes = func() map[string]http2.ErrCode {

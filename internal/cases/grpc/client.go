@@ -1,6 +1,7 @@
 package grpc
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -41,7 +42,7 @@ func debitOnce(g *judge.T, recover bool) {
 	n := g.Executions(account)
 	faultFired(g)
 	proxyAgrees(g, a)
-	if codeVaries[[2]string{g.Scenario.Name, g.Col.Stack}] {
+	if codeVaries[[2]string{cmp.Or(g.Scenario.Pins, g.Scenario.Name), g.Col.Stack}] {
 		g.Volatile("code", a.Code)
 	} else {
 		g.Field("code", a.Code)

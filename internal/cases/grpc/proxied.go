@@ -38,7 +38,11 @@ var proxyRules = [][2]string{
 	{"grpc_goaway_below", "kind=goaway_below method=Debit count=1"},
 	{"grpc_rst_cancel_after_exec", "kind=drop method=Debit count=1"},
 	{"grpc_rst_internal_after_exec", "kind=drop code=INTERNAL_ERROR method=Debit count=1"},
+	{"grpc_reset_after_exec", "kind=reset method=Debit count=1"},
+	{"grpc_goaway_cover", "kind=goaway_cover method=Debit count=1"},
+	{"grpc_cut_data_after_exec", "kind=cut_data method=Debit count=1"},
 	{"grpc_noreply_within_deadline", "kind=noreply method=Debit count=1"},
+	{"grpc_late_answer_not_crossed", "kind=late method=Get count=1 delay=500ms"},
 	{"grpc_pushback_honoured", "kind=unavailable method=Debit count=1 retry_after=300ms"},
 }
 
