@@ -507,7 +507,7 @@ func TestExitByVerdict(t *testing.T) {
 	}{
 		{report.Pass, exitOK, "2 passed, 0 failed", ""},
 		{report.Finding, exitOK, "1 passed, 0 failed, 1 finding", "rpcbench: 1 finding, pinned violations of the stacks under test, not failures: grpc_x (grpcgo_retry)"},
-		{report.NotApplicable, exitOK, "1 passed, 0 failed, 1 n/a", "rpcbench: 1 n/a, configurations the stacks lack, not run: 1 connect-go lacks retry_policy"},
+		{report.NotApplicable, exitOK, "1 passed, 0 failed, 1 n/a", "rpcbench: 1 n/a, not judged, not failures: 1 connect-go lacks retry_policy"},
 		{report.Error, exitFailed, "1 passed, 0 failed, 1 error", ""},
 		{report.Fail, exitFailed, "1 passed, 1 failed", ""},
 	}

@@ -268,7 +268,7 @@ func Notes(lines []Line) []string {
 			}
 			parts[i] = fmt.Sprintf("%d %s", na[w], label)
 		}
-		out = append(out, fmt.Sprintf("%d n/a, configurations the stacks lack, not run: %s", nas, strings.Join(parts, "; ")))
+		out = append(out, fmt.Sprintf("%d n/a, not judged, not failures: %s", nas, strings.Join(parts, "; ")))
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func TestNotes(t *testing.T) {
 	}
 	want := []string{
 		"3 findings, pinned violations of the stacks under test, not failures: grpc_close_after_exec (grpcgo_retry, grpcjs_retry); negative_control_x",
-		"3 n/a, configurations the stacks lack, not run: 2 connect-go lacks retry_policy; 1 connect-go lacks retry_policy, throttling",
+		"3 n/a, not judged, not failures: 2 connect-go lacks retry_policy; 1 connect-go lacks retry_policy, throttling",
 	}
 	if diff := cmp.Diff(want, Notes(lines)); diff != "" {
 		t.Errorf("Notes (-want +got):\n%s", diff)

@@ -221,6 +221,11 @@ func (c Card) ByStack() []StackCard {
 			stacks = append(stacks, col.Stack)
 		}
 	}
+	if len(stacks) == 0 {
+		// One stack alone (a user's service, judged through rpcbench
+		// proxy): its own card, with no reference beside it.
+		return []StackCard{{Stack: ref, Version: c.Columns[0].Version, Card: c}}
+	}
 	var out []StackCard
 	for _, st := range stacks {
 		sc := StackCard{Stack: st}

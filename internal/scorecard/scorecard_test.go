@@ -296,6 +296,28 @@ CASE target_bad_frame FAIL scenario=grpcserver_bad_frame stack=orders config=ser
 	}
 }
 
+// TestProxyService: a user's service judged through rpcbench proxy is
+// one stack's column with no reference beside it, and its cells show
+// (they once came out as no table at all).
+func TestProxyService(t *testing.T) {
+	const lines = `CASE proxy_exec_at_most_once FAIL scenario=proxy_exec_at_most_once stack=shop config=proxy calls=3 exec_at_most_once:=violated
+CASE proxy_within_deadline PASS scenario=proxy_within_deadline stack=shop config=proxy calls=3 within_deadline:=holds
+`
+	c := buildFrom(t, lines)
+	var md, text strings.Builder
+	if err := c.WriteMarkdownByStack(&md, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteText(&text, TextOptions{Width: 120}); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{md.String(), text.String()} {
+		if !strings.Contains(out, "proxy_exec_at_most_once") || !strings.Contains(out, "VIOLATED (FAIL)") || !strings.Contains(out, "proxy_within_deadline") {
+			t.Errorf("the proxy's scorecard:\n%s", out)
+		}
+	}
+}
+
 // TestServersSection: the server columns (configuration server) are one
 // table after the client stacks', never a stack card of their own, and
 // their rows are left out of the client tables.
