@@ -21,6 +21,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // The shop: a service written for these tests, not the Bank, with its
@@ -214,6 +216,19 @@ func TestProxyJudgesShop(t *testing.T) {
 			ev := readFile(t, filepath.Join(dir, c.name+"-ev", "output.txt"))
 			if !strings.Contains(ev, "CASE proxy_within_deadline") || !strings.Contains(ev, "stack=shop config=proxy") {
 				t.Errorf("evidence output.txt:\n%s", ev)
+			}
+			// Each case's logs: the calls judged, and the attempts as a
+			// trace the report page draws.
+			logs, err := report.ReadLogs(filepath.Join(dir, c.name+"-ev", "logs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := trace.Read(bytes.NewReader(logs[report.TraceLog("proxy_exec_at_most_once")]))
+			if err != nil || len(recs) != 3 || recs[0].Call != 1 || recs[1].Call != 1 || recs[2].Call != 2 {
+				t.Errorf("the trace of the attempts: %v, %+v", err, recs)
+			}
+			if calls := string(logs[report.ProxyLog("proxy_exec_at_most_once")]); !strings.Contains(calls, "TIED BY") {
+				t.Errorf("the calls' log:\n%s", calls)
 			}
 		})
 	}

@@ -8,9 +8,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rpcbench/rpcbench/internal/client"
+	"github.com/rpcbench/rpcbench/internal/grpcwire"
 	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/trace"
 )
 
 // CaseGroup is the group of the proxy's cases.
@@ -110,7 +113,64 @@ func writeCalls(t *scenario.T, inv, oracle string, verdicts []Verdict) error {
 	WriteCalls(f, verdicts, inv)
 	fmt.Fprintln(f)
 	WriteAttempts(f, verdicts)
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// The attempts as the report page draws a client's: one lane per
+	// client connection, each logical call's attempts in a row.
+	tf, err := os.Create(filepath.Join(t.Env.LogDir, report.TraceLog(t.Name)))
+	if err != nil {
+		return err
+	}
+	if err := trace.Write(tf, Trace(verdicts)); err != nil {
+		tf.Close()
+		return err
+	}
+	return tf.Close()
+}
+
+// Trace is the calls' attempts as trace records, the client side of
+// the proxy: a record's client is the attempt's connection, its call the
+// logical call, its id the stream; its outcome what the client was sent,
+// and its err what the upstream answered and how often the oracle saw
+// it execute.
+func Trace(verdicts []Verdict) []trace.Record {
+	var out []trace.Record
+	for _, v := range verdicts {
+		for i, a := range v.Call.Attempts {
+			r := trace.Record{Client: a.Conn, Call: v.Call.ID, Attempt: i + 1, Method: a.Method, Key: a.Key, ID: uint64(a.Stream),
+				Start: a.Start.UTC(), End: a.Ended.UTC(), Addr: "proxy"}
+			if r.End.Before(r.Start) {
+				r.End = r.Start // never ended: the proxy closed first
+			}
+			if ms, err := grpcwire.ParseTimeout(a.Timeout); err == nil {
+				r.BudgetMs = uint32(min(ms.Milliseconds(), 1<<31))
+			}
+			switch {
+			case a.ClientReset != "":
+				r.Outcome, r.Class = client.OutcomeCanceled, client.ClassUnknown
+			case a.Client == "" || a.Client == "NO_STATUS":
+				r.Outcome, r.Class = client.OutcomeAbandoned, client.ClassUnknown
+			case strings.HasPrefix(a.Client, "RST_") || strings.HasPrefix(a.Client, "CONN_") || a.Client == "CUT_DATA" || strings.HasPrefix(a.Client, "GOAWAY"):
+				r.Outcome, r.Class = client.OutcomeConnLost, client.ClassUnknown
+				if !a.Forwarded {
+					r.Class = client.ClassNotExecuted
+				}
+			case a.Client == "UNAVAILABLE":
+				// What the client was told: not executed (the oracle may
+				// say otherwise, in err).
+				r.Outcome, r.Class, r.Status = client.OutcomeResponse, client.ClassNotExecuted, a.Client
+			default:
+				r.Outcome, r.Class, r.Status = client.OutcomeResponse, client.ClassFinal, a.Client
+			}
+			r.Err = fmt.Sprintf("client sent %s; upstream %s; executed %s", orDash(a.Client+resetText(a)), orDash(a.Upstream), Executed(a))
+			if a.Rule != "" {
+				r.Err += "; rule " + a.Rule
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // WriteCalls writes each call as a line of a table: its attempts, how
