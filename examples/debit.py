@@ -4,8 +4,10 @@
 It debits an account of rpcbench's Bank (bin/rpcserver -grpc stands in
 for your service) through grpcio, one call at a time, each with a
 deadline, and with --retry under the retry policy many services
-configure: up to four attempts on UNAVAILABLE. The requests are encoded
-by hand so that it needs nothing but grpcio (python3-grpcio).
+configure: up to four attempts on UNAVAILABLE; with --key each debit
+carries an idempotency-key of its own, which rpcserver dedupes by. The
+requests are encoded by hand so that it needs nothing but grpcio
+(python3-grpcio).
 
     python3 examples/debit.py --addr 127.0.0.1:50052 --account acct-X --calls 3 --retry
 
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import uuid
 
 import grpc
 
@@ -60,6 +63,7 @@ def main():
     p.add_argument("--calls", type=int, default=3)
     p.add_argument("--deadline", type=float, default=2.0, help="each call's deadline, in seconds")
     p.add_argument("--retry", action="store_true", help="configure the retry policy")
+    p.add_argument("--key", action="store_true", help="send each debit with an idempotency-key of its own")
     args = p.parse_args()
     if not args.addr:
         p.error("give --addr, or run me under rpcbench proxy (RPCBENCH_PROXY_ADDR)")
@@ -70,8 +74,9 @@ def main():
     with grpc.insecure_channel(args.addr, options=options) as channel:
         debit = channel.unary_unary("/rpcbench.bank.v1.Bank/Debit")
         for i in range(args.calls):
+            metadata = [("idempotency-key", uuid.uuid4().hex)] if args.key else None
             try:
-                debit(debit_request(args.account, args.amount), timeout=args.deadline)
+                debit(debit_request(args.account, args.amount), timeout=args.deadline, metadata=metadata)
                 print(f"debit {i + 1}: OK")
             except grpc.RpcError as e:
                 failed += 1
