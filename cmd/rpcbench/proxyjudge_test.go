@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/rpcbench/rpcbench/internal/cut"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/trace"
@@ -231,5 +233,45 @@ func TestProxyJudgesShop(t *testing.T) {
 				t.Errorf("the calls' log:\n%s", calls)
 			}
 		})
+	}
+}
+
+// TestProxyWalkthrough runs docs/judge-your-service.md's ten minutes:
+// examples/debit.py, grpcio with a retry policy, through the proxy to
+// rpcserver's gRPC side with the answer of the first debit lost after it
+// executed. The page says the client is told OK three times, one call
+// ran twice (a FAIL naming it), and with --retry --key every call ran
+// once (exit 0).
+func TestProxyWalkthrough(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import grpc").Run(); err != nil {
+		if cut.Required() {
+			t.Fatalf("%s cannot import grpc (%v); %s=1 demands it: apt-get install python3-grpcio", python, err, cut.EnvRequire)
+		}
+		t.Skipf("%s cannot import grpc (%v): apt-get install python3-grpcio", python, err)
+	}
+	up := startGRPCServer(t)
+	run := func(account string, client ...string) (int, string) {
+		args := []string{"proxy", "--upstream", up.Addr, "--fault", "kind=unavailable_after method=Debit count=1",
+			"-I", "../../proto", "--proto", "rpcbench/bank/v1/bank.proto", "--method", "rpcbench.bank.v1.Bank/Debit",
+			"--observe", "rpcbench.bank.v1.Bank/Get", "--observe-data", `{"account":"` + account + `"}`,
+			"--observe-field", "balance", "--per-exec", "-10", "--name", "bank", "--evidence", "",
+			"--", python, "../../examples/debit.py", "--account", account}
+		var stdout, stderr bytes.Buffer
+		code := execute(context.Background(), append(args, client...), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	code, out := run("acct-W1", "--retry")
+	for _, want := range []string{"debit 1: OK\ndebit 2: OK\ndebit 3: OK\n", "CASE proxy_exec_at_most_once FAIL",
+		"first=[call 1 (rpcbench.bank.v1.Bank/Debit): executed 2 times in 2 attempts]", "3 passed, 1 failed, 1 n/a"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walkthrough's run lacks %q:\n%s", want, out)
+		}
+	}
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d", code, exitFailed)
+	}
+	if code, out := run("acct-W2", "--retry", "--key"); code != exitOK || !strings.Contains(out, "CASE proxy_exec_at_most_once PASS") || !strings.Contains(out, "executions=3") {
+		t.Errorf("with --retry --key: exit %d\n%s", code, out)
 	}
 }
