@@ -186,6 +186,11 @@ func runProxy(ctx context.Context, o *proxyOptions) error {
 	if err := o.judgeFlags.check(); err != nil {
 		return err
 	}
+	// The service's and the workload's output are copied to the same
+	// writers as rpcbench's own messages, from goroutines of their own.
+	a := *o.app
+	a.Out, a.Err = &lockedWriter{w: a.Out}, &lockedWriter{w: a.Err}
+	o.app = &a
 	sv := &service{}
 	err = startService(ctx, o, sv)
 	if err == nil {

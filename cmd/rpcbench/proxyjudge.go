@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -136,6 +137,19 @@ type service struct {
 	closer func()
 	// idempotent are the methods the schema marks so.
 	schema *schema.Schema
+}
+
+// lockedWriter serialises writes to w: proxy's own messages, and the
+// output of the service and the workload it runs, copied as they come.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // serveWait bounds how long --serve's service has to listen.
