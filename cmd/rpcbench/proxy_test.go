@@ -87,6 +87,7 @@ func TestProxyWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(envProxyWorkload, "1")
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // the workload is this test binary: no second's sleep as it exits under -race
 	record := filepath.Join(t.TempDir(), "attempts.jsonl")
 	var stdout, stderr bytes.Buffer
 	code := execute(context.Background(), []string{"proxy", "--upstream", up.Addr, "--fault", "kind=drop method=Debit count=1",
