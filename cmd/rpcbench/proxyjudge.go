@@ -179,22 +179,31 @@ func startService(ctx context.Context, o *proxyOptions, sv *service) error {
 	}
 	sv.proc, sv.stop = p, stop
 	fmt.Fprintf(o.Err, "rpcbench: started %q; waiting for %s\n", o.Serve, o.Upstream)
+	if err := awaitListen(ctx, o.Upstream, p); err != nil {
+		return &errAdapter{fmt.Errorf("proxy: --serve %q: %w", o.Serve, err)}
+	}
+	return nil
+}
+
+// awaitListen waits until addr accepts a connection, at most serveWait;
+// p's exit first is an error saying how it ended.
+func awaitListen(ctx context.Context, addr string, p *child.Proc) error {
 	deadline := time.Now().Add(serveWait)
 	for {
-		c, err := net.DialTimeout("tcp", o.Upstream, time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
 			return nil
 		}
 		select {
 		case <-p.Exited():
-			return &errAdapter{fmt.Errorf("proxy: --serve %q exited before %s listened: %s", o.Serve, o.Upstream, p.Exit())}
+			return fmt.Errorf("it exited before %s listened: %s", addr, p.Exit())
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return &errAdapter{fmt.Errorf("proxy: --serve %q: nothing listened on %s within %v", o.Serve, o.Upstream, serveWait)}
+			return fmt.Errorf("nothing listened on %s within %v", addr, serveWait)
 		}
 	}
 }

@@ -11,8 +11,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,8 +40,17 @@ const (
 	envShopWorkload = "RPCBENCH_TEST_SHOP_WORKLOAD"
 )
 
+// envShopNoDrain makes the shop exit at once on SIGTERM, its calls in
+// flight cut off; without it, it stops taking connections, finishes
+// the calls it took, then exits.
+const envShopNoDrain = "RPCBENCH_TEST_SHOP_NODRAIN"
+
 func shopService() int {
-	db, err := sql.Open("sqlite", "file:"+os.Getenv(envShopDB)+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	dsn := "file:" + os.Getenv(envShopDB) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	if os.Getenv(envShopDB) == ":memory:" {
+		dsn = "file::memory:" // its orders die with it
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err == nil {
 		_, err = db.Exec("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL)")
 	}
@@ -51,7 +63,11 @@ func shopService() int {
 		fmt.Fprintln(os.Stderr, "shop:", err)
 		return 3
 	}
+	db.SetMaxOpenConns(1) // one connection: an in-memory database is one connection's
+	var inflight sync.WaitGroup
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Done()
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		w.Header().Set("Content-Type", "application/grpc")
 		w.Header().Set("Trailer", "Grpc-Status")
@@ -83,6 +99,15 @@ func shopService() int {
 					item, b = v, b[m:]
 				}
 			}
+			if item == "slow" {
+				// A slow order: placed 400ms after it came, unless the
+				// caller gave up first.
+				select {
+				case <-time.After(400 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				}
+			}
 			res, err := db.Exec("INSERT INTO orders (item) VALUES (?)", item)
 			if err != nil {
 				w.Header().Set("Grpc-Status", "13")
@@ -102,7 +127,16 @@ func shopService() int {
 			w.Header().Set("Grpc-Status", "12")
 		}
 	})
-	http.Serve(ln, h2c.NewHandler(h, &http2.Server{}))
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go http.Serve(ln, h2c.NewHandler(h, &http2.Server{}))
+	<-term
+	if os.Getenv(envShopNoDrain) != "" {
+		return 0
+	}
+	ln.Close()
+	inflight.Wait()
+	time.Sleep(100 * time.Millisecond) // the answers' last frames leave
 	return 0
 }
 
@@ -276,5 +310,60 @@ func TestProxyWalkthrough(t *testing.T) {
 	}
 	if code, out := run("acct-W2", "--retry", "--key"); code != exitOK || !strings.Contains(out, "CASE proxy_exec_at_most_once PASS") || !strings.Contains(out, "executions=3") {
 		t.Errorf("with --retry --key: exit %d\n%s", code, out)
+	}
+}
+
+// TestTargetLifecycle: target -- COMMAND starts the shop itself, and its
+// two rows that stop it judge what they exist for: a shop that drains
+// answers its call in flight at SIGTERM, and one whose orders are in a
+// file still counts an order it answered OK for after SIGKILL; a shop
+// that exits at once on SIGTERM fails the drain row, and one that keeps
+// its orders in memory fails the SIGKILL row. Without a command both
+// rows are n/a.
+func TestTargetLifecycle(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		env  []string
+		code int
+		want []string
+	}{
+		{"drains", nil, exitOK, []string{"CASE target_sigterm_drain PASS", "code=OK", "executions=1", "CASE target_sigkill_after_ok PASS"}},
+		{"cuts", []string{envShopNoDrain + "=1"}, exitFailed, []string{"CASE target_sigterm_drain FAIL", "srv_drain_answers:=violated", "CASE target_sigkill_after_ok PASS"}},
+		{"memory", []string{envShopDB + "=:memory:"}, exitFailed, []string{"CASE target_sigkill_after_ok FAIL", "srv_ok_durable:=violated", "counts no execution after the restart"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			cmd := append([]string{"env", envShopAddr + "=" + addr, envShopDB + "=" + filepath.Join(dir, c.name+".db"), "GORACE=atexit_sleep_ms=0"}, c.env...)
+			args := []string{"target", addr, "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),
+				"--method", "shop.v1.Orders/Place", "--data", `{"item":"book"}`, "--observe", "shop.v1.Orders/Count", "--observe-field", "placed",
+				"--slow-data", `{"item":"slow"}`, "--slow-for", "400ms", "--run", "sigterm|sigkill", "--evidence", "", "--"}
+			args = append(append(args, cmd...), self, "-test.run=^$")
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), args, &stdout, &stderr)
+			out := stdout.String()
+			if code != c.code {
+				t.Errorf("exit %d, want %d", code, c.code)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q", w)
+				}
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("stdout:\n%s", out)
+			}
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	addr := freeAddr(t)
+	execute(context.Background(), []string{"target", addr, "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),
+		"--method", "shop.v1.Orders/Place", "--run", "sigterm|sigkill", "--evidence", ""}, &stdout, &stderr)
+	if out := stdout.String(); strings.Count(out, " N/A ") != 2 || !strings.Contains(out, "give -- COMMAND") {
+		t.Errorf("without a command, want both rows n/a:\n%s\n%s", out, stderr.String())
 	}
 }

@@ -40,19 +40,24 @@ type targetOptions struct {
 	Name               string
 	Evidence           string
 	JSON               string
+	// Command is the service to start, after --; nil for a service
+	// already running.
+	Command []string
 	control
 }
 
 func newTargetCmd(a *app) *cobra.Command {
 	o := &targetOptions{app: a}
 	cmd := &cobra.Command{
-		Use:   "target ADDR --method SERVICE/METHOD [--data JSON] [--observe SERVICE/METHOD --observe-data JSON --observe-field FIELD] [flags]",
+		Use:   "target ADDR --method SERVICE/METHOD [--data JSON] [--observe SERVICE/METHOD --observe-data JSON --observe-field FIELD] [flags] [-- COMMAND ARGS...]",
 		Short: "Judge a running gRPC service of yours, any schema, from outside",
 		Example: `  rpcbench target 127.0.0.1:50051 --method shop.v1.Orders/Place --data '{"item":"x"}' \
       --observe shop.v1.Orders/Count --observe-field placed          # schema by server reflection
   rpcbench target 127.0.0.1:50051 --proto shop.proto -I protos --method shop.v1.Orders/Place --data @place.json
   rpcbench target 127.0.0.1:50051 --descriptor-set shop.binpb --method shop.v1.Orders/Place   # executions unknown
-  rpcbench target 127.0.0.1:50051 --method shop.v1.Orders/Place --run 'timeout_0n|oversize'`,
+  rpcbench target 127.0.0.1:50051 --method shop.v1.Orders/Place --run 'timeout_0n|oversize'
+  rpcbench target 127.0.0.1:50051 --method shop.v1.Orders/Place --observe shop.v1.Orders/Count --observe-field placed \
+      --slow-data '{"item":"slow"}' --slow-for 1s -- ./shop --addr 127.0.0.1:50051 --db shop.db   # rpcbench starts it`,
 		Long: `Judge a running gRPC service (h2c: HTTP/2 without TLS) from outside, as the
 grpc group's server section judges the server adapters: calls whose
 grpc-timeout has already passed (0n, 1n) must not execute, every answer
@@ -78,10 +83,26 @@ it first. Nothing else may change that field while the rows run. Without
 --observe, executions are unknown and the invariants that need them are
 n/a.
 
+With -- COMMAND, rpcbench starts the service itself (ADDR must be free
+until it listens there), stops it when the rows are done, and runs two
+rows more, which stop it and start it again: target_sigterm_drain sends
+SIGTERM while the slow call's handler runs (the drain must answer it,
+truthfully), target_sigkill_after_ok sends SIGKILL as soon as a call was
+answered OK (the execution must still be counted after the restart).
+Their executions are counted after the restart, so the service must
+keep its state where a restart finds it. Without a command they are n/a.
+
 Outputs are those of 'rpcbench all': CASE lines, the evidence directory
 (default rpcbench-target/), --json, --junit, --json-events; a violated
 invariant is a FAIL, and the exit status says so.`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				if len(args) == dash {
+					return usageErrorf(cmd.UsageString(), "target takes a command after --: the service to start")
+				}
+				o.Command = args[dash:]
+				args = args[:dash]
+			}
 			if len(args) != 1 {
 				return usageErrorf(cmd.UsageString(), "target takes one address, HOST:PORT (got %d arguments)", len(args))
 			}
@@ -160,6 +181,18 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 	if err != nil {
 		return err
 	}
+	var sp *serviceProc
+	if o.Command != nil {
+		// The service's output is copied beside rpcbench's own messages.
+		a := *o.app
+		a.Out, a.Err = &lockedWriter{w: a.Out}, &lockedWriter{w: a.Err}
+		o.app = &a
+		fmt.Fprintf(o.Err, "rpcbench: starting %s; waiting for %s\n", strings.Join(o.Command, " "), o.Addr)
+		if sp, err = startServiceProc(ctx, o.Command, o.Addr, o.Err); err != nil {
+			return err
+		}
+		defer sp.Close()
+	}
 	var sch *schema.Schema
 	switch {
 	case len(o.Protos) > 0:
@@ -182,6 +215,9 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 		return err
 	}
 	svc := &target.Service{Addr: o.Addr, Name: o.Name, Settle: o.Settle, LateWindow: o.LateWindow, Trials: o.Trials}
+	if sp != nil {
+		svc.Lifecycle = sp
+	}
 	if svc.Method, err = sch.Method(o.Method); err != nil {
 		return usageErrorf("", "--method: %v", err)
 	}

@@ -42,7 +42,7 @@ var trials = map[string]int{"0n": 50, "1n": 50, "1u": 100, "100u": 100, "1m": 10
 func rows() []row {
 	expired := []string{judge.InvSrvExpired, judge.InvSrvOKIffExec}
 	told := []string{judge.InvSrvOKIffExec}
-	return []row{
+	return append([]row{
 		{"target_timeout_0n", "calls with grpc-timeout 0n, a deadline already past, one at a time: none may execute, and each answer must say whether its call ran", "grpcserver_timeout_0n", expired, timeoutRow("0n", true)},
 		{"target_timeout_1n", "calls with grpc-timeout 1n, past before the service can read them: none may execute, and each answer must say whether its call ran", "grpcserver_timeout_1n", expired, timeoutRow("1n", true)},
 		{"target_timeout_1u", "calls with grpc-timeout 1u: how many execute is the machine's race; each answer must say whether its call ran", "grpcserver_timeout_1u", told, timeoutRow("1u", false)},
@@ -54,7 +54,7 @@ func rows() []row {
 		{"target_bad_message", "a call whose message claims compression the request never declared: that stream fails unexecuted, and a call on the same connection is served", "grpcserver_bad_message", []string{judge.InvSrvIsolated, judge.InvSrvOKIffExec}, badMessage},
 		{"target_bad_frame", "a WINDOW_UPDATE of 0 on a connection that served a call, a connection error: a call on another connection is served", "grpcserver_bad_frame", []string{judge.InvSrvIsolated}, badFrame},
 		{"target_oversize_message", "a call's message prefix announces 64 MiB, and 1 KiB follows: the service refuses it without waiting for the rest, unexecuted", "grpcserver_oversize_message", []string{judge.InvSrvOversize}, oversize},
-	}
+	}, lifecycleRows()...)
 }
 
 // Names lists the rows, in run order.

@@ -51,6 +51,9 @@ type Service struct {
 	// LateWindow is how long after a row's last call the oracle reads a
 	// last time, for an execution later than Settle (at least Settle).
 	LateWindow time.Duration
+	// Lifecycle, when rpcbench started the service, lets the rows that
+	// stop it (SIGTERM, SIGKILL) do so; nil makes them n/a.
+	Lifecycle Lifecycle
 }
 
 // MaxAnswer bounds the DATA rpcbench holds of one answer of the service:

@@ -106,6 +106,9 @@ func TestGoodServicePasses(t *testing.T) {
 	t.Parallel()
 	var wg sync.WaitGroup
 	for _, name := range Names() {
+		if NeedsCommand(name) {
+			continue // cmd/rpcbench's TestTargetLifecycle starts a service for them
+		}
 		s := bankService(t, serveBank(t, fakestack.SrvGood), true, true)
 		dir := t.TempDir()
 		wg.Go(func() {
