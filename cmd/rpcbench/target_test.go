@@ -71,8 +71,8 @@ func TestTargetRPCServer(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
-	if n := strings.Count(out, " PASS "); n != 11 || !strings.Contains(out, "11 passed, 0 failed") {
-		t.Errorf("%d PASS lines, want 11:\n%s", n, out)
+	if n := strings.Count(out, " PASS "); n != 12 || !strings.Contains(out, "12 passed, 0 failed") {
+		t.Errorf("%d PASS lines, want 12:\n%s", n, out)
 	}
 	if !strings.Contains(stderr.String(), "oracle: observe rpcbench.bank.v1.Bank/Get .balance (-1 per execution)") {
 		t.Errorf("stderr does not say what the oracle is and what it measured:\n%s", stderr.String())

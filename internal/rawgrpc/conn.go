@@ -49,6 +49,27 @@ type Conn struct {
 	closed chan struct{} // closed when the reader has returned
 
 	maxBody int // Options.MaxBody
+
+	// settings is closed once the server's first SETTINGS came;
+	// maxStreams is its SETTINGS_MAX_CONCURRENT_STREAMS then, and
+	// hasMaxStreams whether it set one.
+	settings      chan struct{}
+	maxStreams    uint32
+	hasMaxStreams bool
+}
+
+// MaxStreams waits for the server's first SETTINGS and returns its
+// SETTINGS_MAX_CONCURRENT_STREAMS, and whether it set one (none: no
+// limit).
+func (c *Conn) MaxStreams(ctx context.Context) (n uint32, set bool, err error) {
+	select {
+	case <-c.settings:
+		return c.maxStreams, c.hasMaxStreams, nil
+	case <-c.closed:
+		return 0, false, fmt.Errorf("rawgrpc: the connection closed before the server's SETTINGS")
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	}
 }
 
 // GoAway is a GOAWAY frame the server sent.
@@ -85,7 +106,8 @@ func DialOptions(ctx context.Context, addr string, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rawgrpc: %w", err)
 	}
-	c := &Conn{nc: nc, fr: http2.NewFramer(nc, nc), nextID: 1, streams: map[uint32]*Stream{}, closed: make(chan struct{}), maxBody: o.MaxBody}
+	c := &Conn{nc: nc, fr: http2.NewFramer(nc, nc), nextID: 1, streams: map[uint32]*Stream{}, closed: make(chan struct{}), maxBody: o.MaxBody,
+		settings: make(chan struct{})}
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 1 << 20
 	c.enc = hpack.NewEncoder(&c.encBuf)
@@ -257,6 +279,13 @@ func (c *Conn) frame(f http2.Frame) {
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		if !f.IsAck() {
+			select {
+			case <-c.settings:
+			default:
+				// Only the reader writes these, before closing settings.
+				c.maxStreams, c.hasMaxStreams = f.Value(http2.SettingMaxConcurrentStreams)
+				close(c.settings)
+			}
 			c.writeMu.Lock()
 			c.fr.WriteSettingsAck()
 			c.writeMu.Unlock()

@@ -54,6 +54,7 @@ func rows() []row {
 		{"target_bad_message", "a call whose message claims compression the request never declared: that stream fails unexecuted, and a call on the same connection is served", "grpcserver_bad_message", []string{judge.InvSrvIsolated, judge.InvSrvOKIffExec}, badMessage},
 		{"target_bad_frame", "a WINDOW_UPDATE of 0 on a connection that served a call, a connection error: a call on another connection is served", "grpcserver_bad_frame", []string{judge.InvSrvIsolated}, badFrame},
 		{"target_oversize_message", "a call's message prefix announces 64 MiB, and 1 KiB follows: the service refuses it without waiting for the rest, unexecuted", "grpcserver_oversize_message", []string{judge.InvSrvOversize}, oversize},
+		{"target_streams_past_limit", "as many calls on one connection as the service's SETTINGS_MAX_CONCURRENT_STREAMS allows, their bodies held back, and one whole call more: refused (REFUSED_STREAM), that call must not execute; the held ones are then sent and served", "target_streams_past_limit", []string{InvRefusedNotExecuted}, streamsPastLimit},
 	}, lifecycleRows()...)
 }
 

@@ -129,7 +129,7 @@ func TestGoodServicePasses(t *testing.T) {
 					t.Errorf("%s: %s=%s, want holds", name, f.Key, f.Value)
 				}
 			}
-			if field(l, "stack") != "fake-bank" || field(l, "config") != Config || !strings.HasPrefix(field(l, "scenario"), "grpcserver_") {
+			if field(l, "stack") != "fake-bank" || field(l, "config") != Config || !strings.HasPrefix(field(l, "scenario"), "grpcserver_") && field(l, "scenario") != name {
 				t.Errorf("%s: stack=%s config=%s scenario=%s", name, field(l, "stack"), field(l, "config"), field(l, "scenario"))
 			}
 		})
