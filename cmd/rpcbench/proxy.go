@@ -186,6 +186,11 @@ func runProxy(ctx context.Context, o *proxyOptions) error {
 	if err := o.judgeFlags.check(); err != nil {
 		return err
 	}
+	for _, out := range []struct{ flag, path string }{{"--json", o.JSON}, {"--junit", o.JUnit}, {"--json-events", o.Events}} {
+		if o.Record == stdoutPath && out.path == stdoutPath {
+			return usageErrorf("", "--record - and %s - both want stdout: give one of them a file", out.flag)
+		}
+	}
 	// The service's and the workload's output are copied to the same
 	// writers as rpcbench's own messages, from goroutines of their own.
 	a := *o.app
@@ -232,12 +237,26 @@ func proxyRun(ctx context.Context, o *proxyOptions, sv *service, rules []*proxy.
 	} else {
 		runErr = runWorkload(ctx, o, p.Addr())
 	}
+	problem := ""
 	if sv.oracle != nil {
-		if err := p.SettleOracle(context.WithoutCancel(ctx), o.LateWindow); err != nil {
-			fmt.Fprintf(o.Err, "rpcbench: the oracle's last read: %v\n", err)
+		// Bounded: a judged attempt still holding the gate (its upstream
+		// never answered) gives up when the proxy closes.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.LateWindow+settleWait)
+		if err := p.SettleOracle(sctx, o.LateWindow); err != nil {
+			problem = fmt.Sprintf("the oracle's last read, %v after the workload: %v", o.LateWindow, err)
 		}
+		cancel()
 	}
 	p.Close()
+	if sv.oracle != nil && problem == "" {
+		if n, unreadable := p.Unattributed(); n > 0 || unreadable {
+			problem = fmt.Sprintf("the oracle moved by %d executions no attempt accounts for", n)
+			if unreadable {
+				problem = "the oracle failed a read, or moved by no whole number of executions, where no attempt accounts for the move"
+			}
+			problem += ": something else changes what it counts, or a handler executed long after its call ended; every count is suspect"
+		}
+	}
 	attempts := p.Attempts()
 	if o.Record != "" {
 		if err := writeRecord(o, attempts); err != nil && runErr == nil {
@@ -250,11 +269,14 @@ func proxyRun(ctx context.Context, o *proxyOptions, sv *service, rules []*proxy.
 	if o.Workload != nil && ctx.Err() != nil {
 		return runErr // interrupted: no verdict on half a workload
 	}
-	if err := judgeCalls(ctx, o, sv, attempts); err != nil {
+	if err := judgeCalls(ctx, o, sv, attempts, problem); err != nil {
 		return err
 	}
 	return runErr
 }
+
+// settleWait bounds the oracle's last read beyond --late-window.
+const settleWait = 10 * time.Second
 
 // runWorkload runs the command after -- with the proxy's address, and
 // returns its failure as rpcbench's.

@@ -69,9 +69,12 @@ func TestProxyUsage(t *testing.T) {
 		{"observe without field", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--observe", "s.S/Count"}, "--observe needs --observe-field"},
 		{"sql without db", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--count-sql", "SELECT 1"}, "--count-sql and --db go together"},
 		{"log without serve", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--exec-log", "placed"}, "give --serve CMD too"},
-		{"bad log pattern", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--exec-log", "(", "--serve", "true"}, "--exec-log: oracle: log pattern"},
+		{"bad log pattern", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place", "--exec-log", "(", "--serve", "true"}, "--exec-log: log pattern"},
 		{"bad method pattern", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "[", "--exec-log", "x", "--serve", "true"}, `method "[" is no pattern`},
 		{"bad name", []string{"proxy", "--upstream", "127.0.0.1:1", "--name", "My Shop"}, `--name "My Shop"`},
+		{"method without oracle", []string{"proxy", "--upstream", "127.0.0.1:1", "--method", "Place"}, "--method names what an oracle counts"},
+		{"json to a missing dir", []string{"proxy", "--upstream", "127.0.0.1:1", "--json", "/nonexistent/dir/x.json"}, "--json:"},
+		{"two outputs on stdout", []string{"proxy", "--upstream", "127.0.0.1:1", "--record", "-", "--json", "-"}, "both want stdout"},
 	})
 }
 

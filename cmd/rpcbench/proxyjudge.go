@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rpcbench/rpcbench/internal/oracle"
+	"github.com/rpcbench/rpcbench/internal/outfile"
 	child "github.com/rpcbench/rpcbench/internal/proc"
 	"github.com/rpcbench/rpcbench/internal/proxy"
 	"github.com/rpcbench/rpcbench/internal/scenario"
@@ -82,6 +85,8 @@ func (j *judgeFlags) check() error {
 		return usageErrorf("", "--observe, --count-sql and --exec-log are three oracles: give one")
 	case oracles == 1 && len(j.Methods) == 0:
 		return usageErrorf("", "an oracle counts the executions of --method: give the method(s) it counts (pkg.Service/Method)")
+	case oracles == 0 && len(j.Methods) > 0:
+		return usageErrorf("", "--method names what an oracle counts: give one (--observe, --count-sql or --exec-log)")
 	case j.Observe != "" && j.ObserveField == "":
 		return usageErrorf("", "--observe needs --observe-field: the integer field of its answer that moves with each execution")
 	case j.Observe == "" && (j.ObserveField != "" || j.ObserveData != "{}"):
@@ -109,8 +114,17 @@ func (j *judgeFlags) check() error {
 		}
 	}
 	if j.ExecLog != "" {
-		if _, err := oracle.NewLog(j.ExecLog); err != nil {
-			return usageErrorf("", "--exec-log: %v", err)
+		if _, err := regexp.Compile(j.ExecLog); err != nil {
+			return usageErrorf("", "--exec-log: log pattern %q: %v", j.ExecLog, err)
+		}
+	}
+	// The outputs are written after the workload has run against the
+	// service: a path that cannot be written is refused before.
+	for _, out := range []struct{ flag, path string }{{"--json", j.JSON}, {"--junit", j.JUnit}, {"--json-events", j.Events}} {
+		if out.path != "" && out.path != stdoutPath {
+			if err := outfile.Check(out.path); err != nil {
+				return usageErrorf("", "%s: %v", out.flag, err)
+			}
 		}
 	}
 	return nil
@@ -130,7 +144,6 @@ func (j *judgeFlags) judged(method string) bool {
 // service (--serve), its schema and the oracle.
 type service struct {
 	proc   *child.Proc
-	stop   context.CancelFunc
 	log    *oracle.Log
 	oracle proxy.Oracle
 	what   string
@@ -170,14 +183,18 @@ func startService(ctx context.Context, o *proxyOptions, sv *service) error {
 		sv.log = l
 		out = io.MultiWriter(o.Err, l)
 	}
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p, err := child.Start(sctx, child.Spec{Bin: "/bin/sh", Args: []string{"-c", o.Serve}, Stdout: out, Stderr: out,
-		Interrupt: syscall.SIGTERM, WaitDelay: 5 * time.Second})
+	// A process group of its own: the stop's SIGTERM reaches the
+	// service, not only the shell that started it.
+	p, err := child.Start(context.WithoutCancel(ctx), child.Spec{Bin: "/bin/sh", Args: []string{"-c", o.Serve}, Stdout: out, Stderr: out,
+		Group: true, WaitDelay: 5 * time.Second})
 	if err != nil {
-		stop()
+		if sv.log != nil {
+			sv.log.Close()
+			sv.log = nil
+		}
 		return &errAdapter{fmt.Errorf("proxy: --serve %q: %w", o.Serve, err)}
 	}
-	sv.proc, sv.stop = p, stop
+	sv.proc = p
 	fmt.Fprintf(o.Err, "rpcbench: started %q; waiting for %s\n", o.Serve, o.Upstream)
 	if err := awaitListen(ctx, o.Upstream, p); err != nil {
 		return &errAdapter{fmt.Errorf("proxy: --serve %q: %w", o.Serve, err)}
@@ -223,12 +240,29 @@ func (sv *service) close(o *proxyOptions) error {
 		err = &errAdapter{fmt.Errorf("proxy: --serve %q exited while the proxy ran: %s", o.Serve, sv.proc.Exit())}
 	default:
 	}
-	sv.stop()
-	<-sv.proc.Exited()
+	stopGroup(sv.proc)
 	if sv.log != nil {
 		sv.log.Close()
 	}
 	return err
+}
+
+// stopWait is how long a stopped service has between SIGTERM and
+// SIGKILL.
+const stopWait = 5 * time.Second
+
+// stopGroup stops p's process group: SIGTERM, then SIGKILL stopWait
+// later if p is still running, and waits for p.
+func stopGroup(p *child.Proc) {
+	p.SignalGroup(syscall.SIGTERM)
+	t := time.NewTimer(stopWait)
+	defer t.Stop()
+	select {
+	case <-p.Exited():
+	case <-t.C:
+		p.SignalGroup(syscall.SIGKILL)
+		<-p.Exited()
+	}
 }
 
 // openOracle loads the schema when the oracle or idempotency needs one,
@@ -314,7 +348,13 @@ func (sv *service) idempotent(o *proxyOptions) func(string) bool {
 
 // judgeCalls ties the attempts into calls, judges them, prints the calls
 // and runs the verdict as cases, with their evidence.
-func judgeCalls(ctx context.Context, o *proxyOptions, sv *service, attempts []proxy.Attempt) error {
+//
+// problem is why the oracle's counts cannot be trusted, "" when they
+// can.
+func judgeCalls(ctx context.Context, o *proxyOptions, sv *service, attempts []proxy.Attempt, problem string) error {
+	if sv.oracle != nil && problem == "" && !slices.ContainsFunc(attempts, func(a proxy.Attempt) bool { return o.judged(a.Method) }) {
+		problem = fmt.Sprintf("no call of --method %s came through the proxy: the oracle counted nothing", strings.Join(o.Methods, ", "))
+	}
 	calls, _ := proxy.Group(attempts)
 	verdicts := proxy.Judge(calls, proxy.JudgeOptions{Idempotent: sv.idempotent(o), Slack: o.Slack})
 	if len(verdicts) > 0 && o.Record != stdoutPath {
@@ -322,7 +362,7 @@ func judgeCalls(ctx context.Context, o *proxyOptions, sv *service, attempts []pr
 		proxy.WriteCalls(o.Out, verdicts, "")
 		fmt.Fprintln(o.Out)
 	}
-	all := scenario.Registry(proxy.Cases(o.Name, sv.what, verdicts))
+	all := scenario.Registry(proxy.Cases(o.Name, sv.what, verdicts, problem))
 	list, err := o.filter(all, all)
 	if err != nil {
 		return err

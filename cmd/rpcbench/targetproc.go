@@ -19,7 +19,6 @@ type serviceProc struct {
 	addr string
 	out  io.Writer
 	p    *child.Proc
-	stop context.CancelFunc
 }
 
 // startServiceProc starts argv and waits until addr accepts
@@ -38,14 +37,14 @@ func startServiceProc(ctx context.Context, argv []string, addr string, out io.Wr
 }
 
 func (s *serviceProc) start(ctx context.Context) error {
-	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p, err := child.Start(pctx, child.Spec{Bin: s.argv[0], Args: s.argv[1:], Stdout: s.out, Stderr: s.out,
-		Interrupt: syscall.SIGTERM, WaitDelay: 5 * time.Second})
+	// A process group of its own: a signal reaches the service even when
+	// the command is a script that started it.
+	p, err := child.Start(context.WithoutCancel(ctx), child.Spec{Bin: s.argv[0], Args: s.argv[1:], Stdout: s.out, Stderr: s.out,
+		Group: true, WaitDelay: 5 * time.Second})
 	if err != nil {
-		stop()
 		return &errAdapter{fmt.Errorf("target: %s: %w", strings.Join(s.argv, " "), err)}
 	}
-	s.p, s.stop = p, stop
+	s.p = p
 	if err := awaitListen(ctx, s.addr, p); err != nil {
 		s.Close()
 		return &errAdapter{fmt.Errorf("target: %s: %w", strings.Join(s.argv, " "), err)}
@@ -53,8 +52,8 @@ func (s *serviceProc) start(ctx context.Context) error {
 	return nil
 }
 
-// Signal sends the process sig.
-func (s *serviceProc) Signal(sig syscall.Signal) error { return s.p.Signal(sig) }
+// Signal sends the process group sig.
+func (s *serviceProc) Signal(sig syscall.Signal) error { return s.p.SignalGroup(sig) }
 
 // Wait waits at most d for the process to exit; one still running then
 // is killed.
@@ -65,7 +64,7 @@ func (s *serviceProc) Wait(d time.Duration) bool {
 	case <-s.p.Exited():
 		return true
 	case <-t.C:
-		s.p.Signal(syscall.SIGKILL)
+		s.p.SignalGroup(syscall.SIGKILL)
 		<-s.p.Exited()
 		return false
 	}
@@ -77,12 +76,12 @@ func (s *serviceProc) Restart(ctx context.Context) error {
 	return s.start(ctx)
 }
 
-// Close stops the process (SIGTERM, then SIGKILL) and waits for it.
+// Close stops the process group (SIGTERM, then SIGKILL) and waits for
+// the process.
 func (s *serviceProc) Close() {
 	if s.p == nil {
 		return
 	}
-	s.stop()
-	<-s.p.Exited()
+	stopGroup(s.p)
 	s.p = nil
 }

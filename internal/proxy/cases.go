@@ -28,7 +28,11 @@ const CaseConfig = "proxy"
 // it, names the first, and is a FAIL when any did; N/A when no call
 // could be judged by it. Each case's log lists every call and its
 // attempts.
-func Cases(stack, oracle string, verdicts []Verdict) []scenario.Case {
+//
+// problem, when set, is why the oracle's counts cannot be trusted (a
+// move no attempt accounts for): the cases that need executions are an
+// ERROR saying so.
+func Cases(stack, oracle string, verdicts []Verdict, problem string) []scenario.Case {
 	var out []scenario.Case
 	for _, inv := range Invariants {
 		name := "proxy_" + inv
@@ -41,6 +45,9 @@ func Cases(stack, oracle string, verdicts []Verdict) []scenario.Case {
 				t.Field("stack", stack)
 				t.Field("config", CaseConfig)
 				judgeCase(t, inv, oracle, verdicts)
+				if problem != "" && (inv == InvExecOnce || inv == InvOKExecuted) {
+					t.Errored("%s", problem)
+				}
 			},
 		})
 	}
@@ -74,6 +81,9 @@ func judgeCase(t *scenario.T, inv, oracle string, verdicts []Verdict) {
 		}
 	}
 	t.Field("calls", len(verdicts))
+	if unjudged > 0 {
+		t.Field("unjudged", unjudged)
+	}
 	if execs < 0 {
 		t.Field("executions", "unknown")
 	} else {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -138,53 +139,97 @@ func judgeCall(c Call, o JudgeOptions) Verdict {
 		add(InvOKExecuted, outcome.Holds, "")
 	}
 
-	deadline, err := grpcwire.ParseTimeout(first.Timeout)
-	if err != nil {
-		add(InvWithinDeadline, outcome.Unsupported, "the call carried no grpc-timeout")
-		add(InvTimeoutLeft, outcome.Unsupported, "the call carried no grpc-timeout")
-	} else {
-		bound := first.Start.Add(deadline + o.Slack)
-		why := ""
-		for i, a := range c.Attempts {
-			switch {
-			case a.Start.After(bound):
-				why = fmt.Sprintf("attempt %d started %s after the call, past its %s deadline", i+1, ms(a.Start.Sub(first.Start)), first.Timeout)
-			case a.Ended.IsZero() || a.Ended.After(bound):
-				why = fmt.Sprintf("attempt %d was still open %s after the call started, past its %s deadline", i+1, ms(deadline+o.Slack), first.Timeout)
-			}
-			if why != "" {
-				break
-			}
-		}
-		if why != "" {
-			add(InvWithinDeadline, outcome.Violated, why)
-		} else {
-			add(InvWithinDeadline, outcome.Holds, "")
-		}
-		add(timeLeft(c, deadline, o.Slack))
-	}
-
+	add(deadlines(c, o.Slack))
+	add(timesLeft(c, o.Slack))
 	add(pushback(c))
 	return v
 }
 
-// timeLeft judges timeout_is_time_left: every attempt after the first
-// carries a grpc-timeout no longer than the call's time left when it
-// started.
-func timeLeft(c Call, deadline, slack time.Duration) (string, outcome.Outcome, string) {
-	if len(c.Attempts) < 2 {
-		return InvTimeoutLeft, outcome.Unsupported, "one attempt: no retry to carry the time left"
+// segments splits a call's attempts by deadline: an attempt that
+// carries grpc-previous-rpc-attempts, or is a transparent retry of a
+// refused one, runs under the deadline of the attempt that began its
+// segment; any other (a client's own retry, tied to the call by its
+// idempotency-key) begins a segment under a deadline of its own.
+func segments(c Call) [][]Attempt {
+	var out [][]Attempt
+	for i, a := range c.Attempts {
+		if i == 0 || !continues(c.Attempts[i-1], a) {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], a)
 	}
-	first := c.Attempts[0]
-	for i, a := range c.Attempts[1:] {
-		left := deadline - a.Start.Sub(first.Start)
-		t, err := grpcwire.ParseTimeout(a.Timeout)
+	return out
+}
+
+// continues reports whether a runs under the deadline of the attempt
+// before it, prev.
+func continues(prev, a Attempt) bool {
+	if n, err := strconv.Atoi(a.Previous); err == nil && n > 0 {
+		return true
+	}
+	refused := !prev.Forwarded && (prev.Client == "RST_REFUSED_STREAM" || prev.Client == "GOAWAY")
+	gap := a.Start.Sub(prev.Ended)
+	return refused && gap >= 0 && gap <= transparentWindow
+}
+
+// deadlines judges within_deadline: in each segment, no attempt starts,
+// or is still open, later than the segment's first attempt's
+// grpc-timeout (and slack) after it started.
+func deadlines(c Call, slack time.Duration) (string, outcome.Outcome, string) {
+	judged := false
+	for _, seg := range segments(c) {
+		first := seg[0]
+		deadline, err := grpcwire.ParseTimeout(first.Timeout)
 		if err != nil {
-			return InvTimeoutLeft, outcome.Violated, fmt.Sprintf("attempt %d carried no grpc-timeout (%s left)", i+2, ms(left))
+			continue
 		}
-		if t > left+slack {
-			return InvTimeoutLeft, outcome.Violated, fmt.Sprintf("attempt %d carried grpc-timeout %s with %s left", i+2, a.Timeout, ms(left))
+		judged = true
+		bound := first.Start.Add(deadline + slack)
+		for _, a := range seg {
+			i := slices.IndexFunc(c.Attempts, func(x Attempt) bool { return x.Conn == a.Conn && x.Stream == a.Stream }) + 1
+			switch {
+			case a.Start.After(bound):
+				return InvWithinDeadline, outcome.Violated, fmt.Sprintf("attempt %d started %s after attempt %d, past its %s deadline", i, ms(a.Start.Sub(first.Start)), i-slices.Index(seg, a), first.Timeout)
+			case a.Ended.IsZero() || a.Ended.After(bound):
+				return InvWithinDeadline, outcome.Violated, fmt.Sprintf("attempt %d was still open %s after attempt %d started, past its %s deadline", i, ms(deadline+slack), i-slices.Index(seg, a), first.Timeout)
+			}
 		}
+	}
+	if !judged {
+		return InvWithinDeadline, outcome.Unsupported, "the call carried no grpc-timeout"
+	}
+	return InvWithinDeadline, outcome.Holds, ""
+}
+
+// timesLeft judges timeout_is_time_left: in each segment, every attempt
+// after the first carries a grpc-timeout no longer than the segment's
+// deadline left when it started.
+func timesLeft(c Call, slack time.Duration) (string, outcome.Outcome, string) {
+	judged := false
+	for _, seg := range segments(c) {
+		if len(seg) < 2 {
+			continue
+		}
+		first := seg[0]
+		deadline, err := grpcwire.ParseTimeout(first.Timeout)
+		if err != nil {
+			continue
+		}
+		judged = true
+		for _, a := range seg[1:] {
+			i := slices.IndexFunc(c.Attempts, func(x Attempt) bool { return x.Conn == a.Conn && x.Stream == a.Stream }) + 1
+			left := deadline - a.Start.Sub(first.Start)
+			t, err := grpcwire.ParseTimeout(a.Timeout)
+			if err != nil {
+				return InvTimeoutLeft, outcome.Violated, fmt.Sprintf("attempt %d carried no grpc-timeout (%s left)", i, ms(left))
+			}
+			if t > left+slack {
+				return InvTimeoutLeft, outcome.Violated, fmt.Sprintf("attempt %d carried grpc-timeout %s with %s left", i, a.Timeout, ms(left))
+			}
+		}
+	}
+	if !judged {
+		return InvTimeoutLeft, outcome.Unsupported, "no retry under a grpc-timeout to carry the time left"
 	}
 	return InvTimeoutLeft, outcome.Holds, ""
 }

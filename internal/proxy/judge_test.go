@@ -12,6 +12,8 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/outcome"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/report"
+	"github.com/rpcbench/rpcbench/internal/scenario"
 )
 
 // balanceOracle counts debits of 10 on one account of the fake Bank by
@@ -170,6 +172,9 @@ func TestJudgeWithoutOracle(t *testing.T) {
 		{ID: 3, Method: "s.v1.S/Place", Attempts: []Attempt{ok(0, 10, "100m", "", "", "UNAVAILABLE"), ok(800, 810, "", "1", "", "OK")}},
 		{ID: 4, Method: "s.v1.S/Place", Attempts: []Attempt{ok(0, 10, "5S", "", "300", "UNAVAILABLE"), ok(100, 110, "4S", "1", "", "OK")}},
 		{ID: 5, Method: "s.v1.S/Place", Attempts: []Attempt{ok(0, 10, "5S", "", "-1", "UNAVAILABLE"), ok(400, 410, "4S", "1", "", "OK")}},
+		// The client's own retry, tied by its key, 2s later under a
+		// deadline of its own: not past the first's.
+		{ID: 6, Method: "s.v1.S/Place", Key: "k", Attempts: []Attempt{ok(0, 10, "1S", "", "", "UNAVAILABLE"), ok(2000, 2010, "1S", "", "", "OK")}},
 	}
 	vs := Judge(calls, JudgeOptions{Slack: 20 * time.Millisecond})
 	want := []map[string]outcome.Outcome{
@@ -178,6 +183,7 @@ func TestJudgeWithoutOracle(t *testing.T) {
 		{InvWithinDeadline: outcome.Violated, InvTimeoutLeft: outcome.Violated},
 		{InvPushback: outcome.Violated},
 		{InvPushback: outcome.Violated},
+		{InvWithinDeadline: outcome.Holds, InvTimeoutLeft: outcome.Unsupported},
 	}
 	for i, w := range want {
 		for inv, o := range w {
@@ -188,5 +194,39 @@ func TestJudgeWithoutOracle(t *testing.T) {
 		if vs[i].Executions != -1 {
 			t.Errorf("call %d: executions %d, want unknown (-1)", i+1, vs[i].Executions)
 		}
+	}
+}
+
+// fixedOracle reads whatever v holds.
+type fixedOracle struct{ v int64 }
+
+func (o *fixedOracle) Read(context.Context) (int64, error) { return o.v, nil }
+func (o *fixedOracle) Executions(moved int64) (int, error) {
+	if moved < 0 {
+		return 0, fmt.Errorf("moved by %d", moved)
+	}
+	return int(moved), nil
+}
+
+// A move of the oracle with no attempt before it to charge is never
+// dropped: it is unattributed, and a judged run reports it. (It once
+// went uncounted after an attempt refused at the gate.)
+func TestUnattributedMove(t *testing.T) {
+	o := &fixedOracle{v: 5}
+	p := &Proxy{cfg: Config{Oracle: o}, gate: make(chan struct{}, 1)}
+	p.ctx = context.Background()
+	if _, err := p.readOracle(true); err != nil { // the baseline
+		t.Fatal(err)
+	}
+	o.v = 7
+	if _, err := p.readOracle(true); err != nil {
+		t.Fatal(err)
+	}
+	if n, unreadable := p.Unattributed(); n != 2 || unreadable {
+		t.Errorf("unattributed %d (unreadable %v), want 2", n, unreadable)
+	}
+	line := Cases("shop", "test", nil, "the oracle moved")[0].Run(context.Background(), scenario.Env{LogDir: t.TempDir()})
+	if line.Verdict != report.Error {
+		t.Errorf("with the counts suspect: %s, want an ERROR", report.Format(line))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/rpcbench/rpcbench/internal/grpcwire"
@@ -32,11 +33,29 @@ const maxHold = time.Minute
 
 // judgeState is what the oracle read last, guarded by the gate.
 type judgeState struct {
-	// last is the count after the latest judged attempt, and lastA that
-	// attempt (nil before the first, or when it could not be read).
+	// last is the count after the latest judged attempt that was
+	// forwarded, and lastA that attempt (nil before the first, or after
+	// a read that failed).
 	last  int64
 	lastA *Attempt
 	read  bool
+	// unattributed counts the executions the oracle saw that no attempt
+	// accounts for: a move with no attempt before it to charge, or one
+	// that is no whole number of executions. Read with Unattributed.
+	unattributed int
+	// unreadable is set once a move could not be turned into executions
+	// at all.
+	unreadable bool
+}
+
+// Unattributed reports the oracle's moves that no attempt accounts for:
+// how many executions (when the move was whole), and whether some move
+// was not a whole number of them. Either makes the counts of every call
+// untrustworthy: a judged run reports it as an ERROR.
+func (p *Proxy) Unattributed() (executions int, unreadable bool) {
+	p.gate <- struct{}{}
+	defer func() { <-p.gate }()
+	return p.judged.unattributed, p.judged.unreadable
 }
 
 func (p *Proxy) judges(method string) bool {
@@ -80,7 +99,6 @@ func (s *session) judgeAttempt(ps *pstream, fields []hpack.HeaderField, end bool
 	}
 	defer func() { <-p.gate }()
 	before, err := p.readOracle(true)
-	p.judged.lastA = nil
 	if err != nil {
 		p.record(ps.a, func(a *Attempt) { a.OracleErr = err.Error() })
 	}
@@ -92,8 +110,12 @@ func (s *session) judgeAttempt(ps *pstream, fields []hpack.HeaderField, end bool
 	default:
 	}
 	if ps.clientDone || s.goingAway && ps.cid > s.lastGood {
-		// The client gave up before the gate opened: never forwarded,
-		// never executed.
+		// The client gave up before the gate opened, or the connection
+		// is going away: never forwarded, never executed. A move the
+		// next read sees is still the attempt's before this one.
+		if !ps.clientDone {
+			s.resetClientLocked(ps, http2.ErrCodeRefusedStream)
+		}
 		s.mu.Unlock()
 		if err == nil {
 			zero := 0
@@ -101,6 +123,7 @@ func (s *session) judgeAttempt(ps *pstream, fields []hpack.HeaderField, end bool
 		}
 		return
 	}
+	p.judged.lastA = nil
 	s.forwardLocked(ps, fields, end)
 	s.mu.Unlock()
 	hold := maxHold
@@ -124,7 +147,6 @@ func (s *session) judgeAttempt(ps *pstream, fields []hpack.HeaderField, end bool
 	after, aerr := p.readOracle(false)
 	if aerr != nil {
 		p.record(ps.a, func(a *Attempt) { a.OracleErr = aerr.Error() })
-		p.judged.lastA = nil
 		return
 	}
 	n, eerr := p.cfg.Oracle.Executions(after - before)
@@ -135,10 +157,11 @@ func (s *session) judgeAttempt(ps *pstream, fields []hpack.HeaderField, end bool
 		}
 		a.Executions = &n
 	})
-	p.judged.lastA = ps.a
 	if eerr != nil {
-		p.judged.lastA = nil
+		p.judged.unreadable = true
+		return
 	}
+	p.judged.lastA = ps.a
 }
 
 // readOracle reads the oracle, holding the gate. With gap, a move since
@@ -149,22 +172,34 @@ func (s *session) judgeAttempt(ps *pstream, fields []hpack.HeaderField, end bool
 func (p *Proxy) readOracle(gap bool) (int64, error) {
 	v, err := p.cfg.Oracle.Read(p.ctx)
 	if err != nil {
+		// What moved meanwhile can be charged to no attempt: the next
+		// read starts afresh, and a move it cannot place is
+		// unattributed.
 		p.judged.read, p.judged.lastA = false, nil
+		p.judged.unreadable = true
 		return 0, fmt.Errorf("oracle: %w", err)
 	}
-	if gap && p.judged.read && v != p.judged.last && p.judged.lastA != nil {
+	if gap && p.judged.read && v != p.judged.last {
 		n, err := p.cfg.Oracle.Executions(v - p.judged.last)
-		p.record(p.judged.lastA, func(a *Attempt) {
-			if err != nil {
-				a.OracleErr = fmt.Sprintf("after its answer: %v", err)
-				a.Executions = nil
-				return
+		switch {
+		case err != nil:
+			p.judged.unreadable = true
+			if p.judged.lastA != nil {
+				p.record(p.judged.lastA, func(a *Attempt) {
+					a.OracleErr = fmt.Sprintf("after its answer: %v", err)
+					a.Executions = nil
+				})
 			}
-			if a.Executions != nil {
-				total := *a.Executions + n
-				a.Executions, a.Late = &total, a.Late+n
-			}
-		})
+		case p.judged.lastA == nil:
+			p.judged.unattributed += n
+		default:
+			p.record(p.judged.lastA, func(a *Attempt) {
+				if a.Executions != nil {
+					total := *a.Executions + n
+					a.Executions, a.Late = &total, a.Late+n
+				}
+			})
+		}
 	}
 	p.judged.last, p.judged.read = v, true
 	return v, nil

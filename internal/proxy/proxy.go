@@ -287,6 +287,15 @@ type pstream struct {
 	upEnd chan struct{}
 }
 
+// lastGoodOr is the last stream a GOAWAY already promised, or def when
+// none was sent.
+func (s *session) lastGoodOr(def uint32) uint32 {
+	if s.goingAway {
+		return s.lastGood
+	}
+	return def
+}
+
 // upEndedLocked closes ps.upEnd, once.
 func (ps *pstream) upEndedLocked() {
 	if ps.upEnd != nil {
@@ -695,9 +704,15 @@ func (s *session) frame(pr *peer, f http2.Frame) error {
 			}
 			// Streams above last were not processed by the upstream, and
 			// the client may send them again: none of them, nor any new
-			// one, is forwarded from now on.
+			// one, is forwarded from now on. Those below it still waiting
+			// to be forwarded (a gate, a delay) are refused.
 			if !s.goingAway || last < s.lastGood {
 				s.goingAway, s.lastGood = true, last
+			}
+			for _, ps := range s.streams {
+				if !ps.forwarded && !ps.clientDone && ps.cid <= last {
+					s.resetClientLocked(ps, http2.ErrCodeRefusedStream)
+				}
 			}
 			code := f.ErrCode
 			s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteGoAway(last, code, nil) })
@@ -802,11 +817,11 @@ func (s *session) forgetLocked(ps *pstream) {
 			cl := s.cl
 			s.enqueueLocked(cl, func() error { return cl.fr.WriteWindowUpdate(0, n) })
 		}
-		if n := uint32(len(ps.toClient)); n > 0 && s.up != nil {
+		if n := uint32(len(ps.toClient) + len(ps.lateData)); n > 0 && s.up != nil {
 			up := s.up
 			s.enqueueLocked(up, func() error { return up.fr.WriteWindowUpdate(0, n) })
 		}
-		ps.toUp, ps.toClient = nil, nil
+		ps.toUp, ps.toClient, ps.lateData = nil, nil, nil
 		if ps.delay != nil {
 			ps.delay.Stop()
 		}
@@ -895,7 +910,11 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 					return
 				default:
 				}
-				if !ps.clientDone && !(s.goingAway && id > s.lastGood) {
+				switch {
+				case ps.clientDone:
+				case s.goingAway && id > s.lastGood:
+					s.resetClientLocked(ps, http2.ErrCodeRefusedStream) // never forwarded
+				default:
 					s.sendLocked(ps, fields, end)
 				}
 			})
@@ -971,18 +990,31 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 			return pr.fr.WriteWindowUpdate(id, pad)
 		})
 	}
-	if ps.holding && !ps.clientDone && ps.rule.Kind == Late && len(payload) > 0 {
+	if ps.holding && !ps.clientDone && ps.rule.Kind == Late {
+		// Held for later: its window is given back as it is sent to the
+		// client (flushLocked), or dropped (forgetLocked), so that the
+		// upstream can send no more than the stream's window meanwhile.
 		if len(ps.lateData)+len(payload) > streamWindow {
-			return fmt.Errorf("upstream sent stream %d an answer over %d bytes, more than a late rule holds", f.StreamID, streamWindow)
+			return fmt.Errorf("upstream sent stream %d more DATA than its window", f.StreamID)
 		}
 		ps.lateData = append(ps.lateData, payload...)
+		ps.lateEnd = ps.lateEnd || f.StreamEnded()
+		if pad := n - uint32(len(payload)); pad > 0 {
+			id := ps.uid
+			s.enqueueLocked(pr, func() error {
+				if err := pr.fr.WriteWindowUpdate(0, pad); err != nil {
+					return err
+				}
+				return pr.fr.WriteWindowUpdate(id, pad)
+			})
+		}
+		if f.StreamEnded() {
+			s.upstreamEndedLocked(ps, "")
+		}
+		return nil
 	}
 	if ps.holding || ps.clientDone {
-		// Withheld: dropped here (or held by a Late rule), the window
-		// given back at once.
-		if ps.holding && f.StreamEnded() {
-			ps.lateEnd = true
-		}
+		// Withheld: dropped here, the window given back at once.
 		if n > 0 {
 			id := ps.uid
 			s.enqueueLocked(pr, func() error {
@@ -1149,8 +1181,18 @@ func (s *session) upstreamEndedLocked(ps *pstream, what string) {
 		case NoReply:
 			// Held until the client gives up.
 		case GoAwayCover:
-			id := ps.cid
-			s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteGoAway(id, http2.ErrCodeNo, []byte("proxy: goaway_cover")) })
+			// The last stream covers every stream forwarded so far, which
+			// the upstream may have processed; those above it were not.
+			last := ps.cid
+			for cid, o := range s.streams {
+				if o.forwarded && cid > last {
+					last = cid
+				}
+			}
+			// A later GOAWAY may not raise the last stream an earlier one named.
+			last = min(last, s.lastGoodOr(last))
+			s.goingAway, s.lastGood = true, last
+			s.enqueueLocked(s.cl, func() error { return s.cl.fr.WriteGoAway(last, http2.ErrCodeNo, []byte("proxy: goaway_cover")) })
 			s.p.record(ps.a, func(a *Attempt) { a.Client, a.Ended = "GOAWAY_COVER", time.Now() })
 			ps.clientDone = true
 			s.closeClientLocked("closed by rule")
