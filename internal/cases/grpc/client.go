@@ -213,21 +213,28 @@ func grpcPushback(g *judge.T) {
 	g.Field("code", a.Code)
 	g.Field("executions", n)
 	g.Field("requests", a.Requests)
-	evs := g.Events(g.S)
 	var refused, executed time.Time
-	for _, e := range evs {
-		switch {
-		case e.Name == serverapi.EventFault && refused.IsZero():
-			refused = e.Time
-		case e.Name == serverapi.EventExec && e.Text(serverapi.KeyAccount) == account && executed.IsZero():
-			executed = e.Time
-		}
-	}
 	if g.Proxy != nil {
-		// Refused by the proxy, not the server: when it answered.
+		// Refused by the proxy, not the server: when it answered; and
+		// executed when the harness read the adapter's exec line, a
+		// little after.
 		for _, a := range g.Proxy.Attempts() {
 			if a.Rule != "" {
 				refused = a.Ended
+			}
+		}
+		for _, e := range g.Upstream.Events() {
+			if e.Type == "exec" && e.Account == account && executed.IsZero() {
+				executed = e.At
+			}
+		}
+	} else {
+		for _, e := range g.Events(g.S) {
+			switch {
+			case e.Name == serverapi.EventFault && refused.IsZero():
+				refused = e.Time
+			case e.Name == serverapi.EventExec && e.Text(serverapi.KeyAccount) == account && executed.IsZero():
+				executed = e.Time
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,9 +23,11 @@ import (
 	"github.com/rpcbench/rpcbench/internal/pins"
 	"github.com/rpcbench/rpcbench/internal/proto"
 	"github.com/rpcbench/rpcbench/internal/proxy"
+	"github.com/rpcbench/rpcbench/internal/rawgrpc"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/sut"
 )
 
 // The grpc group judges gRPC clients: each of its scenarios runs once per
@@ -377,10 +380,15 @@ func grpcCases(s Suite) []scenario.Case {
 			if col.Stack != StackRPCBench {
 				c.Needs = []string{scenario.NeedsAdapter(col.Stack)}
 			}
+			if sc.Proxy != "" && col.Stack != StackGRPCGo {
+				c.Needs = append(c.Needs, scenario.NeedsAdapter(StackGRPCGo)) // the server behind the proxy
+			}
 			if sc.TestHost {
 				c.Needs = append(c.Needs, scenario.NeedsNetwork)
 			}
-			c.NoServer = sc.NoServer || sc.unsupportedIn(col)
+			// A scenario through the proxy starts grpc-go's server adapter,
+			// no rpcserver.
+			c.NoServer = sc.NoServer || sc.unsupportedIn(col) || sc.Proxy != ""
 			c.Body = func(t *scenario.T) { runGRPC(t, s, sc, col) }
 			out = append(out, c)
 		}
@@ -408,8 +416,11 @@ type T struct {
 	// fault: a scenario sets what it needs (Workers) first.
 	Opts scenario.ServerOpts
 	// Proxy is the fault proxy the calls go through, for a scenario
-	// whose fault is the proxy's (Scenario.Proxy).
-	Proxy *proxy.Proxy
+	// whose fault is the proxy's (Scenario.Proxy), and Upstream the
+	// server adapter behind it.
+	Proxy    *proxy.Proxy
+	Upstream *sut.Server
+	syncs    int
 }
 
 // runGRPC runs sc in col and judges it against the stack's pins. In an
@@ -704,7 +715,7 @@ func (g *T) startWith(o scenario.ServerOpts) bool {
 		return true
 	}
 	if g.Scenario.Proxy != "" {
-		g.startProxied(o)
+		g.startProxied()
 		return true
 	}
 	if g.Col.Stack == StackRPCBench {
@@ -727,22 +738,50 @@ func (g *T) startWith(o scenario.ServerOpts) bool {
 	return true
 }
 
-// startProxied starts the server with no fault, and the fault proxy
-// in front of it with the scenario's rule; the calls go to the proxy.
-// When the scenario ends, the proxy's record of every attempt, tied into
-// calls and judged, goes to its log.
-func (g *T) startProxied(o scenario.ServerOpts) {
+// startProxied starts grpc-go's server adapter (package sut: the
+// Bank in grpc-go, with no fault of its own), and the fault proxy in
+// front of it with the scenario's rule; the calls go to the proxy, and
+// what executed is read from the adapter's exec lines. When the
+// scenario ends, the proxy's record of every attempt, tied into calls
+// and judged, goes to its log.
+func (g *T) startProxied() {
 	rule, err := proxy.ParseRule(g.Scenario.Proxy)
 	if err != nil {
 		g.Fatalf("%v", err)
 	}
-	g.S = g.StartServer(o)
-	p, err := proxy.Listen("127.0.0.1:0", proxy.Config{Upstream: g.S.Addr, Rules: []*proxy.Rule{rule}})
+	argv := g.Env.Adapters[StackGRPCGo].Server
+	if len(argv) == 0 {
+		g.Errored("no server adapter for %s: build it with ./build.sh", StackGRPCGo)
+	}
+	logf, err := os.Create(filepath.Join(g.Env.LogDir, report.SUTLog(g.Name)))
+	if err != nil {
+		g.Fatalf("server adapter log: %v", err)
+	}
+	g.Cleanup(func() { logf.Close() })
+	lines, err := os.Create(filepath.Join(g.Env.LogDir, report.SUTRecord(g.Name)))
+	if err != nil {
+		g.Fatalf("server adapter record: %v", err)
+	}
+	g.Cleanup(func() { lines.Close() })
+	up, err := sut.Start(g.Ctx, sut.Spec{Bin: argv[0], Args: argv[1:], Scenario: g.Name, Stderr: logf, Lines: lines, Env: g.Env.AdapterEnviron()})
+	if err != nil {
+		g.Errored("%v", err)
+	}
+	g.Cleanup(func() {
+		if err := up.Close(); err != nil && len(g.Errors) == 0 {
+			g.Errors = append(g.Errors, err.Error())
+		}
+	})
+	if info := up.Info(); info.Stack != StackGRPCGo {
+		g.Errored("server adapter %s serves %s, not %s", strings.Join(argv, " "), info.Stack, StackGRPCGo)
+	}
+	addr := up.Info().Addr
+	p, err := proxy.Listen("127.0.0.1:0", proxy.Config{Upstream: addr, Rules: []*proxy.Rule{rule}})
 	if err != nil {
 		g.Fatalf("%v", err)
 	}
 	go p.Serve()
-	g.Proxy, g.Target = p, p.Addr()
+	g.Proxy, g.Upstream, g.Target = p, up, p.Addr()
 	g.Cleanup(func() {
 		p.Close()
 		f, err := os.Create(filepath.Join(g.Env.LogDir, report.ProxyLog(g.Name)))
@@ -752,12 +791,51 @@ func (g *T) startProxied(o scenario.ServerOpts) {
 		}
 		defer f.Close()
 		calls, _ := proxy.Group(p.Attempts())
-		fmt.Fprintf(f, "rpcbench proxy %s -> %s, rule %q; executions are the server's log's, not the proxy's\n\n", p.Addr(), g.S.Addr, rule)
+		fmt.Fprintf(f, "rpcbench proxy %s -> %s (grpc-go's server adapter), rule %q; executions are the adapter's exec lines', not the proxy's\n\n", p.Addr(), addr, rule)
 		vs := proxy.Judge(calls, proxy.JudgeOptions{Slack: 500 * time.Millisecond})
 		proxy.WriteCalls(f, vs, "")
 		fmt.Fprintln(f)
 		proxy.WriteAttempts(f, vs)
 	})
+}
+
+// syncUpstream waits until the server adapter behind the proxy has
+// written every exec line of what it executed so far: it makes a get of
+// its own, directly, and awaits that get's exec line, which the adapter
+// writes under the bank's lock after every earlier one.
+func (g *T) syncUpstream() {
+	g.syncs++
+	name := fmt.Sprintf("%s-sync-%d", g.Name, g.syncs)
+	c, err := rawgrpc.Dial(g.Ctx, g.Upstream.Info().Addr)
+	if err != nil {
+		g.Errored("sync: %v", err)
+	}
+	defer c.Close()
+	st, err := c.Open(rawgrpc.Request{Method: "Get", Call: name, Timeout: "10S", Message: rawgrpc.GetRequest("acct-sync", 0, 0)})
+	if err != nil {
+		g.Errored("sync: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(g.Ctx, 10*time.Second)
+	defer cancel()
+	if r, err := st.Wait(ctx); err != nil || r.Outcome() != "OK" {
+		g.Errored("sync: the get ended %s, %v", r.Outcome(), err)
+	}
+	if _, err := g.Upstream.Await(ctx, func(e sut.Event) bool { return e.Type == "exec" && e.Call == name }); err != nil {
+		g.Errored("sync: %v", err)
+	}
+}
+
+// upstreamExecs counts the debits of account the server adapter behind
+// the proxy executed, by its exec lines.
+func (g *T) upstreamExecs(account string) int {
+	g.syncUpstream()
+	n := 0
+	for _, e := range g.Upstream.Events() {
+		if e.Type == "exec" && e.Method == "Debit" && e.Account == account {
+			n++
+		}
+	}
+	return n
 }
 
 // ProxyRuleFired counts the attempts the proxy's rule took.
@@ -949,6 +1027,11 @@ func (p *pending) wait() []Answer {
 	if len(p.cs) == 1 && g.S != nil {
 		evs = g.Events(g.S)
 	}
+	var starts []sut.Event
+	if g.Upstream != nil {
+		g.syncUpstream()
+		starts = g.Upstream.Events()
+	}
 	out := make([]Answer, len(p.cs))
 	for i, rw := range p.raws {
 		if rw.err != nil {
@@ -965,6 +1048,11 @@ func (p *pending) wait() []Answer {
 		a.Requests = scenario.CountEvents(evs, func(e serverapi.Event) bool {
 			return e.Name == serverapi.EventAttempt && e.Text(serverapi.KeyCall) == p.names[i]
 		})
+		for _, e := range starts {
+			if e.Type == "start" && e.Call == p.names[i] {
+				a.Requests++
+			}
+		}
 		out[i] = a
 	}
 	return out
@@ -1031,6 +1119,9 @@ func (g *T) Elapsed(name string, a Answer) {
 // Executions counts the debits of account the server's log shows
 // executed: EXEC events with status OK, on either wire.
 func (g *T) Executions(account string) int {
+	if g.Upstream != nil {
+		return g.upstreamExecs(account)
+	}
 	return scenario.CountEvents(g.Events(g.S), func(e serverapi.Event) bool {
 		return e.Name == serverapi.EventExec && e.Text(serverapi.KeyMethod) == bank.MethodDebit &&
 			e.Text(serverapi.KeyAccount) == account && e.Text(serverapi.KeyStatus) == proto.StatusOK.String()
