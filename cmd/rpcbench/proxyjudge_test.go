@@ -359,6 +359,22 @@ func TestTargetLifecycle(t *testing.T) {
 			}
 		})
 	}
+	// rpcserver's gRPC side, on SQLite: its SIGTERM drains the calls in
+	// flight on both wires (it once drained rpcbench's own wire alone,
+	// and cut the gRPC call: srv_drain_answers violated).
+	t.Run("rpcserver", func(t *testing.T) {
+		_, rpcserver := buildBinaries(t)
+		addr := freeAddr(t)
+		args := append([]string{"target", addr, "--method", "rpcbench.bank.v1.Bank/Debit", "--data", `{"account":"acct-L","amount":1}`,
+			"--observe", "rpcbench.bank.v1.Bank/Get", "--observe-data", `{"account":"acct-L"}`, "--observe-field", "balance",
+			"--slow-data", `{"account":"acct-L","amount":1,"sleepMs":400}`, "--slow-for", "400ms", "--run", "sigterm|sigkill", "--evidence", ""}, bankProtoArgs(t)...)
+		args = append(args, "--", rpcserver, "-grpc", "-addr", addr, "-store", "sqlite:"+filepath.Join(dir, "rpcserver.db"))
+		var stdout, stderr bytes.Buffer
+		if code := execute(context.Background(), args, &stdout, &stderr); code != exitOK ||
+			!strings.Contains(stdout.String(), "CASE target_sigterm_drain PASS") || !strings.Contains(stdout.String(), "CASE target_sigkill_after_ok PASS") {
+			t.Errorf("exit %d\n%s", code, stdout.String())
+		}
+	})
 	var stdout, stderr bytes.Buffer
 	addr := freeAddr(t)
 	execute(context.Background(), []string{"target", addr, "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),

@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -382,7 +383,7 @@ func serve(o options, stdout, stderr io.Writer) error {
 	case s := <-sigs:
 		lg.Info(serverapi.EventSignal, serverapi.KeySignal, s.String())
 		if s == syscall.SIGTERM && o.cfg.DrainTimeout > 0 {
-			drain(srv, o.cfg.DrainTimeout, sigs, lg)
+			drain(srv, gs, o.cfg.DrainTimeout, sigs, lg)
 		}
 		stop(false)
 		return nil
@@ -410,14 +411,20 @@ func serve(o options, stdout, stderr io.Writer) error {
 	}
 }
 
-// drain drains srv within timeout; a SIGINT meanwhile cuts it short.
-func drain(srv *server.Server, timeout time.Duration, sigs <-chan os.Signal, lg *slog.Logger) {
+// drain drains srv, and the gRPC side gs when there is one, both at
+// once within timeout; a SIGINT meanwhile cuts it short.
+func drain(srv *server.Server, gs *grpcwire.Server, timeout time.Duration, sigs <-chan os.Signal, lg *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var wg sync.WaitGroup
+		if gs != nil {
+			wg.Go(func() { gs.Drain(ctx) })
+		}
 		srv.Drain(ctx)
+		wg.Wait()
 	}()
 	for {
 		select {

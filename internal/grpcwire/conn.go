@@ -90,6 +90,9 @@ type conn struct {
 	// HEADERS for a stream above it are ignored.
 	goaway    uint32
 	goawaySet bool
+	// draining is set by Server.Drain: the connection closes (FIN) once
+	// no stream is live.
+	draining bool
 	// outBytes is the DATA bytes of answers queued and not yet written
 	// (Config.MaxOutBytes), also counted in Server.outTotal; outDone is
 	// set once close has taken them out of outTotal.
@@ -311,6 +314,37 @@ func (c *conn) goAway(last uint32, code http2.ErrCode, debug string) op {
 	return op{kind: opGoAway, last: last, code: code, data: []byte(debug)}
 }
 
+// startDrain sends GOAWAY(NO_ERROR) naming the last stream the reader
+// has taken, all of which are served and answered, and has the
+// connection close once none of them is live.
+func (c *conn) startDrain() {
+	c.mu.Lock()
+	last := c.maxID.Load()
+	if !c.goawaySet || last < c.goaway {
+		c.goaway, c.goawaySet = last, true
+	}
+	last = c.goaway
+	c.mu.Unlock()
+	c.queue(op{kind: opGoAway, last: last, code: http2.ErrCodeNo, data: []byte("grpcwire: draining")})
+	c.mu.Lock()
+	c.draining = true
+	if len(c.live) == 0 {
+		c.drainedLocked()
+	}
+	c.mu.Unlock()
+}
+
+// drainedLocked queues the close of a draining connection with no live
+// stream left; the caller holds c.mu.
+func (c *conn) drainedLocked() {
+	if c.closing || c.silent {
+		return
+	}
+	c.ops = append(c.ops, op{kind: opClose})
+	c.closing = true
+	c.wakeWriter()
+}
+
 // streamError answers a stream error: RST_STREAM, the connection kept.
 func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
 	c.protocolError(text)
@@ -514,6 +548,12 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	// Above a GOAWAY sent, or once a close is queued, a request would
 	// execute unanswered: it is not processed.
 	above := c.goawaySet && id > c.goaway || c.closing
+	if id%2 == 1 && id > c.rd.maxID {
+		// Published under the lock that decided above: a drain's GOAWAY,
+		// which reads maxID under it too, names every stream that will
+		// be processed, and no other (drainGoAway).
+		c.maxID.Store(id)
+	}
 	c.mu.Unlock()
 	switch {
 	case id%2 == 0:

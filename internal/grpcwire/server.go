@@ -1,6 +1,7 @@
 package grpcwire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -166,10 +167,14 @@ type Server struct {
 	// limits logs the refusals of Config's limits (LIMIT events).
 	limits *transport.LimitLog
 
-	mu     sync.Mutex // guards conns, ln, closed
+	mu     sync.Mutex // guards conns, ln, closed, draining, drained
 	conns  map[*conn]struct{}
 	ln     net.Listener
 	closed bool
+	// draining is set by Drain; drained is closed once no connection
+	// is left after it.
+	draining bool
+	drained  chan struct{}
 
 	amu      sync.Mutex     // guards attempts, order
 	attempts map[string]int // attempts seen per logical call
@@ -290,7 +295,8 @@ func (s *Server) ServeConn(nc net.Conn) {
 	s.counters.connsAccepted.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.draining {
+		// Accepted as the listener closed: nothing was processed on it.
 		nc.Close()
 		return
 	}
@@ -340,7 +346,60 @@ func (s *Server) Close() error {
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.draining && len(s.conns) == 0 {
+		s.drainedLocked()
+	}
 	s.mu.Unlock()
+}
+
+// drainedLocked closes drained, once; the caller holds s.mu.
+func (s *Server) drainedLocked() {
+	select {
+	case <-s.drained:
+	default:
+		close(s.drained)
+	}
+}
+
+// Drain stops the server gracefully: it takes no new connection, and
+// sends each one GOAWAY(NO_ERROR) naming the last stream its reader had
+// taken; those are served and answered, streams above are ignored, as
+// the GOAWAY told the client, and each connection closes (FIN) once none
+// is left. Drain returns nil once every connection has closed, or, when
+// ctx ends first, an error wrapping its cause; either way it then closes
+// the server (Close), which cuts what is still open.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if !s.draining {
+		s.draining, s.drained = true, make(chan struct{})
+		if s.ln != nil {
+			s.ln.Close()
+		}
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	if len(s.conns) == 0 {
+		s.drainedLocked()
+	}
+	drained := s.drained
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.startDrain()
+	}
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("grpcwire: drain: %w", context.Cause(ctx))
+	}
+	s.Close()
+	return err
 }
 
 // maxAttemptCalls bounds the attempt table: past it the oldest call is

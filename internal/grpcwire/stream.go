@@ -80,6 +80,9 @@ func (st *stream) unref() {
 	st.refs--
 	if st.refs == 0 && st.c.live[st.id] == st {
 		delete(st.c.live, st.id)
+		if st.c.draining && len(st.c.live) == 0 {
+			st.c.drainedLocked()
+		}
 	}
 }
 
