@@ -325,59 +325,54 @@ func TestTargetLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, rpcserver := buildBinaries(t)
 	dir := t.TempDir()
-	for _, c := range []struct {
-		name string
-		env  []string
-		code int
-		want []string
-	}{
-		{"drains", nil, exitOK, []string{"CASE target_sigterm_drain PASS", "code=OK", "executions=1", "CASE target_sigkill_after_ok PASS"}},
-		{"cuts", []string{envShopNoDrain + "=1"}, exitFailed, []string{"CASE target_sigterm_drain FAIL", "srv_drain_answers:=violated", "CASE target_sigkill_after_ok PASS"}},
-		{"memory", []string{envShopDB + "=:memory:"}, exitFailed, []string{"CASE target_sigkill_after_ok FAIL", "srv_ok_durable:=violated", "counts no execution after the restart"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			addr := freeAddr(t)
-			cmd := append([]string{"env", envShopAddr + "=" + addr, envShopDB + "=" + filepath.Join(dir, c.name+".db"), "GORACE=atexit_sleep_ms=0"}, c.env...)
-			args := []string{"target", addr, "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),
-				"--method", "shop.v1.Orders/Place", "--data", `{"item":"book"}`, "--observe", "shop.v1.Orders/Count", "--observe-field", "placed",
-				"--slow-data", `{"item":"slow"}`, "--slow-for", "400ms", "--run", "sigterm|sigkill", "--evidence", "", "--"}
-			args = append(append(args, cmd...), self, "-test.run=^$")
-			var stdout, stderr bytes.Buffer
-			code := execute(context.Background(), args, &stdout, &stderr)
-			out := stdout.String()
-			if code != c.code {
-				t.Errorf("exit %d, want %d", code, c.code)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("stdout lacks %q", w)
-				}
-			}
-			if t.Failed() || testing.Verbose() {
-				t.Logf("stdout:\n%s", out)
-			}
-		})
+	shop := func(name string, env ...string) []string {
+		addr := freeAddr(t)
+		cmd := append([]string{"env", envShopAddr + "=" + addr, envShopDB + "=" + filepath.Join(dir, name+".db"), "GORACE=atexit_sleep_ms=0"}, env...)
+		args := []string{"target", addr, "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),
+			"--method", "shop.v1.Orders/Place", "--data", `{"item":"book"}`, "--observe", "shop.v1.Orders/Count", "--observe-field", "placed",
+			"--slow-data", `{"item":"slow"}`, "--slow-for", "400ms", "--run", "sigterm|sigkill", "--evidence", "", "--"}
+		return append(append(args, cmd...), self, "-test.run=^$")
 	}
 	// rpcserver's gRPC side, on SQLite: its SIGTERM drains the calls in
 	// flight on both wires (it once drained rpcbench's own wire alone,
 	// and cut the gRPC call: srv_drain_answers violated).
-	t.Run("rpcserver", func(t *testing.T) {
-		_, rpcserver := buildBinaries(t)
-		addr := freeAddr(t)
-		args := append([]string{"target", addr, "--method", "rpcbench.bank.v1.Bank/Debit", "--data", `{"account":"acct-L","amount":1}`,
-			"--observe", "rpcbench.bank.v1.Bank/Get", "--observe-data", `{"account":"acct-L"}`, "--observe-field", "balance",
-			"--slow-data", `{"account":"acct-L","amount":1,"sleepMs":400}`, "--slow-for", "400ms", "--run", "sigterm|sigkill", "--evidence", ""}, bankProtoArgs(t)...)
-		args = append(args, "--", rpcserver, "-grpc", "-addr", addr, "-store", "sqlite:"+filepath.Join(dir, "rpcserver.db"))
-		var stdout, stderr bytes.Buffer
-		if code := execute(context.Background(), args, &stdout, &stderr); code != exitOK ||
-			!strings.Contains(stdout.String(), "CASE target_sigterm_drain PASS") || !strings.Contains(stdout.String(), "CASE target_sigkill_after_ok PASS") {
-			t.Errorf("exit %d\n%s", code, stdout.String())
-		}
-	})
-	var stdout, stderr bytes.Buffer
 	addr := freeAddr(t)
-	execute(context.Background(), []string{"target", addr, "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),
+	rpcserverArgs := append([]string{"target", addr, "--method", "rpcbench.bank.v1.Bank/Debit", "--data", `{"account":"acct-L","amount":1}`,
+		"--observe", "rpcbench.bank.v1.Bank/Get", "--observe-data", `{"account":"acct-L"}`, "--observe-field", "balance",
+		"--slow-data", `{"account":"acct-L","amount":1,"sleepMs":400}`, "--slow-for", "400ms", "--run", "sigterm|sigkill", "--evidence", ""}, bankProtoArgs(t)...)
+	rpcserverArgs = append(rpcserverArgs, "--", rpcserver, "-grpc", "-addr", addr, "-store", "sqlite:"+filepath.Join(dir, "rpcserver.db"))
+	// The cases run at once, in goroutines: each waits on its service,
+	// and go test would run parallel subtests two at a time.
+	var wg sync.WaitGroup
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"drains", shop("drains"), exitOK, []string{"CASE target_sigterm_drain PASS", "code=OK", "executions=1", "CASE target_sigkill_after_ok PASS"}},
+		{"cuts", shop("cuts", envShopNoDrain+"=1"), exitFailed, []string{"CASE target_sigterm_drain FAIL", "srv_drain_answers:=violated", "CASE target_sigkill_after_ok PASS"}},
+		{"memory", shop("memory", envShopDB+"=:memory:"), exitFailed, []string{"CASE target_sigkill_after_ok FAIL", "srv_ok_durable:=violated", "counts no execution after the restart"}},
+		{"rpcserver", rpcserverArgs, exitOK, []string{"CASE target_sigterm_drain PASS", "CASE target_sigkill_after_ok PASS"}},
+	} {
+		wg.Go(func() {
+			var stdout, stderr bytes.Buffer
+			code := execute(context.Background(), c.args, &stdout, &stderr)
+			out := stdout.String()
+			bad := code != c.code
+			for _, w := range c.want {
+				bad = bad || !strings.Contains(out, w)
+			}
+			if bad {
+				t.Errorf("%s: exit %d (want %d), stdout lacks one of %q:\n%s", c.name, code, c.code, c.want, out)
+			}
+		})
+	}
+	wg.Wait()
+	var stdout, stderr bytes.Buffer
+	execute(context.Background(), []string{"target", freeAddr(t), "--proto", "shop.proto", "-I", filepath.Join("testdata", "shop"),
 		"--method", "shop.v1.Orders/Place", "--run", "sigterm|sigkill", "--evidence", ""}, &stdout, &stderr)
 	if out := stdout.String(); strings.Count(out, " N/A ") != 2 || !strings.Contains(out, "give -- COMMAND") {
 		t.Errorf("without a command, want both rows n/a:\n%s\n%s", out, stderr.String())
