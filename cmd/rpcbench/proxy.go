@@ -248,6 +248,9 @@ func proxyRun(ctx context.Context, o *proxyOptions, sv *service, rules []*proxy.
 		cancel()
 	}
 	p.Close()
+	if n := p.Unrecorded(); n > 0 {
+		problem = fmt.Sprintf("the record was full: %d attempts after the first %d went unrecorded, and the verdict would cover part of the run", n, len(p.Attempts()))
+	}
 	if sv.oracle != nil && problem == "" {
 		if n, unreadable := p.Unattributed(); n > 0 || unreadable {
 			problem = fmt.Sprintf("the oracle moved by %d executions no attempt accounts for", n)

@@ -14,6 +14,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -141,6 +142,21 @@ type Proxy struct {
 	// Errors counts the connections closed for a peer's protocol error,
 	// by side; read with Errors.
 	errs map[string]int
+	// unrecorded counts the attempts past maxAttempts, forwarded and not
+	// recorded; read with Unrecorded.
+	unrecorded int
+}
+
+// maxAttempts bounds the attempts a proxy records: about 100 MB of
+// them.
+var maxAttempts = 250_000
+
+// Unrecorded returns how many attempts came after the record was full
+// (maxAttempts): forwarded, and judged by nothing.
+func (p *Proxy) Unrecorded() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unrecorded
 }
 
 // Listen listens on addr for clients.
@@ -242,7 +258,10 @@ func (p *Proxy) record(a *Attempt, f func(a *Attempt)) {
 type peer struct {
 	side string // "client" or "upstream"
 	nc   net.Conn
+	// fr writes to bw, which the writer flushes once the queue is
+	// empty: the frames of one burst leave in one write.
 	fr   *http2.Framer
+	bw   *bufio.Writer
 	enc  *hpack.Encoder
 	ebuf bytes.Buffer
 
@@ -346,7 +365,12 @@ func newSession(p *Proxy, id int, c net.Conn) *session {
 }
 
 func newPeer(side string, nc net.Conn) *peer {
-	pr := &peer{side: side, nc: nc, fr: http2.NewFramer(nc, nc), connWin: 65535, initWin: 65535, maxFrame: 16384, wake: make(chan struct{}, 1)}
+	// Buffered both ways: a frame's header and payload come in one read,
+	// and a burst of frames leaves in one write. (The client's preface
+	// is read from nc before the framer reads anything.)
+	bw := bufio.NewWriterSize(nc, 32<<10)
+	pr := &peer{side: side, nc: nc, bw: bw, fr: http2.NewFramer(bw, bufio.NewReaderSize(nc, 32<<10)),
+		connWin: 65535, initWin: 65535, maxFrame: 16384, wake: make(chan struct{}, 1)}
 	pr.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	pr.fr.MaxHeaderListSize = maxHeaderList
 	pr.fr.SetMaxReadFrameSize(1 << 20)
@@ -402,6 +426,7 @@ func (s *session) run() {
 		// The client is told GOAWAY: nothing it sent was processed.
 		s.cl.fr.WriteSettings()
 		s.cl.fr.WriteGoAway(0, http2.ErrCodeRefusedStream, []byte("proxy: upstream: "+err.Error()))
+		s.cl.bw.Flush()
 		return
 	}
 	s.ncMu.Lock()
@@ -446,6 +471,7 @@ func (s *session) closeClientLocked(why string) {
 	s.closedClient = true
 	cl, rst := s.cl, s.resetClient
 	s.enqueueLocked(cl, func() error {
+		cl.bw.Flush() // what was queued before it goes first
 		if tc, ok := cl.nc.(*net.TCPConn); ok && rst {
 			tc.SetLinger(0) // the close sends RST, not FIN
 		}
@@ -503,7 +529,7 @@ func (s *session) cutLocked(ps *pstream, f *http2.DataFrame, payload []byte) {
 	binary.BigEndian.PutUint32(frame[5:], ps.cid)
 	frame = append(frame, payload[:half]...)
 	cl := s.cl
-	s.enqueueLocked(cl, func() error { _, err := cl.nc.Write(frame); return err })
+	s.enqueueLocked(cl, func() error { _, err := cl.bw.Write(frame); return err })
 	// The frame and the rest of the answer are dropped: their window
 	// goes back at once.
 	if n := uint32(len(payload)); n > 0 { // padding was credited before
@@ -593,6 +619,10 @@ func (s *session) write(pr *peer) {
 				s.shut()
 				return
 			}
+		}
+		if err := pr.bw.Flush(); err != nil {
+			s.shut()
+			return
 		}
 	}
 }
@@ -873,7 +903,13 @@ func (s *session) clientHeaders(f *http2.MetaHeadersFrame) error {
 		a.Rule = ps.rule.String()
 	}
 	s.p.mu.Lock()
-	s.p.attempts = append(s.p.attempts, a)
+	if len(s.p.attempts) < maxAttempts {
+		s.p.attempts = append(s.p.attempts, a)
+	} else {
+		// Forwarded as any other, and forgotten once it ends: the
+		// record's memory is bounded, whatever a client sends.
+		s.p.unrecorded++
+	}
 	s.p.mu.Unlock()
 	s.streams[id] = ps
 	if ps.rule != nil {

@@ -439,3 +439,24 @@ func TestGoAwayBelow(t *testing.T) {
 		t.Errorf("recorded %+v", a)
 	}
 }
+
+// The record holds maxAttempts attempts; later ones are forwarded all
+// the same, and counted as unrecorded.
+func TestRecordBounded(t *testing.T) {
+	defer func(n int) { maxAttempts = n }(maxAttempts)
+	maxAttempts = 2
+	up := upstream(t)
+	p := start(t, up)
+	c := dial(t, p.Addr())
+	for range 3 {
+		if r := call(t, c, "Debit", rawgrpc.DebitRequest("acct-R", 10, 0, 0), "10S"); r.Outcome() != "OK" {
+			t.Fatalf("debit: %s", r.Outcome())
+		}
+	}
+	if n, u := len(p.Attempts()), p.Unrecorded(); n != 2 || u != 1 {
+		t.Errorf("%d attempts recorded, %d unrecorded; want 2 and 1", n, u)
+	}
+	if got := balance(t, up, "acct-R"); got != 970 {
+		t.Errorf("balance %d, want 970: the third debit forwarded", got)
+	}
+}
