@@ -84,17 +84,18 @@ func TestProxyUsage(t *testing.T) {
 // debits forwarded and answered OK upstream, and the upstream's balance
 // shows both executed.
 func TestProxyWorkload(t *testing.T) {
+	t.Parallel()
 	up := startGRPCServer(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(envProxyWorkload, "1")
-	t.Setenv("GORACE", "atexit_sleep_ms=0") // the workload is this test binary: no second's sleep as it exits under -race
 	record := filepath.Join(t.TempDir(), "attempts.jsonl")
 	var stdout, stderr bytes.Buffer
+	// The workload is this test binary, with no second's sleep as it
+	// exits under -race.
 	code := execute(context.Background(), []string{"proxy", "--upstream", up.Addr, "--fault", "kind=drop method=Debit count=1",
-		"--record", record, "--evidence", "", "--", self, "-test.run=^$"}, &stdout, &stderr)
+		"--record", record, "--evidence", "", "--", "env", envProxyWorkload + "=1", "GORACE=atexit_sleep_ms=0", self, "-test.run=^$"}, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -135,7 +136,6 @@ func TestProxyWorkload(t *testing.T) {
 	}
 
 	// A workload that fails fails the run.
-	t.Setenv(envProxyWorkload, "") // the test binary then runs no test and exits 0...
 	stdout.Reset()
 	stderr.Reset()
 	code = execute(context.Background(), []string{"proxy", "--upstream", up.Addr, "--evidence", "", "--", "sh", "-c", "exit 7"}, &stdout, &stderr)
@@ -173,6 +173,7 @@ func (s *syncBuffer) String() string {
 // Without a workload the proxy says where it listens, serves until its
 // context ends (SIGINT, SIGTERM), then prints the attempts and exits 0.
 func TestProxyUntilStopped(t *testing.T) {
+	t.Parallel()
 	up := startGRPCServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -207,9 +207,7 @@ func TestProxyJudgesShop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The shop and its workload are this test binary: under -race, each
-	// would otherwise sleep a second as it exits.
-	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	t.Parallel()
 	dir := t.TempDir()
 	proto := []string{"--proto", "shop.proto", "-I", filepath.Join("testdata", "shop")}
 	for _, c := range []struct {
@@ -233,14 +231,15 @@ func TestProxyJudgesShop(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			addr := freeAddr(t)
-			serve := fmt.Sprintf("%s=%s %s=%s exec %s -test.run=^$", envShopAddr, addr, envShopDB, filepath.Join(dir, c.name+".db"), self)
-			t.Setenv(envShopWorkload, "1")
+			// The shop and its workload are this test binary: under -race,
+			// each would otherwise sleep a second as it exits.
+			serve := fmt.Sprintf("%s=%s %s=%s GORACE=atexit_sleep_ms=0 exec %s -test.run=^$", envShopAddr, addr, envShopDB, filepath.Join(dir, c.name+".db"), self)
 			args := append([]string{"proxy", "--upstream", addr, "--serve", serve, "--fault", "kind=unavailable_after method=Place count=1",
 				"--late-window", "50ms", "--evidence", filepath.Join(dir, c.name+"-ev"), "--name", "shop"}, c.oracle...)
 			if c.oracle != nil {
 				args = append(args, "--method", "shop.v1.Orders/Place")
 			}
-			args = append(args, "--", self, "-test.run=^$")
+			args = append(args, "--", "env", envShopWorkload+"=1", "GORACE=atexit_sleep_ms=0", self, "-test.run=^$")
 			var stdout, stderr bytes.Buffer
 			code := execute(context.Background(), args, &stdout, &stderr)
 			out := stdout.String()
@@ -280,6 +279,7 @@ func TestProxyJudgesShop(t *testing.T) {
 // ran twice (a FAIL naming it), and with --retry --key every call ran
 // once (exit 0).
 func TestProxyWalkthrough(t *testing.T) {
+	t.Parallel()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import grpc").Run(); err != nil {
 		if cut.Required() {
@@ -321,6 +321,7 @@ func TestProxyWalkthrough(t *testing.T) {
 // its orders in memory fails the SIGKILL row. Without a command both
 // rows are n/a.
 func TestTargetLifecycle(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

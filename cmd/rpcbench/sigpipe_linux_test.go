@@ -17,6 +17,7 @@ import (
 // SIGPIPE), and leaves neither the evidence directory's temporary run
 // nor the temporary log directory behind.
 func TestClosedStdoutCleansUp(t *testing.T) {
+	t.Parallel()
 	rpcbench, _ := buildBinaries(t)
 	// Three scenarios that each start a server: the reader leaves after
 	// the first line.

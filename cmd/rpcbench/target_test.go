@@ -58,6 +58,7 @@ func TestTargetUsage(t *testing.T) {
 // passes with it, and without it the rows that count executions are n/a.
 // A service that is not there is an ERROR naming it, exit 1.
 func TestTargetRPCServer(t *testing.T) {
+	t.Parallel()
 	p := startGRPCServer(t)
 	base := append([]string{"target", p.Addr, "--trials", "3", "--late-window", "50ms", "--method", "rpcbench.bank.v1.Bank/Debit",
 		"--data", `{"account":"acct-T","amount":1}`}, bankProtoArgs(t)...)

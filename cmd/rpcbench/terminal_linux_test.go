@@ -49,6 +49,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 // line while it runs, which is erased; the evidence still gets the whole
 // CASE lines.
 func TestTerminalOutput(t *testing.T) {
+	t.Parallel()
 	rpcbench, _ := buildBinaries(t)
 	master, tty := openPTY(t)
 	dir := t.TempDir()
