@@ -14,6 +14,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/leftover"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/scenario"
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 // fakeRuns records the scenarios a test ran, in order, with their Env.
@@ -113,7 +114,7 @@ func TestMain(m *testing.M) {
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
-	os.Exit(code)
+	testexit.Exit(code)
 }
 
 // buildBinaries returns rpcbench and rpcserver built from this module,

@@ -19,6 +19,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/client"
 	"github.com/rpcbench/rpcbench/internal/report"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 // serverBin is the rpcserver the runs start, built once by TestMain.
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	testexit.Exit(code)
 }
 
 // short returns options for a short run into a test directory.

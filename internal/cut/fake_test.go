@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 // envFake makes the test binary a fake adapter: its value is the mode,
@@ -28,7 +30,7 @@ func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(envFake); ok {
 		os.Exit(fakeMain(mode))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testexit.Exit))
 }
 
 // fakeModes says what each fake adapter does; "good" follows the

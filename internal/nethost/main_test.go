@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 // helperEnv, set in a child's environment, makes the test binary act as a
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(h.Name)
 		select {}
 	}
-	os.Exit(m.Run())
+	testexit.Exit(m.Run())
 }
 
 // echo listens on addr, prints the bound address, and echoes each line

@@ -19,9 +19,10 @@ import (
 
 	"github.com/rpcbench/rpcbench/internal/fakestack"
 	"github.com/rpcbench/rpcbench/internal/rawgrpc"
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testexit.Exit)) }
 
 // upstream serves a fake Bank with no bug on h2c in process; its
 // balances are the record of what it executed.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 // envFake makes the test binary a fake server adapter of the mode it
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envFake); mode != "" {
 		os.Exit(fake(mode))
 	}
-	os.Exit(m.Run())
+	testexit.Exit(m.Run())
 }
 
 // fake is a fake adapter's main. Modes: good (serves, writes the events

@@ -1,16 +1,16 @@
 package chaos
 
 import (
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/scenario/scenariotest"
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(scenariotest.Main(m, Cases()))
+	testexit.Exit(scenariotest.Main(m, Cases()))
 }
 
 // TestCases runs every scenario of the group as a subtest of the same

@@ -10,6 +10,7 @@ import (
 	"github.com/rpcbench/rpcbench/internal/fakestack"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/scenario/scenariotest"
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 func TestMain(m *testing.M) {
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) {
 	if code, ok := fakestack.Main(); ok {
 		os.Exit(code)
 	}
-	os.Exit(scenariotest.Main(m, Cases()))
+	testexit.Exit(scenariotest.Main(m, Cases()))
 }
 
 // TestCases runs every scenario of the group as a subtest of the same

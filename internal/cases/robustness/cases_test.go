@@ -1,14 +1,14 @@
 package robustness
 
 import (
-	"os"
 	"testing"
 
 	"github.com/rpcbench/rpcbench/internal/scenario/scenariotest"
+	"github.com/rpcbench/rpcbench/internal/testexit"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(scenariotest.Main(m, Cases()))
+	testexit.Exit(scenariotest.Main(m, Cases()))
 }
 
 // TestCases runs every scenario of the group as a subtest of the same
