@@ -70,9 +70,16 @@ func (s *serviceProc) Wait(d time.Duration) bool {
 	}
 }
 
-// Restart starts the command again, once the last one has exited.
+// Restart starts the command again, once the last one has exited (and
+// what was left of its process group was killed). Something still
+// listening on the address then (a service the command started outside
+// its group) is an error: the rows would judge it, not the new one.
 func (s *serviceProc) Restart(ctx context.Context) error {
 	s.Close()
+	if c, err := net.DialTimeout("tcp", s.addr, time.Second); err == nil {
+		c.Close()
+		return &errAdapter{fmt.Errorf("target: %s still accepts connections after %s exited: the command must be the service, or exec it", s.addr, s.argv[0])}
+	}
 	return s.start(ctx)
 }
 

@@ -91,8 +91,10 @@ type conn struct {
 	goaway    uint32
 	goawaySet bool
 	// draining is set by Server.Drain: the connection closes (FIN) once
-	// no stream is live.
+	// no stream is live and none is being taken (taking: HEADERS the
+	// reader has taken and newStream has not yet made live).
 	draining bool
+	taking   int
 	// outBytes is the DATA bytes of answers queued and not yet written
 	// (Config.MaxOutBytes), also counted in Server.outTotal; outDone is
 	// set once close has taken them out of outTotal.
@@ -334,10 +336,21 @@ func (c *conn) startDrain() {
 	c.mu.Unlock()
 }
 
+// took ends the hold headers put on a stream it was taking: newStream
+// has made it live, or answered it.
+func (c *conn) took() {
+	c.mu.Lock()
+	c.taking--
+	if c.draining && len(c.live) == 0 {
+		c.drainedLocked()
+	}
+	c.mu.Unlock()
+}
+
 // drainedLocked queues the close of a draining connection with no live
-// stream left; the caller holds c.mu.
+// stream left and none being taken; the caller holds c.mu.
 func (c *conn) drainedLocked() {
-	if c.closing || c.silent {
+	if c.closing || c.silent || c.taking > 0 {
 		return
 	}
 	c.ops = append(c.ops, op{kind: opClose})
@@ -368,11 +381,6 @@ func (c *conn) streamError(id uint32, code http2.ErrCode, text string) {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer c.close()
-	cfg := &c.s.cfg
-	c.queue(op{kind: opSettings, settings: []http2.Setting{
-		{ID: http2.SettingMaxConcurrentStreams, Val: cfg.MaxConcurrentStreams},
-		{ID: http2.SettingMaxHeaderListSize, Val: cfg.MaxHeaderListSize},
-	}})
 	preface := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(c.fw, preface); err != nil {
 		if !c.watchError(err) {
@@ -548,13 +556,20 @@ func (c *conn) headers(f *http2.MetaHeadersFrame) bool {
 	// Above a GOAWAY sent, or once a close is queued, a request would
 	// execute unanswered: it is not processed.
 	above := c.goawaySet && id > c.goaway || c.closing
-	if id%2 == 1 && id > c.rd.maxID {
-		// Published under the lock that decided above: a drain's GOAWAY,
-		// which reads maxID under it too, names every stream that will
-		// be processed, and no other (drainGoAway).
+	taking := !above && id%2 == 1 && id > c.rd.maxID
+	if taking {
+		// Published under the lock that decided above, and held as
+		// taken until newStream has made it live: a drain's GOAWAY,
+		// which reads maxID under this lock too, names every stream that
+		// will be processed and no other, and the drain does not close
+		// the connection before it is answered (startDrain).
 		c.maxID.Store(id)
+		c.taking++
 	}
 	c.mu.Unlock()
+	if taking {
+		defer c.took()
+	}
 	switch {
 	case id%2 == 0:
 		c.connError(http2.ErrCodeProtocol, "grpcwire: HEADERS on an even stream id")

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/rpcbench/rpcbench/internal/fault"
 	"github.com/rpcbench/rpcbench/internal/serverapi"
 	"github.com/rpcbench/rpcbench/internal/transport"
@@ -307,6 +309,12 @@ func (s *Server) ServeConn(nc net.Conn) {
 		return
 	}
 	c := newConn(s, nc)
+	// The server's SETTINGS are its first frame, queued before anything
+	// else can be (a drain's GOAWAY).
+	c.queue(op{kind: opSettings, settings: []http2.Setting{
+		{ID: http2.SettingMaxConcurrentStreams, Val: s.cfg.MaxConcurrentStreams},
+		{ID: http2.SettingMaxHeaderListSize, Val: s.cfg.MaxHeaderListSize},
+	}})
 	s.conns[c] = struct{}{}
 	s.log.Info(serverapi.EventConnOpen, serverapi.KeyConn, c.id, serverapi.KeyRemote, nc.RemoteAddr().String(), serverapi.KeyWire, serverapi.WireGRPC)
 	if err := transport.TuneTCP(nc, s.cfg.KeepAlive, s.cfg.WriteTimeout); err != nil {

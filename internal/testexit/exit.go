@@ -8,4 +8,10 @@
 // reported), so that second is waste, and go test -race ./... spends it
 // once per package. A TestMain ends with Exit(m.Run()) instead of
 // os.Exit, or hands Exit to goleak.VerifyTestMain with goleak.Cleanup.
+//
+// What that costs: a race reported after m.Run has returned (by a
+// goroutine that outlived its test, or in TestMain's own teardown) is
+// still printed, but no longer turns the binary's exit status to 66.
+// The packages whose tests start goroutines that could outlive them
+// check for leaks with goleak, which fails the run on its own.
 package testexit

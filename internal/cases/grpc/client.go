@@ -215,17 +215,14 @@ func grpcPushback(g *judge.T) {
 	g.Field("requests", a.Requests)
 	var refused, executed time.Time
 	if g.Proxy != nil {
-		// Refused by the proxy, not the server: when it answered; and
-		// executed when the harness read the adapter's exec line, a
-		// little after.
+		// Both by the proxy's clock: when it refused the call, and when
+		// the retry it forwarded came.
 		for _, a := range g.Proxy.Attempts() {
-			if a.Rule != "" {
+			switch {
+			case a.Rule != "":
 				refused = a.Ended
-			}
-		}
-		for _, e := range g.Upstream.Events() {
-			if e.Type == "exec" && e.Account == account && executed.IsZero() {
-				executed = e.At
+			case !refused.IsZero() && a.Forwarded && a.Method == "rpcbench.bank.v1.Bank/Debit" && executed.IsZero():
+				executed = a.Start
 			}
 		}
 	} else {
