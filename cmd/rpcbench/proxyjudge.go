@@ -21,7 +21,6 @@ import (
 	"github.com/rpcbench/rpcbench/internal/proxy"
 	"github.com/rpcbench/rpcbench/internal/scenario"
 	"github.com/rpcbench/rpcbench/internal/schema"
-	"github.com/rpcbench/rpcbench/internal/target"
 )
 
 // judgeFlags are proxy's flags for judging the calls it saw.
@@ -268,26 +267,11 @@ func stopGroup(p *child.Proc) {
 // openOracle loads the schema when the oracle or idempotency needs one,
 // and opens the oracle.
 func openOracle(ctx context.Context, o *proxyOptions, sv *service) error {
-	var err error
-	switch {
-	case len(o.Protos) > 0:
-		sv.schema, err = schema.FromProto(ctx, o.ImportPaths, o.Protos...)
-	case o.DescriptorSet != "":
-		sv.schema, err = schema.FromDescriptorSet(o.DescriptorSet)
-	case o.Observe != "":
-		sv.schema, err = schema.FromReflection(ctx, o.Upstream)
-		if errors.Is(err, schema.ErrNoReflection) {
-			return usageErrorf("", "%v: give its schema with --proto or --descriptor-set", err)
+	if len(o.Protos) > 0 || o.DescriptorSet != "" || o.Observe != "" {
+		var err error
+		if sv.schema, err = loadSchema(ctx, o.Protos, o.ImportPaths, o.DescriptorSet, o.Upstream); err != nil {
+			return err
 		}
-		if err != nil {
-			return &errAdapter{fmt.Errorf("proxy: the schema of %s by server reflection: %w", o.Upstream, err)}
-		}
-	}
-	if errors.Is(err, schema.ErrUsage) {
-		return usageErrorf("", "%v", err)
-	}
-	if err != nil {
-		return err
 	}
 	switch {
 	case o.Observe != "":
@@ -295,15 +279,9 @@ func openOracle(ctx context.Context, o *proxyOptions, sv *service) error {
 		if err != nil {
 			return err
 		}
-		ob := &target.Observe{Field: o.ObserveField, PerExec: o.PerExec}
-		if ob.Method, err = sv.schema.Method(o.Observe); err != nil {
-			return usageErrorf("", "--observe: %v", err)
-		}
-		if ob.Request, err = ob.Method.Request(data); err != nil {
-			return usageErrorf("", "--observe-data: %v", err)
-		}
-		if err := ob.Method.CheckField(o.ObserveField); err != nil {
-			return usageErrorf("", "--observe-field: %v", err)
+		ob, err := observeOracle(sv.schema, o.Observe, data, o.ObserveField, o.PerExec)
+		if err != nil {
+			return err
 		}
 		obs := &oracle.Observe{Observe: ob, Addr: o.Upstream}
 		if _, err := obs.Read(ctx); err != nil {

@@ -193,24 +193,7 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 		}
 		defer sp.Close()
 	}
-	var sch *schema.Schema
-	switch {
-	case len(o.Protos) > 0:
-		sch, err = schema.FromProto(ctx, o.ImportPaths, o.Protos...)
-	case o.DescriptorSet != "":
-		sch, err = schema.FromDescriptorSet(o.DescriptorSet)
-	default:
-		sch, err = schema.FromReflection(ctx, o.Addr)
-		if errors.Is(err, schema.ErrNoReflection) {
-			return usageErrorf("", "%v: give its schema with --proto or --descriptor-set", err)
-		}
-		if err != nil {
-			return &errAdapter{fmt.Errorf("target %s: the schema by server reflection: %w", o.Addr, err)}
-		}
-	}
-	if errors.Is(err, schema.ErrUsage) {
-		return usageErrorf("", "%v", err)
-	}
+	sch, err := loadSchema(ctx, o.Protos, o.ImportPaths, o.DescriptorSet, o.Addr)
 	if err != nil {
 		return err
 	}
@@ -235,17 +218,9 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 		svc.SlowFor = o.SlowFor
 	}
 	if o.Observe != "" {
-		ob := &target.Observe{Field: o.ObserveField, PerExec: o.PerExec}
-		if ob.Method, err = sch.Method(o.Observe); err != nil {
-			return usageErrorf("", "--observe: %v", err)
+		if svc.Oracle, err = observeOracle(sch, o.Observe, obsData, o.ObserveField, o.PerExec); err != nil {
+			return err
 		}
-		if ob.Request, err = ob.Method.Request(obsData); err != nil {
-			return usageErrorf("", "--observe-data: %v", err)
-		}
-		if err := ob.Method.CheckField(o.ObserveField); err != nil {
-			return usageErrorf("", "--observe-field: %v", err)
-		}
-		svc.Oracle = ob
 	}
 	all := scenario.Registry(target.Cases(svc))
 	list, err := o.filter(all, all)
@@ -270,6 +245,50 @@ func runTarget(ctx context.Context, o *targetOptions) error {
 	b.Announce = fmt.Sprintf(" judging %s at %s (%s %s; schema: %s; oracle: %s)", o.Name, o.Addr, svc.Method.Name(), idempotency(svc.Method), sch.Source, oracle)
 	_, err = runBatch(ctx, b)
 	return err
+}
+
+// loadSchema reads a service's schema from protos (found in imports),
+// or a descriptor set, or, when neither is given, the server reflection
+// of the service at addr. What the user gave that cannot be read is a
+// usage error; a service whose reflection fails is an ERROR naming it.
+func loadSchema(ctx context.Context, protos, imports []string, descSet, addr string) (*schema.Schema, error) {
+	var sch *schema.Schema
+	var err error
+	switch {
+	case len(protos) > 0:
+		sch, err = schema.FromProto(ctx, imports, protos...)
+	case descSet != "":
+		sch, err = schema.FromDescriptorSet(descSet)
+	default:
+		sch, err = schema.FromReflection(ctx, addr)
+		if errors.Is(err, schema.ErrNoReflection) {
+			return nil, usageErrorf("", "%v: give its schema with --proto or --descriptor-set", err)
+		}
+		if err != nil {
+			return nil, &errAdapter{fmt.Errorf("%s: the schema by server reflection: %w", addr, err)}
+		}
+	}
+	if errors.Is(err, schema.ErrUsage) {
+		return nil, usageErrorf("", "%v", err)
+	}
+	return sch, err
+}
+
+// observeOracle is the observe oracle the flags give: method called
+// with data, whose integer field moves by perExec (0: to be measured).
+func observeOracle(sch *schema.Schema, method, data, field string, perExec int64) (*target.Observe, error) {
+	ob := &target.Observe{Field: field, PerExec: perExec}
+	var err error
+	if ob.Method, err = sch.Method(method); err != nil {
+		return nil, usageErrorf("", "--observe: %v", err)
+	}
+	if ob.Request, err = ob.Method.Request(data); err != nil {
+		return nil, usageErrorf("", "--observe-data: %v", err)
+	}
+	if err := ob.Method.CheckField(field); err != nil {
+		return nil, usageErrorf("", "--observe-field: %v", err)
+	}
+	return ob, nil
 }
 
 func idempotency(m schema.Method) string {

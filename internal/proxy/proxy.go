@@ -533,13 +533,7 @@ func (s *session) cutLocked(ps *pstream, f *http2.DataFrame, payload []byte) {
 	// The frame and the rest of the answer are dropped: their window
 	// goes back at once.
 	if n := uint32(len(payload)); n > 0 { // padding was credited before
-		id := ps.uid
-		s.enqueueLocked(s.up, func() error {
-			if err := s.up.fr.WriteWindowUpdate(0, n); err != nil {
-				return err
-			}
-			return s.up.fr.WriteWindowUpdate(id, n)
-		})
+		s.creditLocked(s.up, ps.uid, n)
 	}
 	s.p.record(ps.a, func(a *Attempt) { a.Client, a.Ended = "CUT_DATA", time.Now() })
 	ps.clientDone = true
@@ -1003,13 +997,7 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 			s.p.record(ps.a, func(a *Attempt) { a.Body = sum })
 		}
 		if n > uint32(len(payload)) { // padding: credited at once
-			pad, id := n-uint32(len(payload)), f.StreamID
-			s.enqueueLocked(pr, func() error {
-				if err := pr.fr.WriteWindowUpdate(0, pad); err != nil {
-					return err
-				}
-				return pr.fr.WriteWindowUpdate(id, pad)
-			})
+			s.creditLocked(pr, f.StreamID, n-uint32(len(payload)))
 		}
 		if ps.forwarded {
 			s.flushLocked(s.up, ps)
@@ -1018,13 +1006,7 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 	}
 	// From the upstream: the answer.
 	if n > uint32(len(payload)) && !(ps.holding || ps.clientDone) { // padding: credited at once
-		pad, id := n-uint32(len(payload)), f.StreamID
-		s.enqueueLocked(pr, func() error {
-			if err := pr.fr.WriteWindowUpdate(0, pad); err != nil {
-				return err
-			}
-			return pr.fr.WriteWindowUpdate(id, pad)
-		})
+		s.creditLocked(pr, f.StreamID, n-uint32(len(payload)))
 	}
 	if ps.holding && !ps.clientDone && ps.rule.Kind == Late {
 		// Held for later: its window is given back as it is sent to the
@@ -1036,13 +1018,7 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 		ps.lateData = append(ps.lateData, payload...)
 		ps.lateEnd = ps.lateEnd || f.StreamEnded()
 		if pad := n - uint32(len(payload)); pad > 0 {
-			id := ps.uid
-			s.enqueueLocked(pr, func() error {
-				if err := pr.fr.WriteWindowUpdate(0, pad); err != nil {
-					return err
-				}
-				return pr.fr.WriteWindowUpdate(id, pad)
-			})
+			s.creditLocked(pr, ps.uid, pad)
 		}
 		if f.StreamEnded() {
 			s.upstreamEndedLocked(ps, "")
@@ -1052,13 +1028,7 @@ func (s *session) data(pr *peer, f *http2.DataFrame) error {
 	if ps.holding || ps.clientDone {
 		// Withheld: dropped here, the window given back at once.
 		if n > 0 {
-			id := ps.uid
-			s.enqueueLocked(pr, func() error {
-				if err := pr.fr.WriteWindowUpdate(0, n); err != nil {
-					return err
-				}
-				return pr.fr.WriteWindowUpdate(id, n)
-			})
+			s.creditLocked(pr, ps.uid, n)
 		}
 		if f.StreamEnded() {
 			s.upstreamEndedLocked(ps, "")
@@ -1119,12 +1089,7 @@ func (s *session) flushLocked(pr *peer, ps *pstream) {
 			s.sentEndLocked(pr, ps)
 		}
 		// The sender may send as much again.
-		s.enqueueLocked(src, func() error {
-			if err := src.fr.WriteWindowUpdate(0, uint32(n)); err != nil {
-				return err
-			}
-			return src.fr.WriteWindowUpdate(sid, uint32(n))
-		})
+		s.creditLocked(src, sid, uint32(n))
 	}
 	if len(*buf) == 0 && *end {
 		// END_STREAM with no DATA left, or the trailers.
@@ -1243,6 +1208,17 @@ func (s *session) upstreamEndedLocked(ps *pstream, what string) {
 		}
 	}
 	s.forgetLocked(ps)
+}
+
+// creditLocked gives pr back n bytes of window on the connection and
+// on its stream id.
+func (s *session) creditLocked(pr *peer, id, n uint32) {
+	s.enqueueLocked(pr, func() error {
+		if err := pr.fr.WriteWindowUpdate(0, n); err != nil {
+			return err
+		}
+		return pr.fr.WriteWindowUpdate(id, n)
+	})
 }
 
 // resetClientLocked resets the client's stream with code.
